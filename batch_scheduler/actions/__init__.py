@@ -1,0 +1,1 @@
+"""Batch scheduler actions, one module each (arrive with the batch issue)."""

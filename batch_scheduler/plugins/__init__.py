@@ -1,0 +1,1 @@
+"""Batch scheduler plugins, one module each (arrive with the batch issue)."""

@@ -1,0 +1,26 @@
+"""The step after a commit: make the binding real in the cluster, or give the reservation back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from binder.commit import Binder
+from cluster.records import BindFailure, Binding
+
+
+class BindTarget(Protocol):
+    """Where committed placements become real: Kubernetes' ``pods/binding``, or the simulator."""
+
+    async def bind(self, bindings: Sequence[Binding]) -> list[BindFailure | None]:
+        """Bind each pod; None where it worked, else why not."""
+        ...
+
+
+async def bind_committed(binder: Binder, target: BindTarget, bindings: Sequence[Binding]) -> list[BindFailure | None]:
+    """Bind committed pods; a failed bind releases the reservation and requeues the pod."""
+    outcomes = await target.bind(bindings)
+    failed = [b.uid for b, o in zip(bindings, outcomes) if o is not None]
+    if failed:
+        await binder.release(failed)
+    return outcomes

@@ -1,0 +1,160 @@
+"""The binder: commits placements through one atomic compare-and-set script in Redis.
+
+See DESIGN.md §4. Fine-grained by default: a node whose version moved since the scheduler
+looked is re-checked, and the placement commits if it still fits. ``coarse=True`` rejects
+on any version change, like Volcano's agent binder; it exists for the bench to compare.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Sequence
+
+import redis.asyncio as aioredis
+
+from binder.metrics import BinderMetrics
+from binder.results import Committed, Conflict, Placement, Reason, Rejected, Result
+from cluster.keys import Keys
+from cluster.records import encode_request
+from cluster.resources import Resources
+from cluster.scripts import Arg, Script, run_loaded
+from cluster.store import DEFAULT_FEED_MAXLEN
+
+
+class ShardingMode(enum.StrEnum):
+    """How a scheduler uses its shard; only ``hard`` is enforced by the binder."""
+
+    HARD = "hard"
+    SOFT = "soft"
+    NONE = "none"
+
+
+def decode_result(node: str, raw: list[object]) -> Result:
+    code = int(raw[0])  # type: ignore[call-overload]
+    if code == 1:
+        return Committed(node=node, version=int(raw[1]), resolved=raw[2] == 1, idempotent=raw[3] == 1)  # type: ignore[call-overload]
+    if code == 2:
+        alloc: dict[str, int] = {}
+        used: dict[str, int] = {}
+        figures = raw[3:]
+        for i in range(0, len(figures), 3):
+            name = figures[i].decode()  # type: ignore[attr-defined]
+            alloc[name] = int(figures[i + 1])  # type: ignore[call-overload]
+            used[name] = int(figures[i + 2])  # type: ignore[call-overload]
+        return Conflict(
+            node=node,
+            version=int(raw[1]),  # type: ignore[call-overload]
+            allocatable=Resources(alloc),
+            allocated=Resources(used),
+            unschedulable=raw[2] == 1,
+        )
+    text = raw[1].decode()  # type: ignore[attr-defined]
+    reason, _, detail = text.partition(" ")
+    return Rejected(reason=Reason(reason), detail=detail)
+
+
+def _invalid(p: Placement) -> Rejected | None:
+    negative = [f"{name} {amount}" for name, amount in p.request.items() if amount < 0]
+    if negative:
+        return Rejected(reason=Reason.INVALID_REQUEST, detail=f"negative request: {', '.join(negative)}")
+    return None
+
+
+class Binder:
+    """Commits one scheduler's placements; every placement gets a :data:`Result`."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        keys: Keys,
+        scheduler: str,
+        *,
+        sharding: ShardingMode = ShardingMode.SOFT,
+        coarse: bool = False,
+        metrics: BinderMetrics | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        feed_maxlen: int = DEFAULT_FEED_MAXLEN,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.scheduler = scheduler
+        self.metrics = metrics
+        self.clock = clock
+        self._head: list[Arg] = [keys.prefix, feed_maxlen]
+        self._flags: list[Arg] = [scheduler, "coarse" if coarse else "fine", int(sharding is ShardingMode.HARD)]
+        self._commit = Script("binder", "commit")
+        self._release = Script("binder", "release")
+
+    async def commit(self, placements: Sequence[Placement], gang: bool = False) -> list[Result]:
+        """Commit placements in one round trip; with ``gang`` all of them or none."""
+        return (await self.commit_many([placements], gang=gang))[0]
+
+    async def commit_many(self, batches: Sequence[Sequence[Placement]], gang: bool = False) -> list[list[Result]]:
+        """Commit several batches (each one script call; each a gang with ``gang``) in one round trip."""
+        out: list[list[Result]] = []
+        calls: list[tuple[int, list[Placement]]] = []
+        for batch in batches:
+            uids = [p.uid for p in batch]
+            if len(set(uids)) != len(uids):
+                raise ValueError(f"placements: a pod appears twice in one batch: {sorted(uids)}")
+            invalid = [_invalid(p) for p in batch]
+            results: list[Result | None] = list(invalid)
+            if gang and any(invalid):
+                results = [r or Rejected(reason=Reason.GANG_MEMBER_FAILED) for r in invalid]
+            out.append(results)  # type: ignore[arg-type]
+            todo = [p for p, r in zip(batch, results) if r is None]
+            if todo:
+                calls.append((len(out) - 1, todo))
+        if calls:
+            raws = await self._call(calls, gang)
+            for (index, todo), raw in zip(calls, raws):
+                decoded = iter(decode_result(p.node, r) for p, r in zip(todo, raw))
+                out[index] = [r if r is not None else next(decoded) for r in out[index]]  # type: ignore[misc]
+        if self.metrics is not None:
+            self._count(out)
+        return out
+
+    async def _call(self, calls: list[tuple[int, list[Placement]]], gang: bool) -> list[list[list[object]]]:
+        head = [*self._head, *self._flags, int(gang)]
+        argv = []
+        for _, todo in calls:
+            args = list(head)
+            for p in todo:
+                args += [p.uid, p.node, p.version, encode_request(p.request)]
+            argv.append(args)
+
+        async def go() -> list[list[list[object]]]:
+            pipe = self.client.pipeline(transaction=False)
+            for args in argv:
+                self._commit.queue(pipe, [self.keys.rv], args)
+            return list(await pipe.execute())
+
+        start = self.clock()
+        raws = await run_loaded(self.client, [self._commit, self._release], go)
+        if self.metrics is not None:
+            self.metrics.commit_seconds.observe(self.clock() - start)
+        return raws
+
+    def _count(self, batches: list[list[Result]]) -> None:
+        assert self.metrics is not None
+        for results in batches:
+            for r in results:
+                if isinstance(r, Committed):
+                    self.metrics.commits.labels("committed").inc()
+                    if r.resolved:
+                        self.metrics.conflicts_resolved.inc()
+                elif isinstance(r, Conflict):
+                    self.metrics.commits.labels("conflict").inc()
+                else:
+                    self.metrics.commits.labels("rejected").inc()
+
+    async def release(self, uids: Sequence[str]) -> list[bool]:
+        """Give back reservations whose bind failed: the pods are pending again. Idempotent."""
+        if not uids:
+            return []
+        raw = await self._release.call(self.client, [self.keys.rv], [*self._head, *uids])
+        released = [v == 1 for v in raw]
+        if self.metrics is not None:
+            self.metrics.releases.inc(sum(released))
+        return released

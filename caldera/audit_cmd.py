@@ -1,0 +1,40 @@
+"""``caldera audit``: check the allocation invariant of a live store; exit 1 on any violation."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from caldera.connect import client
+from cluster.audit import audit
+from cluster.keys import Keys
+from cluster.store import Store
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("audit", help="check that no node is over-committed and no pod is bound twice")
+    p.add_argument("--redis-url", required=True, help="the store, e.g. redis://127.0.0.1:6379/0")
+    p.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
+    p.set_defaults(run=run)
+
+
+async def check(url: str, cluster: str) -> list[str]:
+    async with client(url) as c:
+        return await audit(Store(c, Keys(cluster)))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        keys = Keys(args.cluster)
+    except ValueError as e:
+        print(f"caldera audit: error: --cluster: {e}")
+        return 2
+    problems = asyncio.run(check(args.redis_url, keys.cluster))
+    for line in problems:
+        print(line)
+    if problems:
+        print(f"audit: {len(problems)} violation(s)")
+        return 1
+    print("audit: ok")
+    return 0

@@ -1,0 +1,69 @@
+"""The Redis key layout of one cluster (DESIGN.md §3).
+
+Every key starts with ``caldera:{<cluster>}:``; the braces are a Redis Cluster hash tag,
+so all keys of one cluster live in one slot and every multi-key script stays legal there.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import msgspec
+
+
+class Kind(enum.StrEnum):
+    """The kinds of object the store holds; the value is the word used in keys and the feed."""
+
+    NODE = "node"
+    POD = "pod"
+    PODGROUP = "podgroup"
+    QUEUE = "queue"
+    PRIORITYCLASS = "priorityclass"
+    NODESHARD = "nodeshard"
+
+
+class Keys(msgspec.Struct, frozen=True):
+    """Key names for one cluster."""
+
+    cluster: str = "default"
+
+    def __post_init__(self) -> None:
+        if not self.cluster or any(c in self.cluster for c in "{}: \n"):
+            raise ValueError(
+                f"cluster: invalid name {self.cluster!r} (expected a non-empty name without braces, colons or spaces)"
+            )
+
+    @property
+    def prefix(self) -> str:
+        return f"caldera:{{{self.cluster}}}:"
+
+    @property
+    def rv(self) -> str:
+        """The cluster-wide resourceVersion counter."""
+        return self.prefix + "rv"
+
+    @property
+    def feed(self) -> str:
+        """The change feed stream."""
+        return self.prefix + "feed"
+
+    def index(self, kind: Kind) -> str:
+        """The set of names (uids for pods) of every object of one kind."""
+        return f"{self.prefix}index:{kind}"
+
+    def object(self, kind: Kind, name: str) -> str:
+        return f"{self.prefix}{kind}:{name}"
+
+    def node(self, name: str) -> str:
+        return self.object(Kind.NODE, name)
+
+    def pod(self, uid: str) -> str:
+        return self.object(Kind.POD, uid)
+
+    def pending(self, scheduler: str) -> str:
+        """Pending pods of one scheduler, scored by the version at which they became pending."""
+        return f"{self.prefix}pending:{scheduler}"
+
+    def bound_to(self, node: str) -> str:
+        """Uids of the pods bound to a node."""
+        return f"{self.prefix}bynode:{node}"

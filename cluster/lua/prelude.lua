@@ -1,0 +1,67 @@
+-- Shared by every caldera script; prepended to each script body.
+--
+-- ARGV[1] is the key prefix ("caldera:{cluster}:"), ARGV[2] the feed's approximate
+-- MAXLEN. Every key a script touches carries the same hash tag, so each script stays in
+-- one slot on a Redis Cluster. KEYS[1] is the prefix's `rv` key, declared for routing.
+--
+-- Versions: a script that changes anything takes ONE new resourceVersion (INCR rv), gives
+-- it to every object it changes, and appends ONE feed entry with stream id `<rv>-0`. The
+-- feed ids are therefore consecutive, and a reader that sees a jump knows it missed
+-- entries (the feed was trimmed past it) and must re-list.
+local P = ARGV[1]
+local FEEDLEN = ARGV[2]
+local RV = nil
+local CHANGES = {}
+
+local function version()
+  if not RV then RV = redis.call('INCR', P .. 'rv') end
+  return RV
+end
+
+local function changed(code, name)
+  CHANGES[#CHANGES + 1] = code .. ':' .. name
+end
+
+local function publish()
+  if RV then
+    redis.call('XADD', P .. 'feed', 'MAXLEN', '~', FEEDLEN, RV .. '-0', 'c', table.concat(CHANGES, '\n'))
+  end
+  return RV or 0
+end
+
+local function node_key(name) return P .. 'node:' .. name end
+local function pod_key(uid) return P .. 'pod:' .. uid end
+
+-- A request is stored and passed as "name amount name amount ..." (amounts integers).
+local function parse_request(s)
+  local out = {}
+  for name, amount in string.gmatch(s, '(%S+) (%S+)') do
+    out[#out + 1] = {name, tonumber(amount)}
+  end
+  return out
+end
+
+local function terminal(phase)
+  return phase == 'Succeeded' or phase == 'Failed'
+end
+
+-- Add (sign 1) or remove (sign -1) a request to a node's allocated figures and bump the
+-- node's version. The node must exist.
+local function account(node, req, sign)
+  local key = node_key(node)
+  for _, r in ipairs(parse_request(req)) do
+    redis.call('HINCRBY', key, 'u:' .. r[1], sign * r[2])
+  end
+  redis.call('HSET', key, 'version', version())
+  changed('node', node)
+end
+
+-- Set a pod's accounted node to `target` ('' for none), moving its request between nodes.
+local function set_accounted(uid, old_acct, old_req, target, new_req)
+  if old_acct == target and old_req == new_req then return end
+  if old_acct ~= '' and redis.call('EXISTS', node_key(old_acct)) == 1 then
+    account(old_acct, old_req, -1)
+  end
+  if target ~= '' then account(target, new_req, 1) end
+  redis.call('HSET', pod_key(uid), 'acct', target)
+end

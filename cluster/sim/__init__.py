@@ -1,0 +1,1 @@
+"""The simulated cluster: playing Kubernetes and its kubelets against the store."""

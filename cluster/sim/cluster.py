@@ -1,0 +1,100 @@
+"""The simulated cluster: plays Kubernetes' kubelets against the store.
+
+It watches the feed for pods the binder committed, marks them Running (as a kubelet
+would report), and when a pod's duration is up deletes it, which returns its resources
+in the same atomic script. It never decides placements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import time
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from cluster.feed import Informer
+from cluster.keys import Kind
+from cluster.records import BindFailure, Binding, PodRecord
+from cluster.sim.workload import pod_duration
+from cluster.store import Store
+
+
+def running(record: PodRecord) -> msgspec.Struct:
+    """The pod as its kubelet reports it once started on its node."""
+    pod = record.pod
+    spec = msgspec.structs.replace(pod.spec, node_name=record.node)
+    status = msgspec.structs.replace(pod.status, phase="Running")
+    return msgspec.structs.replace(pod, spec=spec, status=status)
+
+
+class SimCluster:
+    """Starts committed pods and ends them after their duration."""
+
+    def __init__(self, store: Store, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.clock = clock
+        self.started = 0
+        self.completed = 0
+        self._due: list[tuple[float, str]] = []
+        self._wake = asyncio.Event()
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._start_pods(), name="sim-start-pods")
+            tg.create_task(self._complete_pods(), name="sim-complete-pods")
+
+    async def _start_pods(self) -> None:
+        informer = Informer(self.store, [Kind.POD], block_ms=200)
+        async for update in informer.updates():
+            starting = [r for r in update.pods.values() if r is not None and r.node and r.phase == "Pending"]
+            if not starting:
+                continue
+            await self.store.upsert_pods(running(r) for r in starting)  # type: ignore[misc]
+            now = self.clock()
+            for r in starting:
+                duration = pod_duration(r.pod)
+                if duration is not None:
+                    heapq.heappush(self._due, (now + duration, r.uid))
+            self.started += len(starting)
+            self._wake.set()
+
+    async def _complete_pods(self) -> None:
+        while True:
+            now = self.clock()
+            done = []
+            while self._due and self._due[0][0] <= now:
+                done.append(heapq.heappop(self._due)[1])
+            if done:
+                await self.store.delete_pods(done)
+                self.completed += len(done)
+            wait = min(self._due[0][0] - now, 0.05) if self._due else 0.05
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.001))
+            except TimeoutError:
+                pass
+
+
+class SimBindTarget:
+    """The simulator's ``pods/binding``: it works while the pod still exists, bound as committed."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def bind(self, bindings: Sequence[Binding]) -> list[BindFailure | None]:
+        pipe = self.store.client.pipeline(transaction=False)
+        for b in bindings:
+            pipe.hget(self.store.keys.pod(b.uid), "node")
+        nodes = await pipe.execute()
+        out: list[BindFailure | None] = []
+        for b, node in zip(bindings, nodes):
+            if node is None:
+                out.append(BindFailure(reason="pod not found"))
+            elif node.decode() != b.node:
+                out.append(BindFailure(reason=f"pod is bound to {node.decode()!r}"))
+            else:
+                out.append(None)
+        return out

@@ -1,0 +1,76 @@
+"""Node pools: the simulated cluster's shape, e.g. ``gpu: 100 x {cpu: 96, memory: 768Gi, nvidia.com/gpu: 8}``.
+
+A pool description is YAML (or the same data in Python)::
+
+    pools:
+      - name: gpu
+        count: 100
+        resources: {cpu: 96, memory: 768Gi, nvidia.com/gpu: 8}
+        labels: {node.kubernetes.io/instance-type: gpu-8x}
+        taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import yaml
+
+from cluster.model import Node
+from cluster.resources import PODS, DEFAULT_MAX_PODS, Resources
+
+
+class TaintSpec(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+class NodePool(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    count: int
+    resources: dict[str, str | int | float]
+    labels: dict[str, str] = {}
+    taints: list[TaintSpec] = []
+    unschedulable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            raise ValueError(f"pools[{self.name}].count: {self.count} is negative (expected 0 or more)")
+        Resources.from_quantities(self.resources, field=f"pools[{self.name}].resources")
+
+
+class PoolSpec(msgspec.Struct, frozen=True, kw_only=True):
+    pools: list[NodePool]
+
+
+def parse_pools(data: str | dict[str, Any]) -> list[NodePool]:
+    """Pools from YAML text or already-parsed data; a bad field raises ValueError naming it."""
+    raw = yaml.safe_load(data) if isinstance(data, str) else data
+    try:
+        return msgspec.convert(raw, PoolSpec).pools
+    except msgspec.ValidationError as e:
+        raise ValueError(f"node pools: {e}") from None
+
+
+def pool_nodes(pool: NodePool, *, start: int = 0) -> list[Node]:
+    """The nodes of a pool, named ``<pool>-<index>``; ``pods`` defaults to the kubelet's 110."""
+    allocatable = {k: str(v) for k, v in pool.resources.items()}
+    allocatable.setdefault(PODS, str(DEFAULT_MAX_PODS))
+    nodes = []
+    for i in range(start, start + pool.count):
+        name = f"{pool.name}-{i:05d}"
+        nodes.append(
+            msgspec.convert(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "caldera.io/pool": pool.name, **pool.labels}},
+                    "spec": {"unschedulable": pool.unschedulable, "taints": [msgspec.to_builtins(t) for t in pool.taints]},
+                    "status": {"allocatable": allocatable, "capacity": allocatable},
+                },
+                Node,
+            )
+        )
+    return nodes

@@ -1,0 +1,74 @@
+"""Pods and PodGroups as a workload generator submits them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+import msgspec
+
+from cluster.model import Pod, PodGroup
+
+DURATION_ANNOTATION = "sim.caldera.io/duration-seconds"
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+
+
+def make_pod(
+    name: str,
+    *,
+    requests: Mapping[str, str | int],
+    namespace: str = "default",
+    scheduler: str = "default-scheduler",
+    duration: float | None = None,
+    group: str = "",
+    priority: int = 0,
+    node: str = "",
+    phase: str = "Pending",
+    labels: Mapping[str, str] | None = None,
+    uid: str | None = None,
+) -> Pod:
+    """A one-container pod; ``duration`` (seconds of running) tells the simulator when it ends."""
+    annotations: dict[str, str] = {}
+    if duration is not None:
+        annotations[DURATION_ANNOTATION] = repr(float(duration))
+    if group:
+        annotations[GROUP_ANNOTATION] = group
+    return msgspec.convert(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": uid or str(uuid.uuid4()),
+                "labels": dict(labels or {}),
+                "annotations": annotations,
+            },
+            "spec": {
+                "schedulerName": scheduler,
+                "priority": priority,
+                "nodeName": node,
+                "containers": [{"name": "main", "resources": {"requests": {k: str(v) for k, v in requests.items()}}}],
+            },
+            "status": {"phase": phase},
+        },
+        Pod,
+    )
+
+
+def make_podgroup(name: str, *, min_member: int, queue: str = "default", namespace: str = "default") -> PodGroup:
+    return msgspec.convert(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"minMember": min_member, "queue": queue},
+        },
+        PodGroup,
+    )
+
+
+def pod_duration(pod: Pod) -> float | None:
+    """Seconds the pod runs once bound, when the workload said; None runs until deleted."""
+    value = pod.metadata.annotations.get(DURATION_ANNOTATION) if pod.metadata.annotations else None
+    return float(value) if value is not None else None

@@ -1,0 +1,200 @@
+"""Node columns: the numpy view of nodes that predicates and scores work on.
+
+One row per resource (``allocatable[r]`` and ``allocated[r]`` are contiguous arrays over
+all nodes), so a fit check for every node is a handful of vectorised comparisons. Rows are
+kept dense: a removed node's slot is filled by the last node. Label and taint lookups
+are built lazily and dropped when a node's labels or taints change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from cluster.feed import Update
+from cluster.model import Taint
+from cluster.records import NodeRecord
+from cluster.resources import STANDARD_RESOURCES, Resources
+
+Mask = npt.NDArray[np.bool_]
+
+
+class NodeColumns:
+    """Nodes as numpy columns, updated in place from records or feed updates."""
+
+    def __init__(self, records: Iterable[NodeRecord] = (), *, capacity: int = 64) -> None:
+        self.resources: list[str] = list(STANDARD_RESOURCES)
+        self.resource_index: dict[str, int] = {r: i for i, r in enumerate(self.resources)}
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.allocatable = np.zeros((len(self.resources), capacity), dtype=np.int64)
+        self.allocated = np.zeros((len(self.resources), capacity), dtype=np.int64)
+        self.version = np.zeros(capacity, dtype=np.int64)
+        self.unschedulable = np.zeros(capacity, dtype=np.bool_)
+        self.owner: list[str] = []
+        self.labels: list[Mapping[str, str]] = []
+        self.taints: list[tuple[Taint, ...]] = []
+        self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
+        for record in records:
+            self.upsert(record)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    # -- updates ----------------------------------------------------------------------
+
+    def _grow(self, rows: int, cols: int) -> None:
+        r0, c0 = self.allocatable.shape
+        if rows <= r0 and cols <= c0:
+            return
+        rows, cols = max(rows, r0), max(cols, c0 * 2 if cols > c0 else c0)
+        for attr in ("allocatable", "allocated"):
+            old = getattr(self, attr)
+            new = np.zeros((rows, cols), dtype=np.int64)
+            new[:r0, :c0] = old
+            setattr(self, attr, new)
+        for attr in ("version", "unschedulable"):
+            old = getattr(self, attr)
+            new = np.zeros(cols, dtype=old.dtype)
+            new[:c0] = old
+            setattr(self, attr, new)
+
+    def column(self, resource: str) -> int:
+        """The row index of a resource, adding a row for a resource not seen before."""
+        i = self.resource_index.get(resource)
+        if i is None:
+            i = len(self.resources)
+            self.resources.append(resource)
+            self.resource_index[resource] = i
+            self._grow(i + 1, self.allocatable.shape[1])
+        return i
+
+    def _vector(self, amounts: Mapping[str, int]) -> npt.NDArray[np.int64]:
+        for name in amounts:
+            self.column(name)
+        v = np.zeros(len(self.resources), dtype=np.int64)
+        for name, amount in amounts.items():
+            v[self.resource_index[name]] = amount
+        return v
+
+    def upsert(self, record: NodeRecord) -> None:
+        i = self.index.get(record.name)
+        if i is None:
+            i = len(self.names)
+            self._grow(len(self.resources), i + 1)
+            self.names.append(record.name)
+            self.index[record.name] = i
+            self.owner.append("")
+            self.labels.append({})
+            self.taints.append(())
+        alloc = self._vector(record.allocatable)
+        used = self._vector(record.allocated)
+        self.allocatable[:, i] = 0
+        self.allocatable[: len(alloc), i] = alloc
+        self.allocated[:, i] = 0
+        self.allocated[: len(used), i] = used
+        self.version[i] = record.version
+        self.unschedulable[i] = record.unschedulable
+        self.owner[i] = record.owner
+        labels, taints = record.node.labels, tuple(record.node.taints)
+        if labels != self.labels[i] or taints != self.taints[i]:
+            self._label_columns.clear()
+        self.labels[i] = labels
+        self.taints[i] = taints
+
+    def set_figures(self, name: str, allocatable: Resources, allocated: Resources, version: int, unschedulable: bool) -> None:
+        """Refresh a node's figures (e.g. from a binder Conflict) without its spec."""
+        i = self.index.get(name)
+        if i is None or version < self.version[i]:
+            return
+        alloc, used = self._vector(allocatable), self._vector(allocated)
+        self.allocatable[:, i] = 0
+        self.allocatable[: len(alloc), i] = alloc
+        self.allocated[:, i] = 0
+        self.allocated[: len(used), i] = used
+        self.version[i] = version
+        self.unschedulable[i] = unschedulable
+
+    def remove(self, name: str) -> None:
+        i = self.index.pop(name, None)
+        if i is None:
+            return
+        last = len(self.names) - 1
+        if i != last:
+            moved = self.names[last]
+            self.names[i] = moved
+            self.index[moved] = i
+            for arr in (self.allocatable, self.allocated):
+                arr[:, i] = arr[:, last]
+            for vec in (self.version, self.unschedulable):
+                vec[i] = vec[last]
+            self.owner[i] = self.owner[last]
+            self.labels[i] = self.labels[last]
+            self.taints[i] = self.taints[last]
+        self.names.pop()
+        self.owner.pop()
+        self.labels.pop()
+        self.taints.pop()
+        self.allocatable[:, last] = 0
+        self.allocated[:, last] = 0
+        self._label_columns.clear()
+
+    def apply(self, update: Update) -> None:
+        """Apply a feed update's nodes (a full update replaces everything)."""
+        if update.full:
+            for name in [n for n in self.names if n not in update.nodes]:
+                self.remove(name)
+        for name, record in update.nodes.items():
+            if record is None:
+                self.remove(name)
+            else:
+                self.upsert(record)
+
+    def add(self, name: str, request: Resources) -> None:
+        """Take a request on a node in this view (a tentative placement)."""
+        i = self.index[name]
+        v = self._vector(request)
+        self.allocated[: len(v), i] += v
+
+    # -- queries ----------------------------------------------------------------------
+
+    def free(self) -> npt.NDArray[np.int64]:
+        n = len(self.names)
+        return self.allocatable[:, :n] - self.allocated[:, :n]
+
+    def fits(self, request: Resources) -> Mask:
+        """Nodes where the request fits in every resource, and that are schedulable."""
+        n = len(self.names)
+        v = self._vector(request)
+        rows = np.nonzero(v)[0]
+        ok = ~self.unschedulable[:n]
+        for r in rows:
+            ok &= self.allocated[r, :n] + v[r] <= self.allocatable[r, :n]
+        return ok
+
+    def label_column(self, key: str) -> npt.NDArray[np.object_]:
+        """Each node's value of a label (None where absent)."""
+        col = self._label_columns.get(key)
+        if col is None:
+            col = np.array([lab.get(key) for lab in self.labels], dtype=object)
+            self._label_columns[key] = col
+        return col
+
+    def copy(self) -> NodeColumns:
+        """An independent copy (a session's snapshot); label data is shared, it is replaced, not mutated."""
+        c = NodeColumns.__new__(NodeColumns)
+        c.resources = list(self.resources)
+        c.resource_index = dict(self.resource_index)
+        c.names = list(self.names)
+        c.index = dict(self.index)
+        c.allocatable = self.allocatable.copy()
+        c.allocated = self.allocated.copy()
+        c.version = self.version.copy()
+        c.unschedulable = self.unschedulable.copy()
+        c.owner = list(self.owner)
+        c.labels = list(self.labels)
+        c.taints = list(self.taints)
+        c._label_columns = dict(self._label_columns)
+        return c

@@ -1,0 +1,1 @@
+"""The sharding controller: splits nodes into NodeShards by utilization band (arrives with the sharding issue)."""

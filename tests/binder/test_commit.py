@@ -1,0 +1,193 @@
+"""The binder's commit and release scripts against a real redis-server."""
+
+from __future__ import annotations
+
+import pytest
+
+from binder.commit import Binder, ShardingMode
+from binder.results import Committed, Conflict, Placement, Reason, Rejected
+from cluster.audit import audit
+from cluster.resources import Resources
+from cluster.store import Own, Store
+from tests.builders import node, pod
+
+
+async def placement(store: Store, uid: str, node_name: str, *, version: int | None = None) -> Placement:
+    rec = (await store.get_pods([uid]))[uid]
+    if version is None:
+        version = (await store.get_nodes([node_name]))[node_name].version if node_name else 0
+    return Placement(uid=uid, node=node_name, request=rec.request, version=version)
+
+
+async def dump(store: Store) -> dict[bytes, object]:
+    """Everything under the cluster's prefix except the feed, to show that nothing changed."""
+    out: dict[bytes, object] = {}
+    async for key in store.client.scan_iter(match=store.keys.prefix + "*"):
+        t = await store.client.type(key)
+        if t == b"hash":
+            out[key] = await store.client.hgetall(key)
+        elif t == b"set":
+            out[key] = await store.client.smembers(key)
+        elif t == b"zset":
+            out[key] = await store.client.zrange(key, 0, -1, withscores=True)
+        elif t == b"string":
+            out[key] = await store.client.get(key)
+    return out
+
+
+async def test_commit_accounts_and_is_idempotent(store: Store) -> None:
+    await store.upsert_nodes([node("n1", cpu="4")])
+    await store.upsert_pods([pod("a", cpu="1500m")])
+    binder = Binder(store.client, store.keys, "s")
+    p = await placement(store, "uid-a", "n1")
+    [first] = await binder.commit([p])
+    assert isinstance(first, Committed) and not first.resolved and not first.idempotent
+    [again] = await binder.commit([p])
+    assert isinstance(again, Committed) and again.idempotent
+    n1 = (await store.get_nodes(["n1"]))["n1"]
+    assert n1.allocated == Resources({"cpu": 1500, "memory": 2**30, "pods": 1})
+    assert n1.version == first.version
+    assert await store.pending("s") == []
+    assert await audit(store) == []
+
+
+async def test_refusals_leave_the_store_unchanged(store: Store) -> None:
+    await store.upsert_nodes([node("n1", cpu="2"), node("n2", cpu="2")])
+    await store.upsert_pods([pod("a", cpu="1"), pod("b", cpu="1")])
+    binder = Binder(store.client, store.keys, "s")
+    await binder.commit([await placement(store, "uid-a", "n1")])
+    before = await dump(store)
+    a_elsewhere = await placement(store, "uid-a", "n2")
+    b = await placement(store, "uid-b", "n1")
+    cases = {
+        "unknown node": (Placement(uid="uid-b", node="nope", request=b.request, version=1), Reason.UNKNOWN_NODE),
+        "unknown pod": (Placement(uid="ghost", node="n1", request=b.request, version=b.version), Reason.UNKNOWN_POD),
+        "already bound": (a_elsewhere, Reason.ALREADY_BOUND),
+        "request differs": (Placement(uid="uid-b", node="n1", request=b.request + Resources({"cpu": 1}), version=b.version), Reason.REQUEST_MISMATCH),
+        "negative request": (Placement(uid="uid-b", node="n1", request=Resources({"cpu": -1000, "pods": 1}), version=b.version), Reason.INVALID_REQUEST),
+        "does not fit": (Placement(uid="uid-b", node="n1", request=b.request, version=b.version), None),
+    }
+    await store.client.hset(store.keys.node("n1"), "a:cpu", 1500)  # leave room for less than b
+    before = await dump(store)
+    for name, (p, reason) in cases.items():
+        [r] = await binder.commit([p])
+        assert isinstance(r, Rejected), name
+        if reason is not None:
+            assert r.reason is reason, name
+        else:
+            assert r.reason is Reason.INSUFFICIENT and r.detail == "cpu", name
+        assert await dump(store) == before, name
+    [neg] = await binder.commit([cases["negative request"][0]])
+    assert isinstance(neg, Rejected) and "cpu -1000" in neg.detail
+
+
+async def test_fine_commits_both_when_both_fit_coarse_rejects_one(store: Store) -> None:
+    await store.upsert_nodes([node("n1", cpu="4")])
+    await store.upsert_pods([pod("a"), pod("b"), pod("c"), pod("d")])
+    seen = (await store.get_nodes(["n1"]))["n1"].version
+    fine = [Binder(store.client, store.keys, "s1"), Binder(store.client, store.keys, "s2")]
+    [r1] = await fine[0].commit([await placement(store, "uid-a", "n1", version=seen)])
+    [r2] = await fine[1].commit([await placement(store, "uid-b", "n1", version=seen)])
+    assert isinstance(r1, Committed) and not r1.resolved
+    assert isinstance(r2, Committed) and r2.resolved
+
+    seen = (await store.get_nodes(["n1"]))["n1"].version
+    coarse = [Binder(store.client, store.keys, "s1", coarse=True), Binder(store.client, store.keys, "s2", coarse=True)]
+    [r3] = await coarse[0].commit([await placement(store, "uid-c", "n1", version=seen)])
+    [r4] = await coarse[1].commit([await placement(store, "uid-d", "n1", version=seen)])
+    assert isinstance(r3, Committed)
+    assert isinstance(r4, Conflict)
+    assert r4.version == r3.version
+    assert r4.allocated["cpu"] == 3000 and r4.allocatable["cpu"] == 4000
+    assert await audit(store) == []
+
+
+async def test_true_conflict_returns_current_figures(store: Store) -> None:
+    await store.upsert_nodes([node("n1", cpu="2")])
+    await store.upsert_pods([pod("a", cpu="1500m"), pod("b", cpu="1500m")])
+    seen = (await store.get_nodes(["n1"]))["n1"].version
+    binder = Binder(store.client, store.keys, "s")
+    await binder.commit([await placement(store, "uid-a", "n1", version=seen)])
+    [r] = await binder.commit([await placement(store, "uid-b", "n1", version=seen)])
+    assert isinstance(r, Conflict)
+    assert r.free["cpu"] == 500 and r.free["pods"] == 109
+    assert "uid-b" in await store.pending("s")
+
+
+async def test_hard_mode_refuses_nodes_of_other_owners(store: Store) -> None:
+    await store.upsert_nodes([node("mine"), node("theirs"), node("nobody")])
+    await store.write([Own("mine", "s"), Own("theirs", "other")])
+    await store.upsert_pods([pod("a"), pod("b"), pod("c")])
+    hard = Binder(store.client, store.keys, "s", sharding=ShardingMode.HARD)
+    soft = Binder(store.client, store.keys, "s", sharding=ShardingMode.SOFT)
+    [r1] = await hard.commit([await placement(store, "uid-a", "theirs")])
+    [r2] = await hard.commit([await placement(store, "uid-a", "nobody")])
+    [r3] = await hard.commit([await placement(store, "uid-a", "mine")])
+    [r4] = await soft.commit([await placement(store, "uid-b", "theirs")])
+    assert isinstance(r1, Rejected) and r1.reason is Reason.NOT_OWNER
+    assert isinstance(r2, Rejected) and r2.reason is Reason.NOT_OWNER
+    assert isinstance(r3, Committed)
+    assert isinstance(r4, Committed)
+
+
+async def test_gang_is_all_or_nothing(store: Store) -> None:
+    await store.upsert_nodes([node("n1", cpu="4", gpu=2), node("n2", cpu="4", gpu=1)])
+    await store.upsert_pods([pod(f"g{i}", gpu=1) for i in range(4)])
+    binder = Binder(store.client, store.keys, "s")
+    # Three fit one at a time, but n1 cannot take two more GPUs beside... n1 has 2, n2 has 1: 4 GPUs asked, 3 exist.
+    gang = [await placement(store, f"uid-g{i}", n) for i, n in enumerate(["n1", "n1", "n2", "n1"])]
+    before = await dump(store)
+    results = await binder.commit(gang, gang=True)
+    assert [type(r) for r in results] == [Rejected, Rejected, Rejected, Rejected]
+    assert results[3].reason is Reason.INSUFFICIENT  # type: ignore[union-attr]
+    assert {r.reason for r in results[:3]} == {Reason.GANG_MEMBER_FAILED}  # type: ignore[union-attr]
+    assert await dump(store) == before
+    results = await binder.commit(gang[:3], gang=True)
+    assert all(isinstance(r, Committed) for r in results)
+    assert (await store.get_nodes(["n1"]))["n1"].allocated["nvidia.com/gpu"] == 2
+    # Repeating a committed gang is idempotent.
+    again = await binder.commit(gang[:3], gang=True)
+    assert all(isinstance(r, Committed) and r.idempotent for r in again)
+    assert await audit(store) == []
+
+
+async def test_gang_with_an_invalid_member_touches_nothing(store: Store) -> None:
+    await store.upsert_nodes([node("n1")])
+    await store.upsert_pods([pod("a"), pod("b")])
+    binder = Binder(store.client, store.keys, "s")
+    good = await placement(store, "uid-a", "n1")
+    bad = Placement(uid="uid-b", node="n1", request=Resources({"cpu": -1}), version=good.version)
+    before = await dump(store)
+    results = await binder.commit([good, bad], gang=True)
+    assert isinstance(results[0], Rejected) and results[0].reason is Reason.GANG_MEMBER_FAILED
+    assert isinstance(results[1], Rejected) and results[1].reason is Reason.INVALID_REQUEST
+    assert await dump(store) == before
+
+
+async def test_release_requeues_and_is_idempotent(store: Store) -> None:
+    await store.upsert_nodes([node("n1")])
+    await store.upsert_pods([pod("a", cpu="2")])
+    binder = Binder(store.client, store.keys, "s")
+    await binder.commit([await placement(store, "uid-a", "n1")])
+    assert await binder.release(["uid-a"]) == [True]
+    assert await binder.release(["uid-a", "ghost"]) == [False, False]
+    rec = (await store.get_pods(["uid-a"]))["uid-a"]
+    assert rec.node == "" and rec.accounted == ""
+    assert await store.pending("s") == ["uid-a"]
+    assert (await store.get_nodes(["n1"]))["n1"].allocated == Resources()
+    assert await audit(store) == []
+
+
+async def test_a_pod_twice_in_one_batch_is_a_caller_error(store: Store) -> None:
+    await store.upsert_nodes([node("n1")])
+    await store.upsert_pods([pod("a")])
+    p = await placement(store, "uid-a", "n1")
+    with pytest.raises(ValueError, match="twice"):
+        await Binder(store.client, store.keys, "s").commit([p, p])
+
+
+async def test_unschedulable_node_refuses(store: Store) -> None:
+    await store.upsert_nodes([node("n1", unschedulable=True)])
+    await store.upsert_pods([pod("a")])
+    [r] = await Binder(store.client, store.keys, "s").commit([await placement(store, "uid-a", "n1")])
+    assert isinstance(r, Rejected) and r.reason is Reason.UNSCHEDULABLE
