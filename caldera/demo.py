@@ -110,6 +110,9 @@ async def placer(store: Store, index: int, count: int, stats: Stats, created: di
                 await bind_committed(binder, target, bindings)
     finally:
         follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await updates.aclose()
 
 
 async def workload(store: Store, stats: Stats, created: dict[str, float], rng: random.Random) -> None:
@@ -156,9 +159,9 @@ async def main_async(url: str, args: argparse.Namespace, console: Console) -> in
         finally:
             for t in tasks:
                 t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
+            _, stuck = await asyncio.wait(tasks, timeout=5)
+            for t in stuck:
+                console.print(f"warning: task {t.get_name()} did not stop within 5 s of being cancelled")
         problems = await audit(store)
     lat = np.array(stats.latencies or [0.0]) * 1000
     table = Table(title="caldera demo (foundation preview: placers + binder + simulator)")

@@ -8,6 +8,7 @@ in the same atomic script. It never decides placements.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import time
 from collections.abc import Callable, Sequence
@@ -72,10 +73,10 @@ class SimCluster:
                 self.completed += len(done)
             wait = min(self._due[0][0] - now, 0.05) if self._due else 0.05
             self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.001))
-            except TimeoutError:
-                pass
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(wait, 0.001)):
+                    await self._wake.wait()
 
 
 class SimBindTarget:

@@ -1,0 +1,64 @@
+"""The command line as users run it: `caldera audit`, `caldera bench binder`, `caldera demo`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from cluster.redis_server import RedisServer
+from cluster.store import Store
+from tests.builders import node, pod
+
+
+def caldera(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "caldera", *args], capture_output=True, text=True, timeout=timeout)
+
+
+async def test_audit_passes_a_sound_store_and_names_every_violation(store: Store, redis_server: RedisServer) -> None:
+    await store.upsert_nodes([node("n1", cpu="2")])
+    await store.upsert_pods([pod("a", cpu="1", node="n1", phase="Running")])
+    ok = caldera("audit", "--redis-url", redis_server.url, "--cluster", store.keys.cluster)
+    assert (ok.returncode, ok.stdout.strip()) == (0, "audit: ok")
+    # Corrupt the store behind the scripts' back: allocated no longer matches, and exceeds allocatable.
+    await store.client.hset(store.keys.node("n1"), "u:cpu", 5000)
+    await store.client.sadd(store.keys.bound_to("n2"), "uid-a")
+    bad = caldera("audit", "--redis-url", redis_server.url, "--cluster", store.keys.cluster)
+    assert bad.returncode == 1
+    assert "node n1: allocated" in bad.stdout and "!= sum of its pods' requests" in bad.stdout
+    assert "node n1: cpu allocated 5000 > allocatable 2000" in bad.stdout
+    assert "pod uid-a: bound twice" in bad.stdout
+    assert bad.stdout.strip().endswith("violation(s)")
+
+
+def test_bad_flags_exit_2_with_one_line() -> None:
+    for args, needle in [
+        (["audit"], "--redis-url"),
+        (["audit", "--redis-url", "redis://127.0.0.1:1", "--cluster", "a:b"], "--cluster"),
+        (["bench", "binder", "--pods", "-5"], "--pods"),
+        (["bench", "binder", "--pods", "12"], "--pods"),
+        (["nonsense"], "invalid choice"),
+    ]:
+        r = caldera(*args)
+        out = (r.stdout + r.stderr).strip()
+        assert r.returncode == 2, (args, out)
+        assert len(out.splitlines()) == 1 and needle in out, (args, out)
+
+
+def test_bench_binder_reports_commits_beside_the_ceiling(redis_server: RedisServer) -> None:
+    r = caldera("bench", "binder", "--redis-url", redis_server.url, "--pods", "800", "--nodes", "50", "--repeat", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    for figures in (report, report["single"], report["gang8"]):
+        assert figures["commits_per_s"] > 0 and figures["ceiling_per_s"] > 0
+        assert 0 < figures["ratio"] == min(report["single"]["ratio"], report["gang8"]["ratio"]) or figures is not report
+    assert report["single"]["commits"] == report["gang8"]["commits"] == 800
+
+
+def test_demo_fills_the_cluster_through_the_binder_and_audits() -> None:
+    r = caldera("demo", "--duration", "6", "--placers", "3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    assert "audit" in r.stdout and "ok" in r.stdout
+    committed = next(line for line in r.stdout.splitlines() if "pods committed" in line)
+    assert int("".join(ch for ch in committed.split("│")[2] if ch.isdigit())) > 0
