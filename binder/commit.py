@@ -86,6 +86,16 @@ class Binder:
         self._commit = Script("binder", "commit")
         self._release = Script("binder", "release")
 
+    @property
+    def commit_script(self) -> Script:
+        """The commit script (the bench calls it raw to measure the ceiling)."""
+        return self._commit
+
+    async def load(self) -> None:
+        """Load the scripts into Redis ahead of the first commit."""
+        for script in (self._commit, self._release):
+            await script.load(self.client)
+
     async def commit(self, placements: Sequence[Placement], gang: bool = False) -> list[Result]:
         """Commit placements in one round trip; with ``gang`` all of them or none."""
         return (await self.commit_many([placements], gang=gang))[0]

@@ -6,6 +6,8 @@ import argparse
 import asyncio
 from typing import Any
 
+import uvloop
+
 from caldera.connect import client
 from cluster.audit import audit
 from cluster.keys import Keys
@@ -30,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"caldera audit: error: --cluster: {e}")
         return 2
-    problems = asyncio.run(check(args.redis_url, keys.cluster))
+    problems = uvloop.run(check(args.redis_url, keys.cluster))
     for line in problems:
         print(line)
     if problems:

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 
 import hiredis
 import msgspec
+import uvloop
 
 from binder.commit import Binder
 from binder.results import Committed, Placement
@@ -128,8 +129,8 @@ async def measure(url: str, args: argparse.Namespace, gang_size: int) -> Figures
             c_calls = await prepare(Store(c, ck), args.nodes, args.pods, gang_size, rng)
             b_calls = await prepare(Store(c, bk), args.nodes, args.pods, gang_size, random.Random(rep))
             binder = Binder(c, bk, "bench")
-            await binder._commit.load(c)
-            best_ceiling = min(best_ceiling, await asyncio.to_thread(ceiling, url, ck, binder._commit, c_calls, gang, args.pipeline))
+            await binder.load()
+            best_ceiling = min(best_ceiling, await asyncio.to_thread(ceiling, url, ck, binder.commit_script, c_calls, gang, args.pipeline))
             seconds, commits = await through_binder(binder, b_calls, gang, args.pipeline)
             if commits != args.pods:
                 raise RuntimeError(f"binder committed {commits} of {args.pods} pods; the bench cluster should fit all")
@@ -152,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"caldera bench binder: error: --pods: {args.pods} (expected a multiple of 8, the gang size)")
         return 2
     with redis_url(args.redis_url) as url:
-        single = asyncio.run(measure(url, args, 1))
-        gang8 = asyncio.run(measure(url, args, 8))
+        single = uvloop.run(measure(url, args, 1))
+        gang8 = uvloop.run(measure(url, args, 8))
     worst = min((single, gang8), key=lambda f: f.ratio)
     report = {
         "commits_per_s": worst.commits_per_s,

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import random
 import time
 from typing import Any
+
+import uvloop
 
 import numpy as np
 from rich.console import Console
@@ -61,12 +62,14 @@ class Stats:
         self.latencies: list[float] = []
 
 
-async def placer(store: Store, index: int, count: int, stats: Stats, created: dict[str, float], rng: random.Random) -> None:
+async def placer(store: Store, index: int, count: int, stats: Stats, created: dict[str, float], rng: random.Random,
+                 stop: asyncio.Event) -> None:
     """One greedy placer: takes its share of the pending pods and commits them in batches."""
     binder = Binder(store.client, store.keys, SCHEDULER)
     target = SimBindTarget(store)
     view = NodeColumns()
-    updates = Informer(store, [Kind.NODE], block_ms=50).updates()
+    informer = Informer(store, [Kind.NODE], block_ms=50)
+    updates = informer.updates()
     view.apply(await anext(updates))
 
     async def follow() -> None:
@@ -75,7 +78,7 @@ async def placer(store: Store, index: int, count: int, stats: Stats, created: di
 
     follower = asyncio.create_task(follow())
     try:
-        while True:
+        while not stop.is_set():
             uids = [u for u in await store.pending(SCHEDULER) if hash(u) % count == index][:64]
             if not uids:
                 await asyncio.sleep(0.02)
@@ -109,16 +112,14 @@ async def placer(store: Store, index: int, count: int, stats: Stats, created: di
             if bindings:
                 await bind_committed(binder, target, bindings)
     finally:
-        follower.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await updates.aclose()
+        informer.stop()
+        await follower
 
 
-async def workload(store: Store, stats: Stats, created: dict[str, float], rng: random.Random) -> None:
+async def workload(store: Store, stats: Stats, created: dict[str, float], rng: random.Random, stop: asyncio.Event) -> None:
     """Training pods (GPUs, tens of seconds) and bursts of agent pods (cpu, seconds)."""
     n = 0
-    while True:
+    while not stop.is_set():
         pods = []
         for _ in range(rng.randint(5, 20)):
             gpus = rng.choice([1, 2, 4, 8])
@@ -147,8 +148,9 @@ async def main_async(url: str, args: argparse.Namespace, console: Console) -> in
         console.print(f"cluster: {len(nodes)} nodes ({', '.join(f'{p.count} {p.name}' for p in POOLS)}); "
                       f"{args.placers} placers racing through the binder for {args.duration:.0f}s")
         sim = SimCluster(store)
-        tasks = [asyncio.create_task(sim.run()), asyncio.create_task(workload(store, stats, created, rng))]
-        tasks += [asyncio.create_task(placer(store, i, args.placers, stats, created, random.Random(args.seed + i)))
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(sim.run()), asyncio.create_task(workload(store, stats, created, rng, stop))]
+        tasks += [asyncio.create_task(placer(store, i, args.placers, stats, created, random.Random(args.seed + i), stop))
                   for i in range(args.placers)]
         start = time.monotonic()
         try:
@@ -157,11 +159,15 @@ async def main_async(url: str, args: argparse.Namespace, console: Console) -> in
                 console.print(f"  t={time.monotonic() - start:4.0f}s submitted {stats.submitted:6d} committed {stats.committed:6d} "
                               f"running/finished {sim.started:6d}/{sim.completed:6d} conflicts resolved {stats.resolved} true {stats.conflicts}")
         finally:
-            for t in tasks:
-                t.cancel()
+            stop.set()
+            sim.stop()
             _, stuck = await asyncio.wait(tasks, timeout=5)
             for t in stuck:
-                console.print(f"warning: task {t.get_name()} did not stop within 5 s of being cancelled")
+                console.print(f"warning: task {t.get_name()} did not stop within 5 s; cancelling it")
+                t.cancel()
+            for t in tasks:
+                if t.done() and not t.cancelled() and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
         problems = await audit(store)
     lat = np.array(stats.latencies or [0.0]) * 1000
     table = Table(title="caldera demo (foundation preview: placers + binder + simulator)")
@@ -191,4 +197,4 @@ def run(args: argparse.Namespace) -> int:
         return 2
     console = Console()
     with redis_url(args.redis_url) as url:
-        return asyncio.run(main_async(url, args, console))
+        return uvloop.run(main_async(url, args, console))

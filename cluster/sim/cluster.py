@@ -40,16 +40,23 @@ class SimCluster:
         self.completed = 0
         self._due: list[tuple[float, str]] = []
         self._wake = asyncio.Event()
+        self._informer = Informer(self.store, [Kind.POD], block_ms=200)
+        self._stopping = False
+
+    def stop(self) -> None:
+        """Make :meth:`run` return within a fraction of a second."""
+        self._stopping = True
+        self._informer.stop()
+        self._wake.set()
 
     async def run(self) -> None:
-        """Run until cancelled."""
+        """Run until stopped."""
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self._start_pods(), name="sim-start-pods")
             tg.create_task(self._complete_pods(), name="sim-complete-pods")
 
     async def _start_pods(self) -> None:
-        informer = Informer(self.store, [Kind.POD], block_ms=200)
-        async for update in informer.updates():
+        async for update in self._informer.updates():
             starting = [r for r in update.pods.values() if r is not None and r.node and r.phase == "Pending"]
             if not starting:
                 continue
@@ -63,7 +70,7 @@ class SimCluster:
             self._wake.set()
 
     async def _complete_pods(self) -> None:
-        while True:
+        while not self._stopping:
             now = self.clock()
             done = []
             while self._due and self._due[0][0] <= now:

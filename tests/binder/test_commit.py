@@ -191,3 +191,32 @@ async def test_unschedulable_node_refuses(store: Store) -> None:
     await store.upsert_pods([pod("a")])
     [r] = await Binder(store.client, store.keys, "s").commit([await placement(store, "uid-a", "n1")])
     assert isinstance(r, Rejected) and r.reason is Reason.UNSCHEDULABLE
+
+
+async def test_metrics_count_every_result(store: Store) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from binder.metrics import BinderMetrics
+
+    registry = CollectorRegistry()
+    binder = Binder(store.client, store.keys, "s", metrics=BinderMetrics(registry))
+    await store.upsert_nodes([node("n1", cpu="2")])
+    await store.upsert_pods([pod("a", cpu="1500m"), pod("b", cpu="1500m"), pod("c")])
+    seen = (await store.get_nodes(["n1"]))["n1"].version
+    await binder.commit([await placement(store, "uid-a", "n1", version=seen)])
+    await binder.commit([await placement(store, "uid-b", "n1", version=seen)])  # true conflict
+    await binder.commit([Placement(uid="uid-c", node="nope", request=Resources({"cpu": 1}), version=0)])
+    await store.upsert_nodes([node("n1", cpu="4")])
+    await binder.commit([await placement(store, "uid-b", "n1", version=seen)])  # moved, fits now: resolved
+    await binder.release(["uid-b"])
+
+    def value(name: str, **labels: str) -> float:
+        v = registry.get_sample_value(name, labels)
+        return v if v is not None else 0.0
+
+    assert value("caldera_binder_commits_total", result="committed") == 2
+    assert value("caldera_binder_commits_total", result="conflict") == 1
+    assert value("caldera_binder_commits_total", result="rejected") == 1
+    assert value("caldera_binder_conflicts_resolved_total") == 1
+    assert value("caldera_binder_commit_duration_seconds_count") == 4
+    assert value("caldera_binder_releases_total") == 1

@@ -55,4 +55,5 @@ async def test_informer_lists_then_follows_and_relists_after_a_trim(store: Store
     assert relisted.full and informer.relists == 1
     columns.apply(relisted)
     assert sorted(columns.names) == sorted(["n2"] + [f"m{i}" for i in range(10)])
+    informer.stop()
     await updates.aclose()

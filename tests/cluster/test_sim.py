@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import pytest
 
@@ -61,9 +60,8 @@ async def test_committed_pods_run_for_their_duration_then_free_the_node(store: S
         if sim.completed == 2:
             break
         await asyncio.sleep(0.02)
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    sim.stop()
+    await asyncio.wait_for(task, timeout=5)
     assert sim.completed == 2
     assert (await store.get_nodes(["gpu-00000"]))["gpu-00000"].allocated == Resources()
     assert await audit(store) == []
