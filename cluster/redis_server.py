@@ -6,8 +6,11 @@ tests. Persistence is off: the state is scratch.
 
 from __future__ import annotations
 
+import ctypes
 import shutil
+import signal
 import socket
+import sys
 import subprocess
 import tempfile
 import time
@@ -17,6 +20,12 @@ import redis
 
 class RedisUnavailable(RuntimeError):
     pass
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: have Linux send SIGTERM when the parent dies, however it dies."""
+    if sys.platform == "linux":
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
 def free_port() -> int:
@@ -41,6 +50,7 @@ class RedisServer:
              "--dir", self._dir.name, "--daemonize", "no", "--loglevel", "warning"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + timeout
         client = redis.Redis(host="127.0.0.1", port=self.port)

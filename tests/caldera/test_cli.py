@@ -62,3 +62,36 @@ def test_demo_fills_the_cluster_through_the_binder_and_audits() -> None:
     assert "audit" in r.stdout and "ok" in r.stdout
     committed = next(line for line in r.stdout.splitlines() if "pods committed" in line)
     assert int("".join(ch for ch in committed.split("│")[2] if ch.isdigit())) > 0
+
+
+def test_sigterm_stops_the_demo_and_its_redis_server() -> None:
+    import os
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "caldera", "demo", "--duration", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        children: list[int] = []
+        while time.monotonic() < deadline and not children:
+            time.sleep(0.2)
+            out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout
+            children = [int(p) for p in out.split()]
+        assert children, "the demo should have started its redis-server"
+        time.sleep(2)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode in (0, 1, 130), proc.stderr.read() if proc.stderr else ""
+    for pid in children:
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"child {pid} outlived the demo")
