@@ -120,7 +120,7 @@ class Binder:
             raws = await self._call(calls, gang)
             for (index, todo), raw in zip(calls, raws):
                 decoded = iter(decode_result(p.node, r) for p, r in zip(todo, raw))
-                out[index] = [r if r is not None else next(decoded) for r in out[index]]  # type: ignore[misc]
+                out[index] = [r if r is not None else next(decoded) for r in out[index]]
         if self.metrics is not None:
             self._count(out)
         return out

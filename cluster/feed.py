@@ -8,7 +8,7 @@ analogue of Kubernetes' 410 Gone).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -46,7 +46,10 @@ class FeedReader:
     async def read(self, *, block_ms: int | None = 500, count: int = 2000) -> list[Change]:
         """The changes after the position (waiting up to ``block_ms`` for some), in order."""
         key = self.store.keys.feed
-        reply = await self.store.client.xread({key: f"{self.position}-0"}, count=count, block=block_ms)
+        reply = cast(
+            list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]],
+            await self.store.client.xread({key: f"{self.position}-0"}, count=count, block=block_ms),
+        )
         changes: list[Change] = []
         for _, entries in reply or []:
             for entry_id, fields in entries:
@@ -92,7 +95,7 @@ class Informer:
 
     async def updates(self) -> AsyncIterator[Update]:
         while not self._stopping:
-            update = await self.list()
+            update = await self.listing()
             yield update
             reader = FeedReader(self.store, update.version)
             try:
@@ -104,7 +107,7 @@ class Informer:
             except FeedTrimmed:
                 self.relists += 1
 
-    async def list(self) -> Update:
+    async def listing(self) -> Update:
         """A full listing. The version is read first: anything written during the listing
         is also on the feed after it, and applying a change twice is harmless."""
         version = await self.store.version()

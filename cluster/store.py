@@ -9,7 +9,7 @@ Every batch is validated whole before anything is written, so bad input changes 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import redis.asyncio as aioredis
@@ -38,6 +38,11 @@ def object_name(obj: PodGroup | Queue | PriorityClass | NodeShard) -> str:
     if isinstance(obj, PodGroup):
         return f"{obj.namespace}/{obj.name}"
     return obj.metadata.name
+
+
+def _decoded(members: Iterable[Any]) -> list[str]:
+    """Members of a Redis reply as text (the client returns bytes)."""
+    return [m.decode() if isinstance(m, bytes) else str(m) for m in members]
 
 
 class Put(msgspec.Struct, frozen=True):
@@ -92,7 +97,7 @@ class Store:
 
     async def upsert_nodes(self, nodes: Iterable[Node]) -> list[int]:
         """Create or update nodes; returns the version each write got."""
-        calls = []
+        calls: list[list[Arg]] = []
         for node in nodes:
             allocatable = node.allocatable_resources()  # raises on a bad quantity, before any write
             calls.append([node.name, int(node.unschedulable), encode_request(allocatable), _encoder.encode(node)])
@@ -103,7 +108,7 @@ class Store:
 
     async def upsert_pods(self, pods: Iterable[Pod]) -> list[int]:
         """Create or update pods as observed (a pod that arrives bound is accounted on its node)."""
-        calls = []
+        calls: list[list[Arg]] = []
         for pod in pods:
             request = pod.request()  # raises on a bad quantity, before any write
             group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else ""
@@ -148,7 +153,7 @@ class Store:
         return int(await self.client.get(self.keys.rv) or 0)
 
     async def names(self, kind: Kind) -> list[str]:
-        return sorted(m.decode() for m in await self.client.smembers(self.keys.index(kind)))
+        return sorted(_decoded(await self.client.smembers(self.keys.index(kind))))
 
     async def _hashes(self, kind: Kind, names: Sequence[str]) -> list[dict[bytes, bytes]]:
         pipe = self.client.pipeline(transaction=False)
@@ -173,7 +178,7 @@ class Store:
 
     async def pending(self, scheduler: str) -> list[str]:
         """Uids of the pending pods of a scheduler, oldest first."""
-        return [m.decode() for m in await self.client.zrange(self.keys.pending(scheduler), 0, -1)]
+        return _decoded(await self.client.zrange(self.keys.pending(scheduler), 0, -1))
 
     async def get_objects(self, cls: type[ObjectT], names: Sequence[str]) -> dict[str, ObjectT]:
         decoder = msgspec.msgpack.Decoder(cls)
