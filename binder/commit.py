@@ -7,7 +7,6 @@ on any version change, like Volcano's agent binder; it exists for the bench to c
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Callable, Sequence
 
@@ -18,16 +17,9 @@ from binder.results import Committed, Conflict, Placement, Reason, Rejected, Res
 from cluster.keys import Keys
 from cluster.records import encode_request
 from cluster.resources import Resources
+from cluster.shard import ShardingMode
 from cluster.scripts import Arg, Script, run_loaded
 from cluster.store import DEFAULT_FEED_MAXLEN
-
-
-class ShardingMode(enum.StrEnum):
-    """How a scheduler uses its shard; only ``hard`` is enforced by the binder."""
-
-    HARD = "hard"
-    SOFT = "soft"
-    NONE = "none"
 
 
 def decode_result(node: str, raw: list[object]) -> Result:

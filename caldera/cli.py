@@ -6,16 +6,13 @@ import argparse
 import signal
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
-from caldera import audit_cmd, bench_binder, demo
+from caldera import audit_cmd, bench_binder, bench_sharding, demo
+from cluster.flags import Parser
+from sharding.main import main as sharding_main
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse that reports bad input in one line and exits 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+PROCESSES = {"sharding": "run the sharding controller (caldera sharding --help for its flags)"}
 
 
 def build_parser() -> Parser:
@@ -25,7 +22,11 @@ def build_parser() -> Parser:
     bench = sub.add_parser("bench", help="benchmarks; figures are ratios measured in the same run")
     bench_sub = bench.add_subparsers(dest="bench", required=True, parser_class=Parser)
     bench_binder.add_parser(bench_sub)
+    bench_sharding.add_parser(bench_sub)
     demo.add_parser(sub)
+    # Process subcommands own their flags; main() hands them the rest of the command line.
+    for name, help_text in PROCESSES.items():
+        sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
@@ -35,6 +36,9 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PROCESSES:
+        return sharding_main(argv[1:], prog=f"caldera {argv[0]}")
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:

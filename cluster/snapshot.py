@@ -37,6 +37,7 @@ class NodeColumns:
         self.labels: list[Mapping[str, str]] = []
         self.taints: list[tuple[Taint, ...]] = []
         self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
+        self._owners: npt.NDArray[np.str_] | None = None
         for record in records:
             self.upsert(record)
 
@@ -87,6 +88,7 @@ class NodeColumns:
             self.names.append(record.name)
             self.index[record.name] = i
             self.owner.append("")
+            self._owners = None
             self.labels.append({})
             self.taints.append(())
         alloc = self._vector(record.allocatable)
@@ -97,7 +99,9 @@ class NodeColumns:
         self.allocated[: len(used), i] = used
         self.version[i] = record.version
         self.unschedulable[i] = record.unschedulable
-        self.owner[i] = record.owner
+        if self.owner[i] != record.owner:
+            self.owner[i] = record.owner
+            self._owners = None
         labels, taints = record.node.labels, tuple(record.node.taints)
         if labels != self.labels[i] or taints != self.taints[i]:
             self._label_columns.clear()
@@ -116,6 +120,13 @@ class NodeColumns:
         self.allocated[: len(used), i] = used
         self.version[i] = version
         self.unschedulable[i] = unschedulable
+
+    def set_owner(self, name: str, owner: str) -> None:
+        """Record an owner change made here before the feed reports it."""
+        i = self.index.get(name)
+        if i is not None and self.owner[i] != owner:
+            self.owner[i] = owner
+            self._owners = None
 
     def remove(self, name: str) -> None:
         i = self.index.pop(name, None)
@@ -140,6 +151,7 @@ class NodeColumns:
         self.allocatable[:, last] = 0
         self.allocated[:, last] = 0
         self._label_columns.clear()
+        self._owners = None
 
     def apply(self, update: Update) -> None:
         """Apply a feed update's nodes (a full update replaces everything)."""
@@ -182,6 +194,12 @@ class NodeColumns:
             self._label_columns[key] = col
         return col
 
+    def owner_array(self) -> npt.NDArray[np.str_]:
+        """Each node's owning scheduler ('' for none), as an array (cached until an owner changes)."""
+        if self._owners is None:
+            self._owners = np.array(self.owner, dtype=np.str_) if self.owner else np.zeros(0, dtype=np.str_)
+        return self._owners
+
     def copy(self) -> NodeColumns:
         """An independent copy (a session's snapshot); label data is shared, it is replaced, not mutated."""
         c = NodeColumns.__new__(NodeColumns)
@@ -197,4 +215,5 @@ class NodeColumns:
         c.labels = list(self.labels)
         c.taints = list(self.taints)
         c._label_columns = dict(self._label_columns)
+        c._owners = self._owners
         return c

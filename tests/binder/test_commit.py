@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from binder.commit import Binder, ShardingMode
+from binder.commit import Binder
+from cluster.shard import ShardingMode
 from binder.results import Committed, Conflict, Placement, Reason, Rejected
 from cluster.audit import audit
 from cluster.resources import Resources

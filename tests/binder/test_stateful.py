@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
-from binder.commit import Binder, ShardingMode
+from binder.commit import Binder
+from cluster.shard import ShardingMode
 from binder.results import Committed, Conflict, Placement, Reason, Rejected
 from cluster.audit import audit
 from cluster.keys import Keys

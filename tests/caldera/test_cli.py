@@ -95,3 +95,12 @@ def test_sigterm_stops_the_demo_and_its_redis_server() -> None:
             time.sleep(0.1)
         else:
             raise AssertionError(f"child {pid} outlived the demo")
+
+
+def test_bench_sharding_reports_sync_percentiles(redis_server: RedisServer) -> None:
+    r = caldera("bench", "sharding", "--redis-url", redis_server.url, "--nodes", "500", "--syncs", "5", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["nodes"] == 500 and report["syncs"] == 5
+    assert 0 < report["policy_ms_p50"] and 0 < report["sync_ms_p50"] <= report["sync_ms_p99"]
+    assert report["moves_per_sync"] > 0

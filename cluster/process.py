@@ -1,0 +1,52 @@
+"""What every long-running process shares: its Redis connection, its endpoint, its lease, SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import redis.asyncio as aioredis
+from prometheus_client import CollectorRegistry
+
+from cluster.keys import Keys
+from cluster.lease import RedisLease
+from cluster.serving import HttpEndpoint
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL, help=f"the store (default: {DEFAULT_REDIS_URL})")
+    parser.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
+    parser.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics and /healthz; 0 picks a free one (default: 8080)")
+    parser.add_argument("--leader-elect", action="store_true", help="act only while holding the leader lease, so replicas never both act")
+
+
+async def serve(args: argparse.Namespace, component: str, registry: CollectorRegistry,
+                body: Callable[[aioredis.Redis, Keys, Callable[[], bool], asyncio.Event], Coroutine[Any, Any, None]]) -> None:
+    """Connect, serve /metrics and /healthz, take the lease if asked, run ``body`` until SIGTERM/SIGINT."""
+    keys = Keys(args.cluster)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    client = aioredis.Redis.from_url(args.redis_url)
+    lease: RedisLease | None = None
+    if args.leader_elect:
+        lease = RedisLease(client, f"{keys.prefix}lease:{component}", f"{socket.gethostname()}-{os.getpid()}")
+    leading = (lambda: lease.leading) if lease is not None else (lambda: True)
+    endpoint = HttpEndpoint(registry, healthy=lambda: not stop.is_set(), port=args.metrics_port)
+    print(f"{component}: serving /metrics and /healthz on port {endpoint.port}", flush=True)
+    try:
+        async with asyncio.TaskGroup() as tg:
+            if lease is not None:
+                tg.create_task(lease.run(stop), name=f"{component}-lease")
+            tg.create_task(body(client, keys, leading, stop), name=component)
+    finally:
+        endpoint.close()
+        await client.aclose()

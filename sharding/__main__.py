@@ -1,0 +1,5 @@
+import sys
+
+from sharding.main import main
+
+sys.exit(main(prog="python -m sharding"))

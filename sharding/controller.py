@@ -1,0 +1,188 @@
+"""The sharding controller loop: follow the nodes, run the band policy, write the shards.
+
+A sync runs every ``sync_period``, and — with the node event trigger — shortly after a
+node's utilization crosses a band edge (bursts of crossings are coalesced into one sync
+``trigger_delay`` after the first). Each sync writes the changed owner fields and the
+NodeShard records in one atomic script, which also publishes them on the feed.
+
+NodeShard status: ``nodesInUse`` is what the scheduler held until this sync, and
+``nodesToAdd`` / ``nodesToRemove`` the difference to ``nodesDesired``. Ownership changes
+atomically with the write, and the binder refuses a hard-mode commit on a node the
+scheduler no longer owns, so the hand-off needs no second phase.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from collections.abc import Callable
+
+import msgspec
+import numpy as np
+
+from cluster.feed import Informer
+from cluster.keys import Kind
+from cluster.model import NodeShard
+from cluster.resources import CPU, GPU, MEMORY
+from cluster.snapshot import NodeColumns
+from cluster.store import Own, Put, Store, Write
+from sharding.config import ShardConfig, Utilization
+from sharding.metrics import ShardMetrics
+from sharding.policy import UNOWNED, Floats, Hysteresis, NodeState, assign, band_signature
+
+WARMUP_LABEL = "node.volcano.sh/warmup"
+
+
+class ControllerConfig(msgspec.Struct, frozen=True, kw_only=True):
+    configs: list[ShardConfig]
+    sync_period: float = 60.0
+    event_trigger: bool = True
+    utilization: Utilization = Utilization.CPU
+    hysteresis: Hysteresis = Hysteresis()
+    trigger_delay: float = 0.1
+
+
+class SyncResult(msgspec.Struct, frozen=True):
+    moves: int
+    sizes: dict[str, int]
+
+
+def utilization(columns: NodeColumns, kind: Utilization) -> Floats:
+    """Requests ÷ allocatable per node for the chosen resource (0 where a node has none of it)."""
+    def ratio(resource: str) -> Floats:
+        r = columns.column(resource)
+        n = len(columns)
+        alloc = columns.allocatable[r, :n].astype(np.float64)
+        used = columns.allocated[r, :n].astype(np.float64)
+        return np.divide(used, alloc, out=np.zeros(n), where=alloc > 0)
+
+    if kind is Utilization.MAX:
+        return np.maximum(np.maximum(ratio(CPU), ratio(MEMORY)), ratio(GPU))
+    return ratio({Utilization.CPU: CPU, Utilization.MEMORY: MEMORY, Utilization.GPU: GPU}[kind])
+
+
+class ShardingController:
+    def __init__(self, store: Store, config: ControllerConfig, *, metrics: ShardMetrics | None = None,
+                 leading: Callable[[], bool] = lambda: True, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.config = config
+        self.metrics = metrics
+        self.leading = leading
+        self.clock = clock
+        self.wall = wall
+        self.columns = NodeColumns()
+        self.outside_since: dict[str, float] = {}
+        self.signature: dict[str, int] = {}
+        self.index = {c.name: i for i, c in enumerate(config.configs)}
+        self.synced = asyncio.Event()  # set after each sync (tests and the bench wait on it)
+        self.last_sync = -1.0
+        self._trigger = asyncio.Event()
+        self._informer = Informer(store, [Kind.NODE], block_ms=100)
+
+    def _state(self) -> NodeState:
+        names = self.columns.names
+        owners = self.columns.owner_array()
+        owner = np.array([self.index.get(o, UNOWNED) for o in owners], dtype=np.int64)
+        warm = self.columns.label_column(WARMUP_LABEL) == "true"
+        since = np.array([self.outside_since.get(n, np.nan) for n in names], dtype=np.float64)
+        return NodeState(util=utilization(self.columns, self.config.utilization), warmup=np.asarray(warm, dtype=np.bool_),
+                         owner=owner, outside_since=since)
+
+    async def sync(self, trigger: str = "period") -> SyncResult:
+        """Run the policy over every node and write what changed."""
+        start = time.perf_counter()
+        configs = self.config.configs
+        state = self._state()
+        result = assign(state, configs, self.clock(), self.config.hysteresis)
+        names = self.columns.names
+        name_of = [c.name for c in configs]
+        writes: list[Write] = []
+        moved = np.flatnonzero(result.owner != state.owner)
+        for i in moved:
+            writes.append(Own(names[i], name_of[result.owner[i]] if result.owner[i] >= 0 else ""))
+        stamp = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        sizes: dict[str, int] = {}
+        for ci, c in enumerate(configs):
+            desired = sorted(names[i] for i in np.flatnonzero(result.owner == ci))
+            held = sorted(names[i] for i in np.flatnonzero(state.owner == ci))
+            sizes[c.name] = len(desired)
+            writes.append(Put(msgspec.convert({
+                "apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard", "metadata": {"name": c.name},
+                "spec": {"nodesDesired": desired},
+                "status": {"nodesInUse": held, "nodesToAdd": sorted(set(desired) - set(held)),
+                           "nodesToRemove": sorted(set(held) - set(desired)), "lastUpdateTime": stamp},
+            }, NodeShard)))
+        await self.store.write(writes)
+        for i in moved:
+            self.columns.set_owner(names[i], name_of[result.owner[i]] if result.owner[i] >= 0 else "")
+        self.outside_since = {names[i]: float(t) for i, t in enumerate(result.outside_since) if not np.isnan(t)}
+        sig = band_signature(state.util, configs, self.config.hysteresis.margin)
+        self.signature = dict(zip(names, sig.tolist()))
+        if self.metrics is not None:
+            self.metrics.sync_seconds.observe(time.perf_counter() - start)
+            self.metrics.syncs.labels(trigger).inc()
+            for i in moved:
+                old, new = state.owner[i], result.owner[i]
+                self.metrics.moves.labels(name_of[old] if old >= 0 else "none", name_of[new] if new >= 0 else "none").inc()
+            for name, size in sizes.items():
+                self.metrics.nodes.labels(name).set(size)
+            self.metrics.nodes.labels("none").set(int((result.owner == UNOWNED).sum()))
+        self.last_sync = self.clock()
+        self.synced.set()
+        return SyncResult(moves=len(moved), sizes=sizes)
+
+    def _check_edges(self, changed: list[str]) -> None:
+        """Set the trigger when a changed node's band signature differs from the last sync's."""
+        rows = [self.columns.index[n] for n in changed if n in self.columns.index]
+        if not rows:
+            return
+        util = utilization(self.columns, self.config.utilization)[rows]
+        sig = band_signature(util, self.config.configs, self.config.hysteresis.margin)
+        for row, s in zip(rows, sig.tolist()):
+            if self.signature.get(self.columns.names[row]) != s:
+                self._trigger.set()
+                return
+
+    async def follow(self) -> None:
+        """Keep the node columns current from the feed."""
+        async for update in self._informer.updates():
+            self.columns.apply(update)
+            if update.full:
+                self._trigger.set()
+            elif self.config.event_trigger:
+                self._check_edges([n for n, r in update.nodes.items() if r is not None])
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Follow the nodes and sync on the period or an edge crossing, until ``stop``."""
+        follower = asyncio.create_task(self.follow(), name="sharding-follow")
+        try:
+            while not stop.is_set():
+                next_sync = self.last_sync + self.config.sync_period if self.last_sync >= 0 else self.clock()
+                trigger = "period"
+                try:
+                    async with asyncio.timeout(max(next_sync - self.clock(), 0.0)):
+                        await self._wait_trigger_or_stop(stop)
+                    trigger = "event"
+                    await asyncio.sleep(self.config.trigger_delay)  # coalesce a burst of crossings
+                except TimeoutError:
+                    pass
+                if stop.is_set():
+                    break
+                self._trigger.clear()
+                if self.leading() and len(self.columns):
+                    await self.sync(trigger)
+                else:
+                    self.last_sync = self.clock()
+        finally:
+            self._informer.stop()
+            await follower
+
+    async def _wait_trigger_or_stop(self, stop: asyncio.Event) -> None:
+        waiters = [asyncio.ensure_future(self._trigger.wait()), asyncio.ensure_future(stop.wait())]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()

@@ -1,0 +1,76 @@
+"""``caldera sharding`` / ``python -m sharding``: the sharding controller process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+import uvloop
+from prometheus_client import CollectorRegistry
+
+from cluster.flags import Parser, duration
+from cluster.keys import Keys
+from cluster.process import add_common_flags, serve
+from cluster.store import Store
+from sharding.config import DEFAULT_SCHEDULER_CONFIGS, ConfigError, Utilization, parse_scheduler_configs
+from sharding.controller import ControllerConfig, ShardingController
+from sharding.metrics import ShardMetrics
+from sharding.policy import Hysteresis
+
+
+def build_parser(prog: str = "caldera sharding") -> Parser:
+    p = Parser(prog=prog, description="Split the nodes into NodeShards, one per scheduler, by utilization band.")
+    p.add_argument("--scheduler-configs", default=DEFAULT_SCHEDULER_CONFIGS,
+                   help=f"NAME:TYPE:MIN_UTIL:MAX_UTIL:PREFER_WARMUP:MIN_NODES:MAX_NODES,... (default: {DEFAULT_SCHEDULER_CONFIGS})")
+    p.add_argument("--shard-sync-period", type=duration, default=60.0, help="full resync period, a Go duration (default: 60s)")
+    p.add_argument("--enable-node-event-trigger", default="true", choices=["true", "false"],
+                   help="resync within a few hundred ms when a node crosses a band edge (default: true)")
+    p.add_argument("--utilization", default="cpu", choices=[u.value for u in Utilization],
+                   help="requests ÷ allocatable of cpu, memory, gpu, or the max of them (default: cpu)")
+    p.add_argument("--band-margin", type=float, default=Hysteresis().margin,
+                   help="hysteresis: a node leaves its shard once this far outside the band (default: 0.05)")
+    p.add_argument("--min-dwell", type=duration, default=Hysteresis().dwell,
+                   help="hysteresis: ... or once outside the band this long (default: 5m)")
+    add_common_flags(p)
+    return p
+
+
+def parse_config(args: argparse.Namespace) -> ControllerConfig:
+    """The typed config; raises ConfigError with one line on a bad value."""
+    configs = parse_scheduler_configs(args.scheduler_configs)
+    if not 0.0 <= args.band_margin <= 1.0:
+        raise ConfigError(f"--band-margin: {args.band_margin} (expected 0.0 to 1.0)")
+    if args.shard_sync_period <= 0:
+        raise ConfigError(f"--shard-sync-period: {args.shard_sync_period}s (expected a positive duration)")
+    return ControllerConfig(configs=configs, sync_period=args.shard_sync_period,
+                            event_trigger=args.enable_node_event_trigger == "true",
+                            utilization=Utilization(args.utilization),
+                            hysteresis=Hysteresis(margin=args.band_margin, dwell=args.min_dwell))
+
+
+def controller_body(
+    config: ControllerConfig, metrics: ShardMetrics
+) -> Callable[[aioredis.Redis, Keys, Callable[[], bool], asyncio.Event], Coroutine[Any, Any, None]]:
+    async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
+        await ShardingController(Store(client, keys), config, metrics=metrics, leading=leading).run(stop)
+
+    return body
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "caldera sharding") -> int:
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    try:
+        config = parse_config(args)
+        Keys(args.cluster)
+    except ValueError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    registry = CollectorRegistry()
+    metrics = ShardMetrics(registry)
+    uvloop.run(serve(args, "sharding", registry, controller_body(config, metrics)))
+    return 0
