@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+import numpy as np
 import redis.asyncio as aioredis
 import uvloop
 from prometheus_client import CollectorRegistry
@@ -26,14 +27,14 @@ def build_parser(prog: str = "caldera sharding") -> Parser:
     p = Parser(prog=prog, description="Split the nodes into NodeShards, one per scheduler, by utilization band.")
     p.add_argument("--scheduler-configs", default=DEFAULT_SCHEDULER_CONFIGS,
                    help=f"NAME:TYPE:MIN_UTIL:MAX_UTIL:PREFER_WARMUP:MIN_NODES:MAX_NODES,... (default: {DEFAULT_SCHEDULER_CONFIGS})")
-    p.add_argument("--shard-sync-period", type=duration, default=60.0, help="full resync period, a Go duration (default: 60s)")
+    p.add_argument("--shard-sync-period", type=duration, default="60s", help="full resync period, a Go duration (default: 60s)")
     p.add_argument("--enable-node-event-trigger", default="true", choices=["true", "false"],
                    help="resync within a few hundred ms when a node crosses a band edge (default: true)")
     p.add_argument("--utilization", default="cpu", choices=[u.value for u in Utilization],
                    help="requests ÷ allocatable of cpu, memory, gpu, or the max of them (default: cpu)")
     p.add_argument("--band-margin", type=float, default=Hysteresis().margin,
                    help="hysteresis: a node leaves its shard once this far outside the band (default: 0.05)")
-    p.add_argument("--min-dwell", type=duration, default=Hysteresis().dwell,
+    p.add_argument("--min-dwell", type=duration, default="5m",
                    help="hysteresis: ... or once outside the band this long (default: 5m)")
     add_common_flags(p)
     return p
@@ -44,6 +45,11 @@ def parse_config(args: argparse.Namespace) -> ControllerConfig:
     configs = parse_scheduler_configs(args.scheduler_configs)
     if not 0.0 <= args.band_margin <= 1.0:
         raise ConfigError(f"--band-margin: {args.band_margin} (expected 0.0 to 1.0)")
+    for c in configs:
+        inner = (c.max_util if c.max_util < 1.0 else np.inf) - (c.min_util if c.min_util > 0.0 else -np.inf)
+        if inner < 2 * args.band_margin:
+            raise ConfigError(f"--scheduler-configs: entry {c.name!r}: band {c.min_util}-{c.max_util} is narrower than twice "
+                              f"--band-margin {args.band_margin}, so no node could ever enter it (widen the band or lower the margin)")
     if args.shard_sync_period <= 0:
         raise ConfigError(f"--shard-sync-period: {args.shard_sync_period}s (expected a positive duration)")
     return ControllerConfig(configs=configs, sync_period=args.shard_sync_period,

@@ -5,14 +5,19 @@ whose utilization lies in the band [MIN_UTIL, MAX_UTIL] — plus the scheduler's
 current nodes that hysteresis lets it keep; warmup nodes first when PREFER_WARMUP, then
 the scheduler's current nodes (so a full shard does not churn), then the most utilized;
 at most MAX_NODES are taken. Then MIN_NODES is kept, unlike Volcano's best effort: a
-shard short of it borrows the nodes nearest its band by utilization — unowned nodes
-first, then nodes of shards holding more than their own MIN_NODES. Nodes in no band
-stay unowned.
+shard short of it borrows the nodes nearest its band by utilization (its former nodes
+first among equally near ones) — unowned nodes first, then nodes of shards holding more
+than their own MIN_NODES. Nodes in no band stay unowned.
 
-Hysteresis: a node leaves its shard only once its utilization is outside the band by
-more than ``margin``, or has been outside the band (by any amount) for ``dwell`` seconds.
-A load that wobbles around a band edge by less than the margin therefore moves a node
-at most once.
+Hysteresis, both ways (a Schmitt trigger around every inner band edge):
+- a node *enters* a band only when its utilization is inside it by ``margin``, away from
+  edges that are the ends of the scale (MIN_UTIL 0, MAX_UTIL 1: there is nothing beyond
+  them to flap with);
+- a node *leaves* its shard only once its utilization is outside the band by more than
+  ``margin``, or has been outside the band (by any amount) for ``dwell`` seconds.
+A load that wobbles around a band edge by less than the margin therefore moves a node at
+most once, however long it wobbles: having left, it cannot come back without first
+crossing the whole margin. MIN_NODES borrowing is not bound by the margin.
 """
 
 from __future__ import annotations
@@ -60,17 +65,29 @@ class Assignment(msgspec.Struct, kw_only=True):
 
 
 def in_band(util: Floats, config: ShardConfig, margin: float = 0.0) -> Bools:
-    return (util >= config.min_util - margin) & (util <= config.max_util + margin)
+    """Inside the band widened by ``margin``. A band reaching 1.0 is open above: an
+    over-committed node (utilization past 1) is as busy as a node can be."""
+    hi = config.max_util + margin if config.max_util < 1.0 else np.inf
+    return (util >= config.min_util - margin) & (util <= hi)
+
+
+def entry_band(util: Floats, config: ShardConfig, margin: float) -> Bools:
+    """Where a node may join the band: inside it by ``margin``, except at the scale's ends."""
+    lo = config.min_util + margin if config.min_util > 0.0 else -np.inf
+    hi = config.max_util - margin if config.max_util < 1.0 else np.inf
+    return (util >= lo) & (util <= hi)
 
 
 def band_signature(util: Floats, configs: list[ShardConfig], margin: float) -> Ints:
-    """Per node, a bitmask of the bands it lies in, strictly and within the margin.
+    """Per node, a bitmask of the bands it lies in: strictly, within the margin (where a
+    member may stay), and inside the entry band (where a node may join).
 
     A change of signature is a band-edge crossing worth an early resync."""
     sig = np.zeros(len(util), dtype=np.int64)
     for i, c in enumerate(configs):
-        sig |= in_band(util, c).astype(np.int64) << (2 * i)
-        sig |= in_band(util, c, margin).astype(np.int64) << (2 * i + 1)
+        sig |= in_band(util, c).astype(np.int64) << (3 * i)
+        sig |= in_band(util, c, margin).astype(np.int64) << (3 * i + 1)
+        sig |= entry_band(util, c, margin).astype(np.int64) << (3 * i + 2)
     return sig
 
 
@@ -94,7 +111,7 @@ def assign(state: NodeState, configs: list[ShardConfig], now: float, hysteresis:
 
     for ci, c in enumerate(configs):
         members = state.owner == ci
-        eligible = (owner == UNOWNED) & (in_band(util, c) | (members & retained))
+        eligible = (owner == UNOWNED) & ((members & (in_band(util, c) | retained)) | entry_band(util, c, hysteresis.margin))
         candidates = np.flatnonzero(eligible)
         if not len(candidates):
             continue
@@ -112,7 +129,7 @@ def assign(state: NodeState, configs: list[ShardConfig], now: float, hysteresis:
         distance = np.maximum(np.maximum(c.min_util - util, util - c.max_util), 0.0)
         free = np.flatnonzero(owner == UNOWNED)
         if len(free):
-            order = np.lexsort([distance[free], state.owner[free] != ci])
+            order = np.lexsort([state.owner[free] != ci, distance[free]])
             take = free[order[:need]]
             owner[take], borrowed[take] = ci, True
             counts[ci] += len(take)
@@ -120,7 +137,7 @@ def assign(state: NodeState, configs: list[ShardConfig], now: float, hysteresis:
         if need <= 0:
             continue
         others = np.flatnonzero((owner >= 0) & (owner != ci))
-        for i in others[np.lexsort([distance[others], state.owner[others] != ci])]:
+        for i in others[np.lexsort([state.owner[others] != ci, distance[others]])]:
             donor = owner[i]
             if counts[donor] <= configs[donor].min_nodes:
                 continue

@@ -41,8 +41,11 @@ async def wait_for(predicate, timeout: float = 10.0) -> float:  # type: ignore[n
 
 
 async def fill(store: Store, name: str, cpu: str, tag: str) -> None:
-    """A pod placed by another scheduler lands on the node (observed bound)."""
-    await store.upsert_pods([pod(f"fill-{name}-{tag}", cpu=cpu, scheduler="default-scheduler", node=name, phase="Running")])
+    """Load lands on the node: a pod submitted to the simulated cluster and committed there through the binder."""
+    p = pod(f"fill-{name}-{tag}", cpu=cpu, scheduler="agent-scheduler")
+    await store.upsert_pods([p])
+    [r] = await Binder(store.client, store.keys, "agent-scheduler").commit([Placement(uid=p.uid, node=name, request=p.request(), version=0)])
+    assert isinstance(r, Committed)
 
 
 async def test_nodes_filled_by_load_move_to_the_agent_shard_on_the_event_trigger(store: Store) -> None:
@@ -162,6 +165,7 @@ async def test_the_process_shards_a_cluster_and_stops_on_sigterm(store: Store, r
     (["--min-dwell", "5q"], "invalid duration"),
     (["--utilization", "disk"], "invalid choice"),
     (["--band-margin", "2"], "--band-margin"),
+    (["--scheduler-configs", "a:volcano:0.4:0.48:false:0:2"], "narrower than twice --band-margin"),
 ])
 def test_malformed_flags_exit_2_with_one_line(flags: list[str], needle: str) -> None:
     proc = sharding(*flags)

@@ -1,0 +1,22 @@
+"""The README documents every flag of every process, with its default."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sharding.main import build_parser as sharding_parser
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def test_every_sharding_flag_is_in_the_readme_with_its_default() -> None:
+    for action in sharding_parser()._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        flag = action.option_strings[-1]
+        row = next((line for line in README.splitlines() if line.startswith(f"| `{flag}` |")), None)
+        assert row is not None, f"{flag} is not in the README's flag table"
+        if action.default not in (None, False):
+            shown = row.split("|")[2]
+            assert f"`{action.default}`" in shown, (flag, action.default, row)
