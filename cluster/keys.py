@@ -64,6 +64,10 @@ class Keys(msgspec.Struct, frozen=True):
         """Pending pods of one scheduler, scored by the version at which they became pending."""
         return f"{self.prefix}pending:{scheduler}"
 
+    def reasons(self, scheduler: str) -> str:
+        """Why each of a scheduler's pending pods is pending (uid -> message)."""
+        return f"{self.prefix}reasons:{scheduler}"
+
     def bound_to(self, node: str) -> str:
         """Uids of the pods bound to a node."""
         return f"{self.prefix}bynode:{node}"

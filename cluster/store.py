@@ -146,6 +146,21 @@ class Store:
             return await self.version()
         return (await self._run(self._put_objects, [args]))[0]
 
+    # -- scheduling reasons (written by the schedulers, read by status and Events) ------
+
+    async def set_reasons(self, scheduler: str, reasons: Mapping[str, str]) -> None:
+        """Why each of these pods is still pending, in the scheduler's words."""
+        if reasons:
+            await self.client.hset(self.keys.reasons(scheduler), mapping=dict(reasons))
+
+    async def clear_reasons(self, scheduler: str, uids: Sequence[str]) -> None:
+        if uids:
+            await self.client.hdel(self.keys.reasons(scheduler), *uids)
+
+    async def reasons(self, scheduler: str) -> dict[str, str]:
+        raw = await self.client.hgetall(self.keys.reasons(scheduler))
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
     # -- reads ----------------------------------------------------------------------
 
     async def version(self) -> int:

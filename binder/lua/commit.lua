@@ -84,7 +84,9 @@ local function apply(p, res)
   set_accounted(p.uid, '', p.req, p.node, p.req)
   redis.call('HSET', key, 'node', p.node, 'version', version())
   redis.call('SADD', P .. 'bynode:' .. p.node, p.uid)
-  redis.call('ZREM', P .. 'pending:' .. redis.call('HGET', key, 'sched'), p.uid)
+  local sched_of = redis.call('HGET', key, 'sched')
+  redis.call('ZREM', P .. 'pending:' .. sched_of, p.uid)
+  redis.call('HDEL', P .. 'reasons:' .. sched_of, p.uid)
   changed('pod', p.uid)
   res[2] = RV
 end

@@ -6,6 +6,7 @@ if not pod[3] then return 0 end
 set_accounted(uid, pod[2], pod[3], '', pod[3])
 if pod[1] ~= '' then redis.call('SREM', P .. 'bynode:' .. pod[1], uid) end
 redis.call('ZREM', P .. 'pending:' .. pod[4], uid)
+redis.call('HDEL', P .. 'reasons:' .. pod[4], uid)
 redis.call('SREM', P .. 'index:pod', uid)
 redis.call('DEL', key)
 version()
