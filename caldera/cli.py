@@ -7,12 +7,16 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from caldera import audit_cmd, bench_binder, bench_sharding, demo
+from caldera import audit_cmd, bench_agent, bench_binder, bench_sharding, demo
 from cluster.flags import Parser
+from agent_scheduler.main import main as agent_main
 from sharding.main import main as sharding_main
 
 
-PROCESSES = {"sharding": "run the sharding controller (caldera sharding --help for its flags)"}
+PROCESSES = {
+    "sharding": "run the sharding controller (caldera sharding --help for its flags)",
+    "agent-scheduler": "run the agent scheduler (caldera agent-scheduler --help for its flags)",
+}
 
 
 def build_parser() -> Parser:
@@ -23,6 +27,7 @@ def build_parser() -> Parser:
     bench_sub = bench.add_subparsers(dest="bench", required=True, parser_class=Parser)
     bench_binder.add_parser(bench_sub)
     bench_sharding.add_parser(bench_sub)
+    bench_agent.add_parser(bench_sub)
     demo.add_parser(sub)
     # Process subcommands own their flags; main() hands them the rest of the command line.
     for name, help_text in PROCESSES.items():
@@ -38,7 +43,8 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in PROCESSES:
-        return sharding_main(argv[1:], prog=f"caldera {argv[0]}")
+        entry = {"sharding": sharding_main, "agent-scheduler": agent_main}[argv[0]]
+        return entry(argv[1:], prog=f"caldera {argv[0]}")
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:

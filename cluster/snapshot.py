@@ -9,16 +9,51 @@ are built lazily and dropped when a node's labels or taints change.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import zlib
 
 import numpy as np
 import numpy.typing as npt
 
 from cluster.feed import Update
-from cluster.model import Taint
+from cluster.model import Taint, Toleration
 from cluster.records import NodeRecord
 from cluster.resources import STANDARD_RESOURCES, Resources
 
 Mask = npt.NDArray[np.bool_]
+Codes = npt.NDArray[np.int32]
+
+# Effects that keep a pod off a node; PreferNoSchedule only steers scoring.
+FILTERING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+@dataclass(frozen=True, eq=False)
+class LabelCodes:
+    """One label key over all nodes as small integers: compare codes, not strings.
+
+    ``codes[i]`` is the code of node i's value, -1 where the node lacks the label, so a
+    lookup table by code with one extra slot at the end (for "absent") can be indexed by
+    ``codes`` directly.
+    """
+
+    codes: Codes
+    index: dict[str, int]  # value -> code, in code order
+    # Masks per (operator, values), memoised by predicates; valid as long as the codes.
+    masks: dict[tuple[str, tuple[str, ...]], Mask] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class TaintGroups:
+    """Nodes grouped by their filtering taints (NoSchedule, NoExecute); few distinct sets in practice.
+
+    ``tolerated`` memoises, per toleration list, the nodes whose taints it tolerates
+    (None: every node); it stays valid as long as the groups do.
+    """
+
+    sets: tuple[tuple[Taint, ...], ...]
+    group: Codes
+    tolerated: dict[tuple[Toleration, ...], Mask | None] = field(default_factory=dict)
 
 
 class NodeColumns:
@@ -32,11 +67,14 @@ class NodeColumns:
         self.allocatable = np.zeros((len(self.resources), capacity), dtype=np.int64)
         self.allocated = np.zeros((len(self.resources), capacity), dtype=np.int64)
         self.version = np.zeros(capacity, dtype=np.int64)
+        self.name_hash = np.zeros(capacity, dtype=np.int64)  # a stable hash of each node's name (crc32)
         self.unschedulable = np.zeros(capacity, dtype=np.bool_)
         self.owner: list[str] = []
         self.labels: list[Mapping[str, str]] = []
         self.taints: list[tuple[Taint, ...]] = []
         self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
+        self._label_codes: dict[str, LabelCodes] = {}
+        self._taint_groups: TaintGroups | None = None
         self._owners: npt.NDArray[np.str_] | None = None
         for record in records:
             self.upsert(record)
@@ -56,7 +94,7 @@ class NodeColumns:
             new = np.zeros((rows, cols), dtype=np.int64)
             new[:r0, :c0] = old
             setattr(self, attr, new)
-        for attr in ("version", "unschedulable"):
+        for attr in ("version", "unschedulable", "name_hash"):
             old = getattr(self, attr)
             new = np.zeros(cols, dtype=old.dtype)
             new[:c0] = old
@@ -82,11 +120,13 @@ class NodeColumns:
 
     def upsert(self, record: NodeRecord) -> None:
         i = self.index.get(record.name)
+        new = i is None
         if i is None:
             i = len(self.names)
             self._grow(len(self.resources), i + 1)
             self.names.append(record.name)
             self.index[record.name] = i
+            self.name_hash[i] = zlib.crc32(record.name.encode())
             self.owner.append("")
             self._owners = None
             self.labels.append({})
@@ -103,8 +143,10 @@ class NodeColumns:
             self.owner[i] = record.owner
             self._owners = None
         labels, taints = record.node.labels, tuple(record.node.taints)
-        if labels != self.labels[i] or taints != self.taints[i]:
+        if new or labels != self.labels[i] or taints != self.taints[i]:
             self._label_columns.clear()
+            self._label_codes.clear()
+            self._taint_groups = None
         self.labels[i] = labels
         self.taints[i] = taints
 
@@ -139,7 +181,7 @@ class NodeColumns:
             self.index[moved] = i
             for arr in (self.allocatable, self.allocated):
                 arr[:, i] = arr[:, last]
-            for vec in (self.version, self.unschedulable):
+            for vec in (self.version, self.unschedulable, self.name_hash):
                 vec[i] = vec[last]
             self.owner[i] = self.owner[last]
             self.labels[i] = self.labels[last]
@@ -151,6 +193,8 @@ class NodeColumns:
         self.allocatable[:, last] = 0
         self.allocated[:, last] = 0
         self._label_columns.clear()
+        self._label_codes.clear()
+        self._taint_groups = None
         self._owners = None
 
     def apply(self, update: Update) -> None:
@@ -194,6 +238,38 @@ class NodeColumns:
             self._label_columns[key] = col
         return col
 
+    def label_codes(self, key: str) -> LabelCodes:
+        """Each node's value of a label as an integer code (cached until labels change)."""
+        n = len(self.names)
+        cached = self._label_codes.get(key)
+        # The length check also catches a node added with no labels and no taints, which
+        # upsert does not treat as a label change.
+        if cached is not None and len(cached.codes) == n:
+            return cached
+        index: dict[str, int] = {}
+        codes = np.fromiter(
+            (-1 if (v := lab.get(key)) is None else index.setdefault(v, len(index)) for lab in self.labels),
+            dtype=np.int32, count=n,
+        )
+        cached = LabelCodes(codes=codes, index=index)
+        self._label_codes[key] = cached
+        return cached
+
+    def taint_groups(self) -> TaintGroups:
+        """Nodes grouped by their NoSchedule/NoExecute taints (cached until taints change)."""
+        n = len(self.names)
+        cached = self._taint_groups
+        if cached is not None and len(cached.group) == n:
+            return cached
+        index: dict[tuple[Taint, ...], int] = {(): 0}
+        group = np.fromiter(
+            (index.setdefault(tuple(t for t in taints if t.effect in FILTERING_EFFECTS), len(index))
+             for taints in self.taints),
+            dtype=np.int32, count=n,
+        )
+        self._taint_groups = TaintGroups(sets=tuple(index), group=group)
+        return self._taint_groups
+
     def owner_array(self) -> npt.NDArray[np.str_]:
         """Each node's owning scheduler ('' for none), as an array (cached until an owner changes)."""
         if self._owners is None:
@@ -210,10 +286,13 @@ class NodeColumns:
         c.allocatable = self.allocatable.copy()
         c.allocated = self.allocated.copy()
         c.version = self.version.copy()
+        c.name_hash = self.name_hash.copy()
         c.unschedulable = self.unschedulable.copy()
         c.owner = list(self.owner)
         c.labels = list(self.labels)
         c.taints = list(self.taints)
         c._label_columns = dict(self._label_columns)
+        c._label_codes = dict(self._label_codes)
+        c._taint_groups = self._taint_groups
         c._owners = self._owners
         return c

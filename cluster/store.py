@@ -151,14 +151,14 @@ class Store:
     async def set_reasons(self, scheduler: str, reasons: Mapping[str, str]) -> None:
         """Why each of these pods is still pending, in the scheduler's words."""
         if reasons:
-            await self.client.hset(self.keys.reasons(scheduler), mapping=dict(reasons))
+            await self.client.hset(self.keys.reasons(scheduler), mapping={k: v for k, v in reasons.items()})
 
     async def clear_reasons(self, scheduler: str, uids: Sequence[str]) -> None:
         if uids:
             await self.client.hdel(self.keys.reasons(scheduler), *uids)
 
     async def reasons(self, scheduler: str) -> dict[str, str]:
-        raw = await self.client.hgetall(self.keys.reasons(scheduler))
+        raw: dict[bytes, bytes] = await self.client.hgetall(self.keys.reasons(scheduler))  # type: ignore[assignment]
         return {k.decode(): v.decode() for k, v in raw.items()}
 
     # -- reads ----------------------------------------------------------------------

@@ -1,0 +1,5 @@
+import sys
+
+from agent_scheduler.main import main
+
+sys.exit(main(prog="python -m agent_scheduler"))

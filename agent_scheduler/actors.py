@@ -1,0 +1,90 @@
+"""The Ray side of the agent scheduler: workers as Ray actors. The only module that imports ray."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import msgspec
+import ray
+import redis.asyncio as aioredis
+
+from agent_scheduler.worker import BatchResult, Worker, WorkerConfig
+from binder.commit import Binder
+from cluster.keys import Keys
+from cluster.sim.cluster import SimBindTarget
+from cluster.store import Store
+
+
+class ActorSpec(msgspec.Struct, frozen=True, kw_only=True):
+    redis_url: str
+    cluster: str
+    worker: WorkerConfig
+
+
+@ray.remote(num_cpus=0)
+class WorkerActor:
+    """Holds one :class:`Worker`; its methods run on the actor's own event loop."""
+
+    def __init__(self, spec: bytes) -> None:
+        self.spec = msgspec.msgpack.decode(spec, type=ActorSpec)
+        self.worker: Worker | None = None
+        self.client: aioredis.Redis | None = None
+
+    async def start(self) -> int:
+        self.client = aioredis.Redis.from_url(self.spec.redis_url)
+        keys = Keys(self.spec.cluster)
+        store = Store(self.client, keys)
+        core = self.spec.worker.core
+        binder = Binder(self.client, keys, core.scheduler, sharding=core.sharding, coarse=self.spec.worker.coarse)
+        self.worker = Worker(store, binder, SimBindTarget(store), self.spec.worker)
+        await self.worker.start()
+        return os.getpid()
+
+    async def schedule(self, uids: list[str]) -> bytes:
+        assert self.worker is not None, "start() first"
+        return msgspec.msgpack.encode(await self.worker.schedule(uids))
+
+    async def stop(self) -> None:
+        if self.worker is not None:
+            await self.worker.stop()
+        if self.client is not None:
+            await self.client.aclose()
+
+
+class RayWorker:
+    """The loop's handle on one actor: ``await schedule(uids)`` with a timeout on every call."""
+
+    def __init__(self, name: str, spec: ActorSpec, *, timeout: float = 30.0) -> None:
+        self.name = name
+        self.timeout = timeout
+        self.actor: Any = WorkerActor.options(name=None, max_concurrency=4).remote(msgspec.msgpack.encode(spec))  # type: ignore[attr-defined]
+        self.pid = 0
+
+    async def start(self) -> None:
+        self.pid = await asyncio.wait_for(self.actor.start.remote(), timeout=120)
+
+    async def schedule(self, uids: list[str]) -> BatchResult:
+        raw = await asyncio.wait_for(self.actor.schedule.remote(uids), timeout=self.timeout)
+        return msgspec.msgpack.decode(raw, type=BatchResult)
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.actor.stop.remote(), timeout=5)
+        except Exception:  # the actor may already be dead; killing it is what matters
+            pass
+        ray.kill(self.actor)
+
+
+def start_ray(address: str, num_cpus: int) -> None:
+    """Join ``address`` (a Ray cluster, or ``auto``), or start a local Ray sized to this machine."""
+    if address:
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    else:
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(num_cpus=num_cpus, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+
+
+def stop_ray() -> None:
+    ray.shutdown()

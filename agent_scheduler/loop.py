@@ -1,0 +1,157 @@
+"""The agent scheduler's loop: pending pods from the feed into the queue, micro-batches
+out to the workers, outcomes back into the queue, reasons into the store.
+
+Each worker has at most one batch in flight; a worker that fails (its actor died, a call
+timed out) gives its batch back to the urgent queue, where the other workers take it, and
+is left out from then on. Nothing is lost: a pod leaves the queue only when it is bound,
+deleted, or bound by someone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import msgspec
+
+from agent_scheduler.metrics import AgentMetrics
+from agent_scheduler.queue import SchedulingQueue
+from agent_scheduler.worker import BatchResult, OutcomeKind
+from binder.metrics import BinderMetrics
+from cluster.feed import Informer
+from cluster.keys import Kind
+from cluster.records import TERMINAL_PHASES
+from cluster.store import Store
+
+log = logging.getLogger("caldera.agent")
+
+
+class WorkerHandle(Protocol):
+    name: str
+
+    async def schedule(self, uids: list[str]) -> BatchResult: ...
+
+
+class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
+    scheduler: str = "agent-scheduler"
+    batch_size: int = 64
+
+
+class AgentLoop:
+    def __init__(self, store: Store, workers: Sequence[WorkerHandle], config: LoopConfig, *,
+                 metrics: AgentMetrics | None = None, binder_metrics: BinderMetrics | None = None,
+                 leading: Callable[[], bool] = lambda: True, clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.workers = list(workers)
+        self.config = config
+        self.metrics = metrics
+        self.binder_metrics = binder_metrics
+        self.leading = leading
+        self.clock = clock
+        self.queue = SchedulingQueue(clock)
+        self.first_seen: dict[str, float] = {}
+        self.bound: dict[str, str] = {}  # uid -> node, for pods this loop placed
+        self.failed_workers: list[str] = []
+        self.bound_at: dict[str, float] = {}  # uid -> clock time the loop learnt it was bound
+        self.totals = {"committed": 0, "conflicts": 0, "resolved": 0, "rejected": 0, "unschedulable": 0}
+        self._work = asyncio.Event()
+        self._informer = Informer(store, [Kind.POD], block_ms=50)
+
+    def _enqueue(self, uid: str, priority: int) -> None:
+        if uid not in self.queue:
+            self.first_seen.setdefault(uid, self.clock())
+            self.queue.add(uid, priority)
+            self._work.set()
+
+    async def follow(self) -> None:
+        """Pending pods of this scheduler into the queue; gone ones out; freed capacity wakes backoff."""
+        async for update in self._informer.updates():
+            freed = False
+            for uid, rec in update.pods.items():
+                if rec is not None and rec.pending and rec.scheduler == self.config.scheduler:
+                    self._enqueue(uid, rec.priority)
+                    continue
+                freed |= rec is None or rec.phase in TERMINAL_PHASES
+                if self.queue.state(uid) not in (None, "inflight"):  # in-flight pods settle with their outcome
+                    self.queue.remove(uid)
+                    self.first_seen.pop(uid, None)
+            if freed and self.queue.activate_backoff():
+                self._work.set()
+
+    async def drive(self, worker: WorkerHandle, stop: asyncio.Event) -> None:
+        """Keep one worker busy until ``stop`` or until it fails."""
+        while not stop.is_set():
+            batch = self.queue.pop(self.config.batch_size) if self.leading() else []
+            if not batch:
+                self._work.clear()
+                due = self.queue.next_backoff_due()
+                wait = 0.2 if due is None else max(min(due - self.clock(), 0.2), 0.001)
+                try:
+                    async with asyncio.timeout(wait):
+                        await self._work.wait()
+                except TimeoutError:
+                    pass
+                continue
+            try:
+                result = await worker.schedule(batch)
+            except Exception as e:  # the actor died or hung: hand its batch to the others
+                log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
+                for uid in batch:
+                    self.queue.retry_now(uid)
+                self.failed_workers.append(worker.name)
+                self._work.set()
+                return
+            await self._absorb(worker.name, result)
+
+    async def _absorb(self, worker: str, result: BatchResult) -> None:
+        reasons: dict[str, str] = {}
+        now = self.clock()
+        for o in result.outcomes:
+            if o.kind is OutcomeKind.BOUND:
+                self.bound[o.uid] = o.node
+                self.bound_at[o.uid] = now
+                started = self.first_seen.pop(o.uid, now)
+                self.queue.done(o.uid)
+                if self.metrics is not None:
+                    self.metrics.e2e_latency.observe((now - started) * 1000)
+                    self.metrics.attempts.labels("scheduled").inc()
+            elif o.kind is OutcomeKind.UNSCHEDULABLE:
+                self.queue.back_off(o.uid)
+                self.totals["unschedulable"] += 1
+                reasons[o.uid] = o.reason
+                if self.metrics is not None:
+                    self.metrics.attempts.labels("unschedulable").inc()
+            elif o.kind is OutcomeKind.RETRY:
+                self.queue.retry_now(o.uid)
+                if self.metrics is not None:
+                    self.metrics.attempts.labels("error").inc()
+            else:
+                self.queue.done(o.uid)
+                self.first_seen.pop(o.uid, None)
+        for key in ("committed", "conflicts", "resolved", "rejected"):
+            self.totals[key] += getattr(result, key)
+        if reasons:
+            await self.store.set_reasons(self.config.scheduler, reasons)
+        if self.metrics is not None:
+            self.metrics.batch_seconds.labels(worker).observe(result.seconds)
+            for part, n in self.queue.depth().items():
+                self.metrics.queue_depth.labels(part).set(n)
+        if self.binder_metrics is not None:
+            m = self.binder_metrics
+            m.commits.labels("committed").inc(result.committed)
+            m.commits.labels("conflict").inc(result.conflicts)
+            m.commits.labels("rejected").inc(result.rejected)
+            m.conflicts_resolved.inc(result.resolved)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        follower = asyncio.create_task(self.follow(), name="agent-follow")
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for w in self.workers:
+                    tg.create_task(self.drive(w, stop), name=f"agent-drive-{w.name}")
+        finally:
+            self._informer.stop()
+            await follower

@@ -1,0 +1,128 @@
+"""The agent scheduler's queue: urgent, active and backoff (DESIGN.md §7).
+
+- urgent: pods whose commit hit a binder conflict; served first, in arrival order, no backoff;
+- active: pending pods, highest priority first, then first come first served;
+- backoff: pods that fit nowhere, waiting 1 s, 2 s, 4 s … up to 10 s before the next try,
+  or less: :meth:`SchedulingQueue.activate_backoff` brings them all back when capacity
+  frees up somewhere.
+
+A pod is in at most one part. Removal (a pod deleted while queued) is lazy: the entry
+stays in its heap and is skipped when it surfaces. Pure; the clock is injected.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable
+
+INITIAL_BACKOFF = 1.0
+MAX_BACKOFF = 10.0
+
+
+class SchedulingQueue:
+    def __init__(self, clock: Callable[[], float], *, initial_backoff: float = INITIAL_BACKOFF,
+                 max_backoff: float = MAX_BACKOFF) -> None:
+        self.clock = clock
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self._seq = itertools.count()
+        self._urgent: deque[str] = deque()
+        self._active: list[tuple[int, int, str]] = []
+        self._backoff: list[tuple[float, int, str]] = []
+        self._where: dict[str, str] = {}  # uid -> "urgent" | "active" | "backoff" | "inflight"
+        self._priority: dict[str, int] = {}
+        self.attempts: dict[str, int] = {}
+
+    def __contains__(self, uid: str) -> bool:
+        return uid in self._where
+
+    def state(self, uid: str) -> str | None:
+        """Where the pod is: "urgent", "active", "backoff", "inflight", or None."""
+        return self._where.get(uid)
+
+    def add(self, uid: str, priority: int = 0) -> None:
+        """A newly pending pod; a pod already queued or in flight is left where it is."""
+        if uid in self._where:
+            return
+        self._priority[uid] = priority
+        self._push_active(uid)
+
+    def _push_active(self, uid: str) -> None:
+        heapq.heappush(self._active, (-self._priority.get(uid, 0), next(self._seq), uid))
+        self._where[uid] = "active"
+
+    def remove(self, uid: str) -> None:
+        """Forget a pod (deleted, or bound by someone else)."""
+        self._where.pop(uid, None)
+        self._priority.pop(uid, None)
+        self.attempts.pop(uid, None)
+
+    def pop(self, n: int) -> list[str]:
+        """Up to ``n`` pods to try now (urgent first, then active); they are in flight until
+        :meth:`done`, :meth:`retry_now` or :meth:`back_off`."""
+        self.flush_backoff()
+        out: list[str] = []
+        while self._urgent and len(out) < n:
+            uid = self._urgent.popleft()
+            if self._where.get(uid) == "urgent":
+                out.append(uid)
+        while self._active and len(out) < n:
+            _, _, uid = heapq.heappop(self._active)
+            if self._where.get(uid) == "active":
+                out.append(uid)
+        for uid in out:
+            self._where[uid] = "inflight"
+        return out
+
+    def done(self, uid: str) -> None:
+        """The pod was placed (or is gone)."""
+        self.remove(uid)
+
+    def retry_now(self, uid: str) -> None:
+        """A binder conflict: try again first thing, without backoff."""
+        if uid in self._where:
+            self._where[uid] = "urgent"
+            self._urgent.append(uid)
+
+    def back_off(self, uid: str) -> float:
+        """The pod fits nowhere: wait before trying again; returns the delay."""
+        if uid not in self._where:
+            return 0.0
+        tries = self.attempts.get(uid, 0) + 1
+        self.attempts[uid] = tries
+        delay = float(min(self.initial_backoff * 2 ** (tries - 1), self.max_backoff))
+        heapq.heappush(self._backoff, (self.clock() + delay, next(self._seq), uid))
+        self._where[uid] = "backoff"
+        return delay
+
+    def flush_backoff(self) -> None:
+        """Move pods whose backoff is over to active."""
+        now = self.clock()
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, uid = heapq.heappop(self._backoff)
+            if self._where.get(uid) == "backoff":
+                self._push_active(uid)
+
+    def activate_backoff(self) -> int:
+        """Capacity freed up: every pod in backoff is worth a try now. Returns how many."""
+        moved = 0
+        for _, _, uid in self._backoff:
+            if self._where.get(uid) == "backoff":
+                self._push_active(uid)
+                moved += 1
+        self._backoff.clear()
+        return moved
+
+    def next_backoff_due(self) -> float | None:
+        """When the earliest backoff ends (clock time), or None."""
+        while self._backoff and self._where.get(self._backoff[0][2]) != "backoff":
+            heapq.heappop(self._backoff)
+        return float(self._backoff[0][0]) if self._backoff else None
+
+    def depth(self) -> dict[str, int]:
+        counts = {"urgent": 0, "active": 0, "backoff": 0, "inflight": 0}
+        for where in self._where.values():
+            counts[where] += 1
+        return counts

@@ -1,0 +1,149 @@
+"""One agent-scheduler worker: a replica of the node columns, the core, the binder.
+
+The worker is plain asyncio; ``actors.py`` runs it inside a Ray actor, and tests or the
+dry-run may run it in-process. It keeps its replica current from the feed, decides a
+micro-batch, commits the batch through the binder in one round trip, and on a
+``Conflict`` refreshes the replica from the returned figures and decides those pods again
+at once (up to ``max_retries`` times). Committed pods are then bound; a failed bind
+releases the reservation and the pod is pending again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import random
+import time
+
+import msgspec
+
+from binder.bind import BindTarget, bind_committed
+from binder.commit import Binder
+from binder.results import Committed, Conflict, Placement, Reason, Rejected
+from cluster.feed import Informer
+from cluster.keys import Kind
+from cluster.records import Binding
+from cluster.resources import Resources
+from cluster.snapshot import NodeColumns
+from cluster.store import Store
+from agent_scheduler.core import Choice, CoreConfig, NoFit, Task, decide
+
+
+class OutcomeKind(enum.StrEnum):
+    BOUND = "bound"
+    UNSCHEDULABLE = "unschedulable"  # fits nowhere: back off
+    RETRY = "retry"  # conflicts outlasted the retries, or the bind failed: try again first thing
+    GONE = "gone"  # deleted, finished, or bound by someone else
+
+
+class Outcome(msgspec.Struct, frozen=True, kw_only=True):
+    uid: str
+    kind: OutcomeKind
+    node: str = ""
+    reason: str = ""
+    attempts: int = 1
+
+
+class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
+    outcomes: list[Outcome]
+    committed: int = 0
+    conflicts: int = 0
+    resolved: int = 0
+    rejected: int = 0
+    seconds: float = 0.0
+
+
+class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
+    core: CoreConfig = CoreConfig()
+    max_retries: int = 3
+    seed: int = 0
+    coarse: bool = False  # Volcano-style version-only binder, for the bench's comparison
+
+
+_RETRYABLE = {Reason.NOT_OWNER, Reason.INSUFFICIENT, Reason.UNSCHEDULABLE, Reason.UNKNOWN_NODE}
+
+
+class Worker:
+    def __init__(self, store: Store, binder: Binder, target: BindTarget, config: WorkerConfig) -> None:
+        self.store = store
+        self.binder = binder
+        self.target = target
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.columns = NodeColumns()
+        self._informer = Informer(store, [Kind.NODE], block_ms=50)
+        self._follower: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Load the replica, then keep it current in the background."""
+        updates = self._informer.updates()
+        self.columns.apply(await anext(updates))
+
+        async def follow() -> None:
+            async for update in updates:
+                self.columns.apply(update)
+
+        self._follower = asyncio.create_task(follow(), name="worker-follow")
+
+    async def stop(self) -> None:
+        self._informer.stop()
+        if self._follower is not None:
+            await self._follower
+
+    async def schedule(self, uids: list[str]) -> BatchResult:
+        start = time.perf_counter()
+        records = await self.store.get_pods(uids)
+        outcomes: list[Outcome] = []
+        tasks: list[Task] = []
+        committed: list[tuple[Task, Committed, int]] = []
+        for uid in uids:
+            rec = records.get(uid)
+            if rec is not None and rec.pending:
+                tasks.append(Task(uid=uid, pod=rec.pod, request=rec.request))
+            elif rec is not None and rec.node and rec.phase == "Pending" and rec.scheduler == self.config.core.scheduler:
+                # Committed by a worker that died before binding it: bind it now (binding is idempotent).
+                task = Task(uid=uid, pod=rec.pod, request=rec.request)
+                committed.append((task, Committed(node=rec.node, version=0, idempotent=True), 1))
+            else:
+                outcomes.append(Outcome(uid=uid, kind=OutcomeKind.GONE))
+        conflicts = resolved = rejected = 0
+        attempt = 0
+        while tasks and attempt <= self.config.max_retries:
+            attempt += 1
+            decisions = decide(self.columns, tasks, self.config.core, self.rng)
+            by_uid = {t.uid: t for t in tasks}
+            placements = []
+            for d in decisions:
+                if isinstance(d, NoFit):
+                    outcomes.append(Outcome(uid=d.uid, kind=OutcomeKind.UNSCHEDULABLE, reason=d.reason, attempts=attempt))
+                else:
+                    placements.append(Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version))
+            results = await self.binder.commit(placements) if placements else []
+            tasks = []
+            for p, r in zip(placements, results):
+                task = by_uid[p.uid]
+                if isinstance(r, Committed):
+                    committed.append((task, r, attempt))
+                    resolved += r.resolved
+                elif isinstance(r, Conflict):
+                    conflicts += 1
+                    self.columns.set_figures(r.node, r.allocatable, r.allocated, r.version, r.unschedulable)
+                    tasks.append(task)
+                else:
+                    rejected += 1
+                    self.columns.add(p.node, Resources() - p.request)  # undo the tentative placement
+                    if r.reason in _RETRYABLE:
+                        tasks.append(task)
+                    else:
+                        outcomes.append(Outcome(uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(), attempts=attempt))
+        outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt) for t in tasks]
+        if committed:
+            bindings = [Binding(uid=t.uid, namespace=t.pod.namespace, name=t.pod.name, node=c.node) for t, c, _ in committed]
+            failures = await bind_committed(self.binder, self.target, bindings)
+            for (t, c, tries), failure in zip(committed, failures):
+                if failure is None:
+                    outcomes.append(Outcome(uid=t.uid, kind=OutcomeKind.BOUND, node=c.node, attempts=tries))
+                else:
+                    outcomes.append(Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason=f"bind failed: {failure.reason}", attempts=tries))
+        return BatchResult(outcomes=outcomes, committed=len(committed), conflicts=conflicts, resolved=resolved,
+                           rejected=rejected, seconds=time.perf_counter() - start)

@@ -1,0 +1,157 @@
+"""``caldera bench agent``: the agent scheduler's throughput and latency under contention.
+
+N nodes of 16 cpu / 64Gi / 110 pods; M pods sized so that together they would take
+``--fill`` of the cluster's cpu, submitted as one burst or at ``--rate`` pods/s; the
+loop and W Ray-actor workers place them through the binder. Latency is from the moment
+a pod is in the store (submitted) to the moment the loop learns it was committed and
+bound. In the same run, on fresh clusters: one worker (the baseline), and W workers with
+a coarse binder that refuses any version change (Volcano's), for comparison. The
+simulated kubelets are not run: the figures are the scheduler's alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from typing import Any
+
+import msgspec
+import numpy as np
+import uvloop
+
+from agent_scheduler.core import CoreConfig
+from agent_scheduler.loop import AgentLoop, LoopConfig
+from agent_scheduler.worker import WorkerConfig
+from caldera.connect import client, redis_url
+from cluster.audit import audit
+from cluster.keys import Keys
+from cluster.sim.pools import NodePool, pool_nodes
+from cluster.sim.workload import make_pod
+from cluster.store import Store
+
+AGENT = "agent-scheduler"
+
+
+class Run(msgspec.Struct):
+    pods_per_s: float
+    p50_ms: float
+    p99_ms: float
+    attempts_per_pod: float
+    conflict_rate: float
+    resolved_conflicts: int
+    placed: int
+    audit: str
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("agent", help="agent scheduler pods/s and latency, beside one worker and a coarse binder")
+    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--pods", type=int, default=10000)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--rate", type=float, default=0.0, help="pods/s to submit at; 0 = one burst (default: 0)")
+    p.add_argument("--fill", type=float, default=0.8, help="share of the cluster's cpu the pods take together (default: 0.8)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
+    p.add_argument("--skip-baselines", action="store_true", help="measure only the W-worker fine-binder run")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run)
+
+
+async def submit(store: Store, pods: list[Any], rate: float, created: dict[str, float]) -> None:
+    if rate <= 0:
+        for i in range(0, len(pods), 1000):
+            chunk = pods[i : i + 1000]
+            await store.upsert_pods(chunk)
+            now = time.monotonic()
+            created.update((p.uid, now) for p in chunk)
+        return
+    start = time.monotonic()
+    sent = 0
+    while sent < len(pods):
+        due = min(len(pods), int((time.monotonic() - start) * rate) + 1)
+        if due > sent:
+            chunk = pods[sent:due]
+            await store.upsert_pods(chunk)
+            now = time.monotonic()
+            created.update((p.uid, now) for p in chunk)
+            sent = due
+        await asyncio.sleep(0.005)
+
+
+async def one_run(url: str, args: argparse.Namespace, name: str, workers: int, coarse: bool) -> Run:
+    from agent_scheduler.actors import ActorSpec, RayWorker  # ray is heavy: import it only to use it
+
+    async with client(url) as c:
+        store = Store(c, Keys(f"bench-agent-{name}"))
+        nodes = pool_nodes(NodePool(name="n", count=args.nodes, resources={"cpu": 16, "memory": "64Gi", "pods": 110}))
+        for i in range(0, len(nodes), 2000):
+            await store.upsert_nodes(nodes[i : i + 2000])
+        cpu = max(1, int(args.fill * args.nodes * 16000 / args.pods))
+        pods = [make_pod(f"{name}-{i}", scheduler=AGENT, requests={"cpu": f"{cpu}m", "memory": "256Mi"}) for i in range(args.pods)]
+        handles = [RayWorker(f"w{i}", ActorSpec(redis_url=url, cluster=store.keys.cluster,
+                                                worker=WorkerConfig(core=CoreConfig(worker=i, workers=workers), seed=i, coarse=coarse)))
+                   for i in range(workers)]
+        await asyncio.gather(*(h.start() for h in handles))
+        loop = AgentLoop(store, handles, LoopConfig(batch_size=args.batch_size))
+        stop = asyncio.Event()
+        created: dict[str, float] = {}
+        runner = asyncio.create_task(loop.run(stop))
+        start = time.monotonic()
+        await submit(store, pods, args.rate, created)
+        deadline = start + 600
+        while len(loop.bound) < args.pods and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        end = max(loop.bound_at.values()) if loop.bound_at else time.monotonic()
+        stop.set()
+        await runner
+        await asyncio.gather(*(h.stop() for h in handles))
+        problems = await audit(store)
+        lat = np.array([(loop.bound_at[u] - created[u]) * 1000 for u in loop.bound_at if u in created] or [0.0])
+        t = loop.totals
+        tries = t["committed"] + t["conflicts"] + t["rejected"]
+        await c.delete(*[k async for k in c.scan_iter(match=store.keys.prefix + "*")])
+        return Run(pods_per_s=round(len(loop.bound) / max(end - start, 1e-9), 1),
+                   p50_ms=round(float(np.percentile(lat, 50)), 2), p99_ms=round(float(np.percentile(lat, 99)), 2),
+                   attempts_per_pod=round(tries / max(t["committed"], 1), 4),
+                   conflict_rate=round(t["conflicts"] / max(t["committed"], 1), 4), resolved_conflicts=t["resolved"],
+                   placed=len(loop.bound), audit="ok" if not problems else f"{len(problems)} violations")
+
+
+async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    main = await one_run(url, args, "main", args.workers, False)
+    report: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods, "workers": args.workers, "rate": args.rate,
+                              "fill": args.fill, **msgspec.to_builtins(main)}
+    if not args.skip_baselines:
+        one = await one_run(url, args, "one", 1, False)
+        coarse = await one_run(url, args, "coarse", args.workers, True)
+        report.update(baseline_one_worker_pods_per_s=one.pods_per_s, coarse_conflict_rate=coarse.conflict_rate,
+                      coarse_attempts_per_pod=coarse.attempts_per_pod, coarse_pods_per_s=coarse.pods_per_s,
+                      speedup_vs_one_worker=round(main.pods_per_s / max(one.pods_per_s, 1e-9), 2))
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    for flag in ("nodes", "pods", "workers", "batch_size"):
+        if getattr(args, flag) < 1:
+            print(f"caldera bench agent: error: --{flag.replace('_', '-')}: {getattr(args, flag)} (expected a positive integer)")
+            return 2
+    if not 0 < args.fill <= 1 or args.rate < 0:
+        print(f"caldera bench agent: error: --fill {args.fill} must be in (0, 1] and --rate {args.rate} ≥ 0")
+        return 2
+    from agent_scheduler.actors import start_ray, stop_ray
+
+    with redis_url(args.redis_url) as url:
+        start_ray("", num_cpus=os.cpu_count() or 2)
+        try:
+            report = uvloop.run(measure(url, args))
+        finally:
+            stop_ray()
+    if args.json:
+        print(json.dumps(report))
+    else:
+        for k, v in report.items():
+            print(f"{k:32} {v}")
+    return 0 if report["audit"] == "ok" else 1

@@ -1,0 +1,124 @@
+"""Scores: how good each node is for a pod, as float arrays in [0, 1] over all nodes (higher is better).
+
+The pod's request is added to each node's allocated amounts before scoring, as
+kube-scheduler does, so a score describes the node as it would be with the pod on it.
+A resource a node has none of (zero allocatable) contributes 0 for that node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from cluster.model import PreferredSchedulingTerm
+from cluster.predicates import term_mask
+from cluster.snapshot import NodeColumns
+
+Scores = npt.NDArray[np.float64]
+
+
+def least_allocated(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float]) -> Scores:
+    """Spreading: the weighted mean over ``weights``' resources of free-after-placing ÷ allocatable."""
+    return _weighted_fraction(columns, request, weights, free=True)
+
+
+def most_allocated(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float]) -> Scores:
+    """Binpack: the weighted mean over ``weights``' resources of used-after-placing ÷ allocatable.
+
+    Every weighted resource counts, requested or not; for Volcano's binpack (only the
+    resources the task requests) pass the weights of the requested resources only.
+    """
+    return _weighted_fraction(columns, request, weights, free=False)
+
+
+def _weighted_fraction(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float], *,
+                       free: bool) -> Scores:
+    n = len(columns)
+    total = np.zeros(n, dtype=np.float64)
+    weight_sum = 0.0
+    for name, weight in weights.items():
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"weights[{name}]: {weight!r} is not a finite number >= 0")
+        if weight == 0:
+            continue
+        weight_sum += weight
+        r = columns.resource_index.get(name)
+        if r is None:
+            continue  # no node has any: contributes 0 everywhere
+        allocatable = columns.allocatable[r, :n]
+        amount = request.get(name, 0)
+        used = columns.allocated[r, :n] + amount if amount else columns.allocated[r, :n]
+        part = allocatable - used if free else used
+        fraction = np.divide(part, allocatable, out=np.zeros(n, dtype=np.float64), where=allocatable > 0)
+        np.clip(fraction, 0.0, 1.0, out=fraction)
+        if weight != 1:
+            fraction *= weight
+        total += fraction
+    if weight_sum:
+        # No clip needed: each weight·fraction <= weight, summed in the same order as
+        # weight_sum, and rounding is monotone, so total <= weight_sum exactly.
+        total /= weight_sum
+    return total
+
+
+def balanced_allocation(columns: NodeColumns, request: Mapping[str, int],
+                        resources: Sequence[str] = ("cpu", "memory")) -> Scores:
+    """1 − the standard deviation of the used-after-placing fractions (each capped at 1).
+
+    As in kube-scheduler, a resource a node has none of is left out of that node's
+    spread rather than counted as an empty fraction.
+    """
+    n = len(columns)
+    fractions: list[Scores] = []
+    present: list[npt.NDArray[np.bool_]] = []
+    for name in resources:
+        r = columns.resource_index.get(name)
+        if r is None:
+            continue
+        allocatable = columns.allocatable[r, :n]
+        has = allocatable > 0
+        used = columns.allocated[r, :n] + request.get(name, 0)
+        fraction = np.divide(used, allocatable, out=np.zeros(n, dtype=np.float64), where=has)
+        fractions.append(np.clip(fraction, 0.0, 1.0, out=fraction))
+        present.append(has)
+    if not fractions:
+        return np.ones(n, dtype=np.float64)
+    f = np.stack(fractions)
+    valid = np.stack(present)
+    count = np.maximum(valid.sum(axis=0), 1)
+    mean = f.sum(axis=0) / count  # f is 0 where a resource is absent
+    deviation = np.where(valid, f - mean, 0.0)
+    std = np.sqrt((deviation * deviation).sum(axis=0) / count)
+    score: Scores = np.clip(1.0 - std, 0.0, 1.0)
+    return score
+
+
+def preferred_affinity(columns: NodeColumns, terms: Sequence[PreferredSchedulingTerm]) -> Scores:
+    """The weight of the preferred terms a node matches ÷ the weight of all of them (0 without terms).
+
+    Terms of weight 0 or less are ignored (Kubernetes allows 1 to 100).
+    """
+    n = len(columns)
+    score = np.zeros(n, dtype=np.float64)
+    weight_sum = 0
+    for term in terms:
+        if term.weight <= 0:
+            continue
+        weight_sum += term.weight
+        np.add(score, float(term.weight), out=score, where=term_mask(columns, term.preference))
+    if weight_sum:
+        score /= weight_sum
+    return score
+
+
+def label_bonus(columns: NodeColumns, key: str, value: str) -> Scores:
+    """1 where the node has label ``key=value``, else 0 (e.g. the warmup bonus)."""
+    labels = columns.label_codes(key)
+    code = labels.index.get(value)
+    if code is None:
+        return np.zeros(len(columns), dtype=np.float64)
+    bonus: Scores = (labels.codes == code).astype(np.float64)
+    return bonus

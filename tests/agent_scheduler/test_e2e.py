@@ -1,0 +1,150 @@
+"""The agent scheduler end to end: real redis-server, real local Ray, the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import msgspec
+import psutil
+import pytest
+import ray
+
+from agent_scheduler.actors import ActorSpec, RayWorker
+from agent_scheduler.core import CoreConfig
+from agent_scheduler.loop import AgentLoop, LoopConfig
+from agent_scheduler.worker import WorkerConfig
+from cluster.audit import audit
+from cluster.keys import Kind
+from cluster.model import Pod
+from cluster.redis_server import RedisServer
+from cluster.shard import ShardingMode
+from cluster.sim.cluster import SimCluster
+from cluster.store import Own, Store
+from tests.builders import node, pod
+
+AGENT = "agent-scheduler"
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def picky(name: str) -> Pod:
+    """A pod whose nodeSelector no node satisfies."""
+    p = pod(name, cpu="100m", scheduler=AGENT)
+    return msgspec.structs.replace(p, spec=msgspec.structs.replace(p.spec, node_selector={"disk": "nvme-none"}))
+
+
+async def run_until(loop: AgentLoop, store: Store, done, timeout: float, during=None) -> None:  # type: ignore[no-untyped-def]
+    stop = asyncio.Event()
+    sim = SimCluster(store)
+    tasks = [asyncio.create_task(loop.run(stop)), asyncio.create_task(sim.run())]
+    try:
+        deadline = time.monotonic() + timeout
+        while not await done():
+            assert time.monotonic() < deadline, f"not done in {timeout}s; queue {loop.queue.depth()}"
+            if during is not None:
+                await during()
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        sim.stop()
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
+
+
+
+async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(local_ray: None, store: Store,
+                                                                               redis_server: RedisServer) -> None:
+    await store.upsert_nodes([node(f"n{i:03d}", cpu="16", memory="64Gi") for i in range(200)])
+    await store.write([Own(f"n{i:03d}", AGENT if i < 150 else "volcano") for i in range(200)])
+    pods = [pod(f"a{i}", cpu="500m", memory="1Gi", scheduler=AGENT) for i in range(2000)]
+    await store.upsert_pods(pods)
+    await store.upsert_pods([picky(f"picky{i}") for i in range(3)])
+    handles = [RayWorker(f"w{i}", ActorSpec(redis_url=redis_server.url, cluster=store.keys.cluster,
+                                            worker=WorkerConfig(core=CoreConfig(sharding=ShardingMode.HARD), seed=i)))
+               for i in range(2)]
+    await asyncio.gather(*(h.start() for h in handles))
+    loop = AgentLoop(store, handles, LoopConfig(batch_size=64))
+
+    async def all_bound() -> bool:
+        return len(loop.bound) >= 2000
+
+    try:
+        await run_until(loop, store, all_bound, timeout=120)
+    finally:
+        await asyncio.gather(*(h.stop() for h in handles))
+    records = await store.list_pods()
+    placed = {r.name: r.node for r in records if r.node}
+    assert len(placed) == 2000
+    assert all(int(n[1:]) < 150 for n in placed.values()), "a pod landed outside the agent shard in hard mode"
+    assert await audit(store) == []
+    reasons = await store.reasons(AGENT)
+    picky_uids = [r.uid for r in records if r.name.startswith("picky")]
+    assert set(picky_uids) <= set(reasons)
+    assert all("node affinity/selector" in reasons[u] for u in picky_uids), reasons
+    assert not set(placed) & {"picky0", "picky1", "picky2"}
+
+
+async def test_a_worker_killed_mid_run_loses_nothing(local_ray: None, store: Store, redis_server: RedisServer) -> None:
+    await store.upsert_nodes([node(f"n{i:03d}", cpu="16", memory="64Gi") for i in range(100)])
+    await store.upsert_pods([pod(f"k{i}", cpu="250m", memory="512Mi", scheduler=AGENT) for i in range(3000)])
+    handles = [RayWorker(f"w{i}", ActorSpec(redis_url=redis_server.url, cluster=store.keys.cluster,
+                                            worker=WorkerConfig(seed=i))) for i in range(3)]
+    await asyncio.gather(*(h.start() for h in handles))
+    loop = AgentLoop(store, handles, LoopConfig(batch_size=16))
+    killed = []
+
+    async def kill_one() -> None:
+        if not killed and len(loop.bound) > 300:
+            ray.kill(handles[0].actor)
+            killed.append(handles[0].name)
+
+    async def all_bound() -> bool:
+        return sum(1 for r in await store.list_pods() if r.node) >= 3000 and not any(loop.queue.depth().values())
+
+    try:
+        await run_until(loop, store, all_bound, timeout=120, during=kill_one)
+    finally:
+        await asyncio.gather(*(h.stop() for h in handles))
+    assert killed and loop.failed_workers == ["w0"]
+    records = await store.list_pods()
+    assert len([r for r in records if r.node]) == 3000
+    assert all(r.phase == "Running" for r in records), "every committed pod was bound (the simulator started it)"
+    assert await store.pending(AGENT) == []
+    assert await audit(store) == []
+
+
+def test_sigterm_stops_the_process_ray_and_every_child(redis_server: RedisServer) -> None:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    proc = subprocess.Popen([sys.executable, "-m", "caldera", "agent-scheduler", "--redis-url", redis_server.url,
+                             "--cluster", "sigterm", "--metrics-port", "0", "--workers", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        seen = ""
+        while "workers ready" not in seen:
+            assert time.monotonic() < deadline and proc.poll() is None, seen + (proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+            seen += proc.stdout.readline()  # type: ignore[union-attr]
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "Ray's processes should be children of the scheduler"
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, [p.info if hasattr(p, "info") else p.pid for p in alive]
+    assert took < 15, took
