@@ -5,18 +5,26 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from agent_scheduler.main import build_parser as agent_parser
 from sharding.main import build_parser as sharding_parser
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
-def test_every_sharding_flag_is_in_the_readme_with_its_default() -> None:
-    for action in sharding_parser()._actions:
+def test_every_process_flag_is_in_the_readme_with_its_default() -> None:
+    section = {"sharding": README.split("`caldera sharding`:")[1].split("\n\n`")[0],
+               "agent": README.split("`caldera agent-scheduler`:")[1].split("## ")[0]}
+    for name, parser in (("sharding", sharding_parser()), ("agent", agent_parser())):
+        check(parser, section[name])
+
+
+def check(parser: argparse.ArgumentParser, table: str) -> None:
+    for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
         flag = action.option_strings[-1]
-        row = next((line for line in README.splitlines() if line.startswith(f"| `{flag}` |")), None)
+        row = next((line for line in table.splitlines() if line.startswith(f"| `{flag}` |")), None)
         assert row is not None, f"{flag} is not in the README's flag table"
-        if action.default not in (None, False):
+        if action.default not in (None, False, ""):
             shown = row.split("|")[2]
             assert f"`{action.default}`" in shown, (flag, action.default, row)
