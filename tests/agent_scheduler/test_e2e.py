@@ -18,6 +18,9 @@ import ray
 from agent_scheduler.actors import ActorSpec, RayWorker
 from agent_scheduler.core import CoreConfig
 from agent_scheduler.loop import AgentLoop, LoopConfig
+from agent_scheduler.metrics import AgentMetrics
+from binder.metrics import BinderMetrics
+from prometheus_client import CollectorRegistry
 from agent_scheduler.worker import WorkerConfig
 from cluster.audit import audit
 from cluster.keys import Kind
@@ -74,7 +77,9 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(l
                                             worker=WorkerConfig(core=CoreConfig(sharding=ShardingMode.HARD), seed=i)))
                for i in range(2)]
     await asyncio.gather(*(h.start() for h in handles))
-    loop = AgentLoop(store, handles, LoopConfig(batch_size=64))
+    registry = CollectorRegistry()
+    loop = AgentLoop(store, handles, LoopConfig(batch_size=64), metrics=AgentMetrics(registry),
+                     binder_metrics=BinderMetrics(registry))
 
     async def all_bound() -> bool:
         return len(loop.bound) >= 2000
@@ -93,6 +98,13 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(l
     assert set(picky_uids) <= set(reasons)
     assert all("node affinity/selector" in reasons[u] for u in picky_uids), reasons
     assert not set(placed) & {"picky0", "picky1", "picky2"}
+    sample = registry.get_sample_value
+    assert sample("volcano_schedule_attempts_total", {"result": "scheduled"}) == 2000
+    assert (sample("volcano_schedule_attempts_total", {"result": "unschedulable"}) or 0) >= 3
+    assert sample("volcano_e2e_scheduling_latency_milliseconds_count") == 2000
+    assert sample("caldera_binder_commits_total", {"result": "committed"}) == 2000
+    assert sample("caldera_agent_queue_depth", {"queue": "backoff"}) is not None
+    assert (sample("caldera_agent_batch_duration_seconds_count", {"worker": "w0"}) or 0) > 0
 
 
 async def test_a_worker_killed_mid_run_loses_nothing(local_ray: None, store: Store, redis_server: RedisServer) -> None:
