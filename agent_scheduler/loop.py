@@ -37,7 +37,7 @@ class WorkerHandle(Protocol):
 
 class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
     scheduler: str = "agent-scheduler"
-    batch_size: int = 64
+    batch_size: int = 256
 
 
 class AgentLoop:

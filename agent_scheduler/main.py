@@ -33,7 +33,7 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
     p = Parser(prog=prog, description="The low-latency scheduler for agent-scheduler pods, with Ray-actor workers.")
     p.add_argument("--scheduler-name", default="agent-scheduler", help="the schedulerName this process serves (default: agent-scheduler)")
     p.add_argument("--workers", type=int, default=2, help="Ray-actor workers (default: 2)")
-    p.add_argument("--batch-size", type=int, default=64, help="most pods per worker call (default: 64)")
+    p.add_argument("--batch-size", type=int, default=256, help="most pods per worker call (default: 256)")
     p.add_argument("--candidates", type=int, default=3, help="top-K nodes a choice is drawn from (default: 3)")
     p.add_argument("--score", default="binpack", choices=[s.value for s in ScoreKind], help="node score (default: binpack)")
     p.add_argument("--score-weights", default="cpu=1,memory=1", help="weight per resource in the score (default: cpu=1,memory=1)")

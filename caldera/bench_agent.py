@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--rate", type=float, default=0.0, help="pods/s to submit at; 0 = one burst (default: 0)")
     p.add_argument("--fill", type=float, default=0.8, help="share of the cluster's cpu the pods take together (default: 0.8)")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--skip-baselines", action="store_true", help="measure only the W-worker fine-binder run")
     p.add_argument("--json", action="store_true", help="print one JSON object")

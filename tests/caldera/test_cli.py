@@ -104,3 +104,15 @@ def test_bench_sharding_reports_sync_percentiles(redis_server: RedisServer) -> N
     assert report["nodes"] == 500 and report["syncs"] == 5
     assert 0 < report["policy_ms_p50"] and 0 < report["sync_ms_p50"] <= report["sync_ms_p99"]
     assert report["moves_per_sync"] > 0
+
+
+def test_bench_agent_reports_its_figures_beside_the_baselines(redis_server: RedisServer) -> None:
+    r = caldera("bench", "agent", "--redis-url", redis_server.url, "--nodes", "40", "--pods", "400", "--workers", "2", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(r.stdout)
+    assert report["placed"] == 400 and report["audit"] == "ok"
+    for key in ("pods_per_s", "p50_ms", "p99_ms", "attempts_per_pod", "conflict_rate", "resolved_conflicts",
+                "baseline_one_worker_pods_per_s", "coarse_conflict_rate", "coarse_attempts_per_pod"):
+        assert key in report, key
+    assert report["pods_per_s"] > 0 and report["baseline_one_worker_pods_per_s"] > 0
+    assert report["p50_ms"] <= report["p99_ms"] and report["attempts_per_pod"] >= 1.0
