@@ -1,7 +1,7 @@
 """The agent scheduler's loop: pending pods from the feed into the queue, micro-batches
 out to the workers, outcomes back into the queue, reasons into the store.
 
-Each worker has at most one batch in flight; a worker that fails (its actor died, a call
+Each worker has up to ``inflight`` batches in flight; a worker that fails (its actor died, a call
 timed out) gives its batch back to the urgent queue, where the other workers take it, and
 is left out from then on. Nothing is lost: a pod leaves the queue only when it is bound,
 deleted, or bound by someone else.
@@ -38,6 +38,9 @@ class WorkerHandle(Protocol):
 class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
     scheduler: str = "agent-scheduler"
     batch_size: int = 256
+    # Batches in flight per worker: a second batch is decided while the first one's commit
+    # and bind round trips are under way, so pods do not wait for a worker's I/O.
+    inflight: int = 2
 
 
 class AgentLoop:
@@ -83,7 +86,7 @@ class AgentLoop:
 
     async def drive(self, worker: WorkerHandle, stop: asyncio.Event) -> None:
         """Keep one worker busy until ``stop`` or until it fails."""
-        while not stop.is_set():
+        while not stop.is_set() and worker.name not in self.failed_workers:
             batch = self.queue.pop(self.config.batch_size) if self.leading() else []
             if not batch:
                 self._work.clear()
@@ -101,7 +104,8 @@ class AgentLoop:
                 log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
                 for uid in batch:
                     self.queue.retry_now(uid)
-                self.failed_workers.append(worker.name)
+                if worker.name not in self.failed_workers:
+                    self.failed_workers.append(worker.name)
                 self._work.set()
                 return
             await self._absorb(worker.name, result)
@@ -151,7 +155,8 @@ class AgentLoop:
         try:
             async with asyncio.TaskGroup() as tg:
                 for w in self.workers:
-                    tg.create_task(self.drive(w, stop), name=f"agent-drive-{w.name}")
+                    for k in range(self.config.inflight):
+                        tg.create_task(self.drive(w, stop), name=f"agent-drive-{w.name}-{k}")
         finally:
             self._informer.stop()
             await follower
