@@ -1,25 +1,31 @@
-"""``caldera demo`` — for now, the foundation at work: the simulator fills a cluster
-through the binder, then the audit checks it.
+"""``caldera demo``: the system at work on a simulated cluster, then the audit's verdict.
 
-Until the sharding controller and the two schedulers exist (later issues), the pods are
-placed by a few concurrent *placers*: small greedy loops (first fit by most allocated
-cpu, among the top few at random) that each keep their own view of the nodes from the
-change feed and commit through the binder, so that their commits race as real schedulers'
-would. What this shows is the binder: conflicts resolved and retried, no node
-over-committed, and the audit's verdict at the end.
+What runs: a private redis-server (unless ``--redis-url``); as separate OS processes the
+sharding controller (``caldera sharding``) and the agent scheduler (``caldera
+agent-scheduler``, with local Ray workers); and here the simulator (the kubelets) and a
+workload: bursts of short agent pods for the agent scheduler and GPU training pods.
+
+Until the batch scheduler lands (its own issue), training pods are placed by a few
+*preview placers* here: small greedy loops (most-allocated first among the top few, each
+with its own view of the nodes from the feed) that commit through the same binder, so
+their commits race the agent scheduler's as the batch scheduler's will. The table says
+which figures come from which.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
+import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
-import uvloop
-
 import numpy as np
+import uvloop
 from rich.console import Console
 from rich.table import Table
 
@@ -37,35 +43,41 @@ from cluster.sim.workload import make_pod
 from cluster.snapshot import NodeColumns
 from cluster.store import Store
 
-SCHEDULER = "caldera-demo"
+AGENT = "agent-scheduler"
+TRAINING = "volcano"
 POOLS = [
     NodePool(name="gpu", count=64, resources={"cpu": 96, "memory": "768Gi", "nvidia.com/gpu": 8}),
-    NodePool(name="cpu", count=192, resources={"cpu": 32, "memory": "128Gi"}),
+    NodePool(name="cpu", count=176, resources={"cpu": 32, "memory": "128Gi"}),
+    NodePool(name="warm", count=16, resources={"cpu": 32, "memory": "128Gi"}, labels={"node.volcano.sh/warmup": "true"}),
 ]
+SHARDS = "volcano:volcano:0.0:0.6:false:8:256,agent-scheduler:agent:0.6:1.0:true:16:256"
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="run the system on a simulated cluster and report")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
-    p.add_argument("--duration", type=float, default=20.0, help="seconds of load (default: 20)")
-    p.add_argument("--placers", type=int, default=4, help="concurrent placers racing for nodes (default: 4)")
+    p.add_argument("--duration", type=float, default=30.0, help="seconds of load (default: 30)")
+    p.add_argument("--placers", type=int, default=2, help="preview placers for training pods (default: 2)")
+    p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(run=run)
 
 
 class Stats:
     def __init__(self) -> None:
-        self.submitted = 0
-        self.committed = 0
+        self.submitted = {AGENT: 0, TRAINING: 0}
+        self.created: dict[str, tuple[str, float]] = {}
+        self.bound: dict[str, float] = {}
         self.resolved = 0
         self.conflicts = 0
-        self.latencies: list[float] = []
+
+    def latencies(self, scheduler: str) -> list[float]:
+        return [(self.bound[u] - t) * 1000 for u, (s, t) in self.created.items() if s == scheduler and u in self.bound]
 
 
-async def placer(store: Store, index: int, count: int, stats: Stats, created: dict[str, float], rng: random.Random,
-                 stop: asyncio.Event) -> None:
-    """One greedy placer: takes its share of the pending pods and commits them in batches."""
-    binder = Binder(store.client, store.keys, SCHEDULER)
+async def placer(store: Store, index: int, count: int, stats: Stats, rng: random.Random, stop: asyncio.Event) -> None:
+    """A preview placer for training pods: takes its share of them and commits them in batches."""
+    binder = Binder(store.client, store.keys, TRAINING)
     target = SimBindTarget(store)
     view = NodeColumns()
     informer = Informer(store, [Kind.NODE], block_ms=50)
@@ -79,10 +91,7 @@ async def placer(store: Store, index: int, count: int, stats: Stats, created: di
     follower = asyncio.create_task(follow())
     try:
         while not stop.is_set():
-            uids = [u for u in await store.pending(SCHEDULER) if hash(u) % count == index][:64]
-            if not uids:
-                await asyncio.sleep(0.02)
-                continue
+            uids = [u for u in await store.pending(TRAINING) if hash(u) % count == index][:64]
             pods = await store.get_pods(uids)
             placements = []
             for rec in pods.values():
@@ -90,22 +99,18 @@ async def placer(store: Store, index: int, count: int, stats: Stats, created: di
                 if not len(ok):
                     continue
                 cpu = view.allocated[0, ok] / np.maximum(view.allocatable[0, ok], 1)
-                top = ok[np.argsort(-cpu)[:3]]
-                i = int(rng.choice(top))
+                i = int(rng.choice(ok[np.argsort(-cpu)[:3]]))
                 placements.append(Placement(uid=rec.uid, node=view.names[i], request=rec.request, version=int(view.version[i])))
                 view.add(view.names[i], rec.request)
             if not placements:
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.1)
                 continue
             results = await binder.commit(placements)
             bindings = []
             for p, r in zip(placements, results):
                 if isinstance(r, Committed):
-                    stats.committed += 1
                     stats.resolved += r.resolved
-                    stats.latencies.append(time.monotonic() - created.get(p.uid, time.monotonic()))
-                    rec = pods[p.uid]
-                    bindings.append(Binding(uid=p.uid, namespace=rec.namespace, name=rec.name, node=p.node))
+                    bindings.append(Binding(uid=p.uid, namespace="default", name=pods[p.uid].name, node=p.node))
                 elif isinstance(r, Conflict):
                     stats.conflicts += 1
                     view.set_figures(r.node, r.allocatable, r.allocated, r.version, r.unschedulable)
@@ -116,71 +121,130 @@ async def placer(store: Store, index: int, count: int, stats: Stats, created: di
         await follower
 
 
-async def workload(store: Store, stats: Stats, created: dict[str, float], rng: random.Random, stop: asyncio.Event) -> None:
-    """Training pods (GPUs, tens of seconds) and bursts of agent pods (cpu, seconds)."""
+async def workload(store: Store, stats: Stats, rng: random.Random, stop: asyncio.Event, started: float, duration: float) -> None:
+    """Agent pods in bursts (seconds long) on a rising tide, and training pods (GPUs, tens of seconds)."""
     n = 0
     while not stop.is_set():
+        tide = min(1.0, (time.monotonic() - started) / max(duration * 0.6, 1.0))
         pods = []
-        for _ in range(rng.randint(5, 20)):
+        for _ in range(rng.randint(2, 6)):
             gpus = rng.choice([1, 2, 4, 8])
-            pods.append(make_pod(f"train-{n}", scheduler=SCHEDULER, duration=rng.uniform(5, 20),
+            pods.append(make_pod(f"train-{n}", scheduler=TRAINING, duration=rng.uniform(8, 25),
                                  requests={"cpu": 8 * gpus, "memory": f"{64 * gpus}Gi", "nvidia.com/gpu": gpus}))
             n += 1
-        for _ in range(rng.randint(50, 200)):
-            pods.append(make_pod(f"agent-{n}", scheduler=SCHEDULER, duration=rng.uniform(1, 5),
-                                 requests={"cpu": rng.choice(["250m", "500m", "1", "2"]), "memory": "1Gi"}))
+        for _ in range(int(rng.randint(100, 300) * (0.3 + tide))):
+            pods.append(make_pod(f"agent-{n}", scheduler=AGENT, duration=rng.uniform(2, 8),
+                                 requests={"cpu": rng.choice(["500m", "1", "2"]), "memory": "1Gi"}))
             n += 1
+        await store.upsert_pods(pods)
         now = time.monotonic()
         for p in pods:
-            created[p.uid] = now
-        await store.upsert_pods(pods)
-        stats.submitted += len(pods)
-        await asyncio.sleep(0.25)
+            stats.created[p.uid] = (p.scheduler_name, now)
+            stats.submitted[p.scheduler_name] += 1
+        await asyncio.sleep(0.5)
 
 
-async def main_async(url: str, args: argparse.Namespace, console: Console) -> int:
+async def watch_bound(store: Store, stats: Stats, stop: asyncio.Event) -> None:
+    informer = Informer(store, [Kind.POD], block_ms=100)
+    async for update in informer.updates():
+        now = time.monotonic()
+        for uid, rec in update.pods.items():
+            if rec is not None and rec.node and uid not in stats.bound:
+                stats.bound[uid] = now
+        if stop.is_set():
+            informer.stop()
+
+
+def spawn(args: list[str]) -> subprocess.Popen[str]:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    return subprocess.Popen([sys.executable, "-m", "caldera", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if needle in line:
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[3]} exited: {proc.stderr.read() if proc.stderr else ''}")
+    raise RuntimeError(f"{proc.args[3]} not ready after {timeout:.0f}s")
+
+
+def stop_process(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def shard_sizes(store: Store) -> dict[str, int]:
+    sizes = {"volcano": 0, AGENT: 0, "": 0}
+    for owner in (await store.owners()).values():
+        sizes[owner] = sizes.get(owner, 0) + 1
+    return sizes
+
+
+async def main_async(url: str, args: argparse.Namespace, console: Console, procs: list[subprocess.Popen[str]]) -> int:
     rng = random.Random(args.seed)
-    stats, created = Stats(), {}  # type: ignore[var-annotated]
+    stats = Stats()
+    keys = Keys("demo")
     async with client(url) as c:
-        store = Store(c, Keys("demo"))
+        store = Store(c, keys)
         nodes = [n for pool in POOLS for n in pool_nodes(pool)]
         await store.upsert_nodes(nodes)
-        console.print(f"cluster: {len(nodes)} nodes ({', '.join(f'{p.count} {p.name}' for p in POOLS)}); "
-                      f"{args.placers} placers racing through the binder for {args.duration:.0f}s")
-        sim = SimCluster(store)
+        console.print(f"cluster: {len(nodes)} nodes ({', '.join(f'{p.count} {p.name}' for p in POOLS)}); starting the sharding "
+                      f"controller and the agent scheduler ({args.workers} Ray workers) as their own processes…")
+        common = ["--redis-url", url, "--cluster", keys.cluster, "--metrics-port", "0"]
+        procs.append(spawn(["sharding", *common, "--scheduler-configs", SHARDS, "--shard-sync-period", "5s", "--min-dwell", "20s"]))
+        procs.append(spawn(["agent-scheduler", *common, "--workers", str(args.workers)]))
+        await asyncio.to_thread(wait_for_line, procs[0], "serving", 60)
+        await asyncio.to_thread(wait_for_line, procs[1], "workers ready", 120)
+        initial = await shard_sizes(store)
+        console.print(f"shards at start: volcano {initial['volcano']}, agent-scheduler {initial[AGENT]}, unowned {initial['']}")
         stop = asyncio.Event()
-        tasks = [asyncio.create_task(sim.run()), asyncio.create_task(workload(store, stats, created, rng, stop))]
-        tasks += [asyncio.create_task(placer(store, i, args.placers, stats, created, random.Random(args.seed + i), stop))
+        sim = SimCluster(store)
+        started = time.monotonic()
+        tasks = [asyncio.create_task(sim.run()), asyncio.create_task(workload(store, stats, rng, stop, started, args.duration)),
+                 asyncio.create_task(watch_bound(store, stats, stop))]
+        tasks += [asyncio.create_task(placer(store, i, args.placers, stats, random.Random(args.seed + i), stop))
                   for i in range(args.placers)]
-        start = time.monotonic()
+        moves: list[dict[str, int]] = [initial]
         try:
-            while time.monotonic() - start < args.duration:
+            while time.monotonic() - started < args.duration:
                 await asyncio.sleep(2)
-                console.print(f"  t={time.monotonic() - start:4.0f}s submitted {stats.submitted:6d} committed {stats.committed:6d} "
-                              f"running/finished {sim.started:6d}/{sim.completed:6d} conflicts resolved {stats.resolved} true {stats.conflicts}")
+                sizes = await shard_sizes(store)
+                moves.append(sizes)
+                bound = {s: sum(1 for u, (sc, _) in stats.created.items() if sc == s and u in stats.bound) for s in (AGENT, TRAINING)}
+                console.print(f"  t={time.monotonic() - started:4.0f}s  agent pods bound {bound[AGENT]:6d}/{stats.submitted[AGENT]:<6d} "
+                              f"training pods placed {bound[TRAINING]:4d}/{stats.submitted[TRAINING]:<4d} "
+                              f"shards volcano {sizes['volcano']:3d} agent {sizes[AGENT]:3d}  finished {sim.completed}")
         finally:
             stop.set()
             sim.stop()
-            _, stuck = await asyncio.wait(tasks, timeout=5)
+            for p in procs:
+                await asyncio.to_thread(stop_process, p)
+            _, stuck = await asyncio.wait(tasks, timeout=10)
             for t in stuck:
-                console.print(f"warning: task {t.get_name()} did not stop within 5 s; cancelling it")
                 t.cancel()
-            for t in tasks:
-                if t.done() and not t.cancelled() and t.exception() is not None:
-                    raise t.exception()  # type: ignore[misc]
         problems = await audit(store)
-    lat = np.array(stats.latencies or [0.0]) * 1000
-    table = Table(title="caldera demo (foundation preview: placers + binder + simulator)")
+    elapsed = args.duration
+    agent_ms = np.array(stats.latencies(AGENT) or [0.0])
+    moved = max(abs(m[AGENT] - initial[AGENT]) for m in moves)
+    table = Table(title="caldera demo")
     table.add_column("figure")
     table.add_column("value", justify="right")
-    elapsed = args.duration
     for name, value in [
-        ("pods submitted", f"{stats.submitted:,}"),
-        ("pods committed", f"{stats.committed:,}"),
-        ("commits/s", f"{stats.committed / elapsed:,.0f}"),
-        ("submit → commit p50 / p99 ms", f"{np.percentile(lat, 50):.1f} / {np.percentile(lat, 99):.1f}"),
-        ("conflicts resolved (still fit)", f"{stats.resolved:,}"),
-        ("true conflicts (retried)", f"{stats.conflicts:,}"),
+        ("agent pods bound (agent scheduler)", f"{len(stats.latencies(AGENT)):,} of {stats.submitted[AGENT]:,}"),
+        ("agent pods/s", f"{len(stats.latencies(AGENT)) / elapsed:,.0f}"),
+        ("agent submit → bound p50 / p99 ms", f"{np.percentile(agent_ms, 50):.0f} / {np.percentile(agent_ms, 99):.0f}"),
+        ("training pods placed (preview placers)", f"{len(stats.latencies(TRAINING)):,} of {stats.submitted[TRAINING]:,}"),
+        ("preview placers: conflicts resolved / true", f"{stats.resolved:,} / {stats.conflicts:,}"),
+        ("agent shard size: start → end (largest change)", f"{initial[AGENT]} → {moves[-1][AGENT]} ({moved})"),
         ("pods run to completion", f"{sim.completed:,}"),
         ("audit", "ok" if not problems else f"{len(problems)} violations"),
     ]:
@@ -192,9 +256,15 @@ async def main_async(url: str, args: argparse.Namespace, console: Console) -> in
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration <= 0 or args.placers < 1:
-        print(f"caldera demo: error: --duration {args.duration} / --placers {args.placers} (expected positive numbers)")
+    if args.duration <= 0 or args.placers < 1 or args.workers < 1:
+        print(f"caldera demo: error: --duration {args.duration}, --placers {args.placers}, --workers {args.workers} "
+              "(expected positive numbers)")
         return 2
     console = Console()
-    with redis_url(args.redis_url) as url:
-        return uvloop.run(main_async(url, args, console))
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        with redis_url(args.redis_url) as url:
+            return uvloop.run(main_async(url, args, console, procs))
+    finally:
+        for p in procs:
+            stop_process(p)

@@ -55,13 +55,18 @@ def test_bench_binder_reports_commits_beside_the_ceiling(redis_server: RedisServ
     assert report["single"]["commits"] == report["gang8"]["commits"] == 800
 
 
-def test_demo_fills_the_cluster_through_the_binder_and_audits() -> None:
-    r = caldera("demo", "--duration", "6", "--placers", "3")
+def test_demo_runs_the_processes_and_audits() -> None:
+    r = caldera("demo", "--duration", "10")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "Traceback" not in r.stderr
-    assert "audit" in r.stdout and "ok" in r.stdout
-    committed = next(line for line in r.stdout.splitlines() if "pods committed" in line)
-    assert int("".join(ch for ch in committed.split("│")[2] if ch.isdigit())) > 0
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
+
+    def figure(name: str) -> str:
+        line = next(line for line in r.stdout.splitlines() if name in line and line.startswith("│"))
+        return line.split("│")[2].strip()
+
+    assert int(figure("agent pods bound").split(" of ")[0].replace(",", "")) > 0
+    assert int(figure("training pods placed").split(" of ")[0].replace(",", "")) > 0
+    assert figure("audit") == "ok"
 
 
 def test_sigterm_stops_the_demo_and_its_redis_server() -> None:
@@ -69,19 +74,20 @@ def test_sigterm_stops_the_demo_and_its_redis_server() -> None:
     import signal
     import time
 
+    import psutil
+
     proc = subprocess.Popen([sys.executable, "-m", "caldera", "demo", "--duration", "60"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        deadline = time.monotonic() + 60
-        children: list[int] = []
-        while time.monotonic() < deadline and not children:
-            time.sleep(0.2)
-            out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout
-            children = [int(p) for p in out.split()]
-        assert children, "the demo should have started its redis-server"
-        time.sleep(2)
+        deadline = time.monotonic() + 120
+        seen = ""
+        while "shards at start" not in seen:  # redis, the sharding controller and the agent scheduler (with Ray) are up
+            assert time.monotonic() < deadline and proc.poll() is None, seen
+            seen += proc.stdout.readline()  # type: ignore[union-attr]
+        children = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        assert len(children) >= 3
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=15)
+        proc.wait(timeout=40)
     finally:
         if proc.poll() is None:
             proc.kill()
