@@ -162,14 +162,15 @@ def spawn(args: list[str]) -> subprocess.Popen[str]:
 
 
 def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float) -> None:
+    name = " ".join(str(a) for a in proc.args[3:4]) if isinstance(proc.args, list) else "process"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = proc.stdout.readline() if proc.stdout else ""
         if needle in line:
             return
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[3]} exited: {proc.stderr.read() if proc.stderr else ''}")
-    raise RuntimeError(f"{proc.args[3]} not ready after {timeout:.0f}s")
+            raise RuntimeError(f"{name} exited: {proc.stderr.read() if proc.stderr else ''}")
+    raise RuntimeError(f"{name} not ready after {timeout:.0f}s")
 
 
 def stop_process(proc: subprocess.Popen[str]) -> None:
