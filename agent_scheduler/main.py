@@ -34,6 +34,7 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
     p.add_argument("--scheduler-name", default="agent-scheduler", help="the schedulerName this process serves (default: agent-scheduler)")
     p.add_argument("--workers", type=int, default=2, help="Ray-actor workers (default: 2)")
     p.add_argument("--batch-size", type=int, default=256, help="most pods per worker call (default: 256)")
+    p.add_argument("--inflight", type=int, default=2, help="batches in flight per worker (default: 2)")
     p.add_argument("--candidates", type=int, default=3, help="top-K nodes a choice is drawn from (default: 3)")
     p.add_argument("--score", default="binpack", choices=[s.value for s in ScoreKind], help="node score (default: binpack)")
     p.add_argument("--score-weights", default="cpu=1,memory=1", help="weight per resource in the score (default: cpu=1,memory=1)")
@@ -62,7 +63,7 @@ def parse_weights(text: str) -> dict[str, float]:
 
 
 def worker_config(args: argparse.Namespace) -> WorkerConfig:
-    for flag in ("workers", "batch_size", "candidates"):
+    for flag in ("workers", "batch_size", "candidates", "inflight"):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')}: {getattr(args, flag)} (expected a positive integer)")
     if args.max_retries < 0:
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler
                 workers.append(RayWorker(f"w{i}", spec))
             await asyncio.gather(*(w.start() for w in workers))
             print(f"agent-scheduler: {len(workers)} workers ready", flush=True)
-            loop = AgentLoop(Store(client, keys), workers, LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size),
+            loop = AgentLoop(Store(client, keys), workers, LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
                              metrics=metrics, binder_metrics=binder_metrics, leading=leading)
             await loop.run(stop)
         finally:

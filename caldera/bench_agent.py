@@ -54,6 +54,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--rate", type=float, default=0.0, help="pods/s to submit at; 0 = one burst (default: 0)")
     p.add_argument("--fill", type=float, default=0.8, help="share of the cluster's cpu the pods take together (default: 0.8)")
     p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--inflight", type=int, default=2, help="batches in flight per worker (default: 2)")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--skip-baselines", action="store_true", help="measure only the W-worker fine-binder run")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -95,7 +96,7 @@ async def one_run(url: str, args: argparse.Namespace, name: str, workers: int, c
                                                 worker=WorkerConfig(core=CoreConfig(worker=i, workers=workers), seed=i, coarse=coarse)))
                    for i in range(workers)]
         await asyncio.gather(*(h.start() for h in handles))
-        loop = AgentLoop(store, handles, LoopConfig(batch_size=args.batch_size))
+        loop = AgentLoop(store, handles, LoopConfig(batch_size=args.batch_size, inflight=args.inflight))
         stop = asyncio.Event()
         created: dict[str, float] = {}
         runner = asyncio.create_task(loop.run(stop))
@@ -134,7 +135,7 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    for flag in ("nodes", "pods", "workers", "batch_size"):
+    for flag in ("nodes", "pods", "workers", "batch_size", "inflight"):
         if getattr(args, flag) < 1:
             print(f"caldera bench agent: error: --{flag.replace('_', '-')}: {getattr(args, flag)} (expected a positive integer)")
             return 2
