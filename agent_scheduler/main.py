@@ -7,8 +7,7 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import msgspec
 import redis.asyncio as aioredis

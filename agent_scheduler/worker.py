@@ -19,14 +19,14 @@ import msgspec
 
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
-from binder.results import Committed, Conflict, Placement, Reason, Rejected
+from binder.results import Committed, Conflict, Placement, Reason
 from cluster.feed import Informer
 from cluster.keys import Kind
 from cluster.records import Binding
 from cluster.resources import Resources
 from cluster.snapshot import NodeColumns
 from cluster.store import Store
-from agent_scheduler.core import Choice, CoreConfig, NoFit, Task, decide
+from agent_scheduler.core import CoreConfig, NoFit, Task, decide
 
 
 class OutcomeKind(enum.StrEnum):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 from collections.abc import Sequence

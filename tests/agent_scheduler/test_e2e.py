@@ -23,7 +23,6 @@ from binder.metrics import BinderMetrics
 from prometheus_client import CollectorRegistry
 from agent_scheduler.worker import WorkerConfig
 from cluster.audit import audit
-from cluster.keys import Kind
 from cluster.model import Pod
 from cluster.redis_server import RedisServer
 from cluster.shard import ShardingMode
