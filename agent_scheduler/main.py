@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import os
 import signal
-import sys
 from collections.abc import Callable, Sequence
 
 import msgspec
@@ -21,7 +20,7 @@ from agent_scheduler.worker import WorkerConfig
 from binder.metrics import BinderMetrics
 from cluster.flags import Parser
 from cluster.keys import Keys
-from cluster.process import add_common_flags, serve
+from cluster.process import add_common_flags, config_or_none, serve
 from cluster.shard import ShardingMode
 from cluster.store import Store
 
@@ -74,11 +73,8 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler") -> int:
     args = build_parser(prog).parse_args(argv)
-    try:
-        config = worker_config(args)
-        Keys(args.cluster)
-    except ValueError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+    config = config_or_none(prog, args, worker_config)
+    if config is None:
         return 2
     from agent_scheduler.actors import ActorSpec, RayWorker, start_ray, stop_ray
 

@@ -7,8 +7,9 @@ import asyncio
 import os
 import signal
 import socket
+import sys
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from prometheus_client import CollectorRegistry
@@ -19,12 +20,24 @@ from cluster.serving import HttpEndpoint
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
+T = TypeVar("T")
+
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL, help=f"the store (default: {DEFAULT_REDIS_URL})")
     parser.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
     parser.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics and /healthz; 0 picks a free one (default: 8080)")
     parser.add_argument("--leader-elect", action="store_true", help="act only while holding the leader lease, so replicas never both act")
+
+
+def config_or_none(prog: str, args: argparse.Namespace, build: Callable[[argparse.Namespace], T]) -> T | None:
+    """The process's typed config from its flags; on a bad value, None after one line on stderr."""
+    try:
+        Keys(args.cluster)
+        return build(args)
+    except ValueError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return None
 
 
 async def serve(args: argparse.Namespace, component: str, registry: CollectorRegistry,

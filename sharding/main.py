@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from cluster.flags import Parser, duration
 from cluster.keys import Keys
-from cluster.process import add_common_flags, serve
+from cluster.process import add_common_flags, config_or_none, serve
 from cluster.store import Store
 from sharding.config import DEFAULT_SCHEDULER_CONFIGS, ConfigError, Utilization, parse_scheduler_configs
 from sharding.controller import ControllerConfig, ShardingController
@@ -68,13 +67,9 @@ def controller_body(
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera sharding") -> int:
-    parser = build_parser(prog)
-    args = parser.parse_args(argv)
-    try:
-        config = parse_config(args)
-        Keys(args.cluster)
-    except ValueError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+    args = build_parser(prog).parse_args(argv)
+    config = config_or_none(prog, args, parse_config)
+    if config is None:
         return 2
     registry = CollectorRegistry()
     metrics = ShardMetrics(registry)
