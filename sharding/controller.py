@@ -82,11 +82,16 @@ class ShardingController:
         self._informer = Informer(store, [Kind.NODE], block_ms=100)
 
     def _state(self) -> NodeState:
-        names = self.columns.names
         owners = self.columns.owner_array()
-        owner = np.array([self.index.get(o, UNOWNED) for o in owners], dtype=np.int64)
+        owner = np.full(len(self.columns), UNOWNED, dtype=np.int64)
+        for name, ci in self.index.items():  # a loop over schedulers, numpy over nodes
+            owner[owners == name] = ci
         warm = self.columns.label_column(WARMUP_LABEL) == "true"
-        since = np.array([self.outside_since.get(n, np.nan) for n in names], dtype=np.float64)
+        since = np.full(len(self.columns), np.nan)
+        for node, t in self.outside_since.items():  # only the nodes outside their band
+            row = self.columns.index.get(node)
+            if row is not None:
+                since[row] = t
         return NodeState(util=utilization(self.columns, self.config.utilization), warmup=np.asarray(warm, dtype=np.bool_),
                          owner=owner, outside_since=since)
 
