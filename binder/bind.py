@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from binder.commit import Binder
-from cluster.records import BindFailure, Binding
+from cluster.records import BindFailure, Binding, Eviction
 
 
 class BindTarget(Protocol):
@@ -14,6 +14,18 @@ class BindTarget(Protocol):
 
     async def bind(self, bindings: Sequence[Binding]) -> list[BindFailure | None]:
         """Bind each pod; None where it worked, else why not."""
+        ...
+
+
+class Evictor(Protocol):
+    """Where evictions happen: pod deletion through the Kubernetes API, or the simulator.
+
+    The pod keeps its resources until it is gone from the cluster; the observed-state
+    scripts release them then, as for any pod that ends.
+    """
+
+    async def evict(self, evictions: Sequence[Eviction]) -> list[BindFailure | None]:
+        """Evict each pod; None where it worked, else why not."""
         ...
 
 

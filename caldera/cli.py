@@ -6,15 +6,17 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from caldera import audit_cmd, bench_agent, bench_binder, bench_sharding, demo
+from caldera import audit_cmd, bench_agent, bench_binder, bench_sharding, demo, dry_run
 from cluster.flags import Parser
 from agent_scheduler.main import main as agent_main
 from sharding.main import main as sharding_main
+from batch_scheduler.main import main as batch_main
 
 
 PROCESSES = {
     "sharding": "run the sharding controller (caldera sharding --help for its flags)",
     "agent-scheduler": "run the agent scheduler (caldera agent-scheduler --help for its flags)",
+    "batch-scheduler": "run the batch scheduler (caldera batch-scheduler --help for its flags)",
 }
 
 
@@ -28,6 +30,7 @@ def build_parser() -> Parser:
     bench_sharding.add_parser(bench_sub)
     bench_agent.add_parser(bench_sub)
     demo.add_parser(sub)
+    dry_run.add_parser(sub)
     # Process subcommands own their flags; main() hands them the rest of the command line.
     for name, help_text in PROCESSES.items():
         sub.add_parser(name, help=help_text, add_help=False)
@@ -42,7 +45,7 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in PROCESSES:
-        entry = {"sharding": sharding_main, "agent-scheduler": agent_main}[argv[0]]
+        entry = {"sharding": sharding_main, "agent-scheduler": agent_main, "batch-scheduler": batch_main}[argv[0]]
         return entry(argv[1:], prog=f"caldera {argv[0]}")
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)

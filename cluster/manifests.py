@@ -3,13 +3,14 @@
 Kinds caldera does not model (Deployments, Services, ...) are skipped and reported, not
 errors. Everything else is checked as it is loaded, quantities included, so a bad
 manifest fails here with one line naming the document, the object, the field and the
-problem.
+problem. A Volcano Job loads as a Job (checked by expanding it); :func:`expand` turns it
+into the PodGroup and pods Volcano's job controller would make.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -18,8 +19,12 @@ import yaml
 
 from cluster.model import Node, NodeShard, Pod, PodGroup, PriorityClass, Queue
 from cluster.quantity import QuantityError
+from cluster.volcano_job import Job, JobError, expand_job
 
-KubeObject = Node | Pod | PodGroup | Queue | PriorityClass | NodeShard
+ClusterObject = Node | Pod | PodGroup | Queue | PriorityClass | NodeShard
+"""What the cluster itself holds and the schedulers see."""
+KubeObject = ClusterObject | Job
+"""What a manifest may hold: cluster objects, and Volcano Jobs that :func:`expand` turns into them."""
 T = TypeVar("T")
 
 KINDS: Mapping[tuple[str, str], type[KubeObject]] = MappingProxyType(
@@ -30,6 +35,7 @@ KINDS: Mapping[tuple[str, str], type[KubeObject]] = MappingProxyType(
         ("scheduling.volcano.sh", "Queue"): Queue,
         ("scheduling.k8s.io", "PriorityClass"): PriorityClass,
         ("shard.volcano.sh", "NodeShard"): NodeShard,
+        ("batch.volcano.sh", "Job"): Job,
     }
 )
 """The modelled kinds, by (API group, kind); the core group is ''. Any version of a group is read."""
@@ -87,7 +93,7 @@ def _validation_problem(exc: msgspec.ValidationError) -> tuple[str, str]:
 
 
 def _check(obj: KubeObject) -> None:
-    """Parse every quantity of ``obj`` once, so that bad ones fail at load time."""
+    """Parse every quantity of ``obj`` once (expand a Job), so that bad ones fail at load time."""
     if isinstance(obj, Node):
         obj.allocatable_resources()
     elif isinstance(obj, Pod):
@@ -98,6 +104,8 @@ def _check(obj: KubeObject) -> None:
         obj.capability_resources()
         obj.guarantee_resources()
         obj.deserved_resources()
+    elif isinstance(obj, Job):
+        expand_job(obj)
 
 
 def _decode(data: object, where: str) -> KubeObject | None:
@@ -120,7 +128,7 @@ def _decode(data: object, where: str) -> KubeObject | None:
     except msgspec.ValidationError as exc:
         path, problem = _validation_problem(exc)
         raise ManifestError(f"{where} ({label}): {path}: {problem}") from exc
-    except QuantityError as exc:
+    except (QuantityError, JobError) as exc:
         raise ManifestError(f"{where} ({label}): {exc}") from exc
     return obj
 
@@ -168,3 +176,20 @@ def load_manifests(text: str) -> tuple[list[KubeObject], list[str]]:
                 assert isinstance(data, dict)
                 skipped.append(str(data["kind"]))
     return objects, skipped
+
+
+def expand(objects: Iterable[KubeObject]) -> list[ClusterObject]:
+    """``objects`` with each Volcano Job replaced by its PodGroup then its pods, order kept.
+
+    This is what the cluster holds once Volcano's job controller has run. Raises
+    JobError or QuantityError for a Job :func:`load_manifests` would have refused.
+    """
+    out: list[ClusterObject] = []
+    for obj in objects:
+        if isinstance(obj, Job):
+            group, pods = expand_job(obj)
+            out.append(group)
+            out.extend(pods)
+        else:
+            out.append(obj)
+    return out

@@ -342,7 +342,15 @@ class QueueSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class QueueStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Volcano's queue status: state, PodGroup counts by phase, and what the queue holds."""
+
     state: str = "Open"
+    allocated: ResourceList = msgspec.field(default_factory=dict)
+    pending: int = 0
+    inqueue: int = 0
+    running: int = 0
+    unknown: int = 0
+    completed: int = 0
 
 
 class Queue(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

@@ -126,6 +126,16 @@ class Binding(msgspec.Struct, frozen=True, kw_only=True):
     node: str
 
 
+class Eviction(msgspec.Struct, frozen=True, kw_only=True):
+    """A running pod a scheduler evicts (preempt, reclaim): deleted in the cluster, released when gone."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    reason: str  # e.g. "preempted by team-a/train-7"
+
+
 class BindFailure(msgspec.Struct, frozen=True, kw_only=True):
     """Why a binding did not happen: the pod is gone, bound elsewhere, or the API failed."""
 

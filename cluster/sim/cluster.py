@@ -17,7 +17,7 @@ import msgspec
 
 from cluster.feed import Informer
 from cluster.keys import Kind
-from cluster.records import BindFailure, Binding, PodRecord
+from cluster.records import BindFailure, Binding, Eviction, PodRecord
 from cluster.sim.workload import pod_duration
 from cluster.store import Store
 
@@ -106,3 +106,16 @@ class SimBindTarget:
             else:
                 out.append(None)
         return out
+
+
+class SimEvictor:
+    """The simulator's eviction: the pod terminates at once, and its deletion releases its resources."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.evicted = 0
+
+    async def evict(self, evictions: Sequence[Eviction]) -> list[BindFailure | None]:
+        versions = await self.store.delete_pods([e.uid for e in evictions])
+        self.evicted += sum(1 for v in versions if v)
+        return [None if v else BindFailure(reason="pod not found") for v in versions]

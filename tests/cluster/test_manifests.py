@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+from cluster.volcano_job import Job
 from cluster.manifests import KINDS, ManifestError, decode_object, load_manifests
 from cluster.model import Node, NodeShard, Pod, PodGroup, PriorityClass, Queue
 from cluster.resources import GPU
@@ -171,4 +172,4 @@ def test_decode_object() -> None:
 
 def test_kinds() -> None:
     assert KINDS[("", "Pod")] is Pod and KINDS[("scheduling.volcano.sh", "PodGroup")] is PodGroup
-    assert set(KINDS.values()) == {Node, Pod, PodGroup, Queue, PriorityClass, NodeShard}
+    assert set(KINDS.values()) == {Node, Pod, PodGroup, Queue, PriorityClass, NodeShard, Job}

@@ -1,0 +1,104 @@
+"""``caldera batch-scheduler`` / ``python -m batch_scheduler``: the batch scheduler process.
+
+It keeps its cache current from the feed and runs a session every ``--schedule-period``,
+counted from the end of the previous session (a slow session never overlaps the next).
+The conf file is re-read when it changes; a broken file keeps the previous conf.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+
+import redis.asyncio as aioredis
+import uvloop
+from prometheus_client import CollectorRegistry
+
+from batch_scheduler.conf import load_conf
+from batch_scheduler.metrics import BatchMetrics
+from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
+from batch_scheduler.session import SessionConfig
+from binder.metrics import BinderMetrics
+from cluster.feed import Informer
+from cluster.flags import Parser, parse_duration
+from cluster.keys import Keys
+from cluster.process import add_common_flags, config_or_none, serve
+from cluster.shard import ShardingMode
+from cluster.sim.cluster import SimBindTarget, SimEvictor
+from cluster.store import Store
+
+
+def build_parser(prog: str = "caldera batch-scheduler") -> Parser:
+    p = Parser(prog=prog, description="The periodic batch scheduler for volcano pods: gangs, queues, fair share, preemption.")
+    p.add_argument("--scheduler-name", action="append", default=None,
+                   help="a schedulerName this process serves; repeatable (default: volcano)")
+    p.add_argument("--scheduler-conf", default=None,
+                   help="Volcano-format scheduler conf file, re-read when it changes (default: Volcano's Helm-chart conf)")
+    p.add_argument("--schedule-period", default="1s", help="pause between sessions, counted after each ends (default: 1s)")
+    p.add_argument("--default-queue", default="default",
+                   help="queue of jobs that name none; exists implicitly with weight 1 (default: default)")
+    p.add_argument("--sharding-mode", default="soft", choices=[m.value for m in ShardingMode],
+                   help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)")
+    add_common_flags(p)
+    return p
+
+
+def parse_config(args: argparse.Namespace) -> SchedulerConfig:
+    names = tuple(args.scheduler_name or ["volcano"])
+    for name in names:
+        if not name.strip():
+            raise ValueError("--scheduler-name: '' (expected a non-empty schedulerName)")
+    try:
+        period = parse_duration(args.schedule_period)
+    except ValueError as e:
+        raise ValueError(f"--schedule-period: {e}") from None
+    if period <= 0:
+        raise ValueError(f"--schedule-period: {args.schedule_period!r} (expected a positive duration such as 1s or 500ms)")
+    if not args.default_queue.strip():
+        raise ValueError("--default-queue: '' (expected a queue name)")
+    load_conf(args.scheduler_conf)  # refuse a bad conf at start
+    return SchedulerConfig(names=names, period=period, conf_path=args.scheduler_conf,
+                           session=SessionConfig(scheduler=names[0], sharding=ShardingMode(args.sharding_mode),
+                                                 default_queue=args.default_queue))
+
+
+async def run_scheduler(scheduler: BatchScheduler, informer: Informer, period: float, stop: asyncio.Event,
+                        leading: Callable[[], bool] = lambda: True) -> None:
+    """Follow the feed and run a session every period until ``stop``."""
+
+    async def follow() -> None:
+        async for update in informer.updates():
+            scheduler.apply(update)
+
+    follower = asyncio.create_task(follow(), name="batch-follow")
+    try:
+        while not stop.is_set():
+            if scheduler.version and leading():
+                await scheduler.run_session()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(period):
+                    await stop.wait()
+    finally:
+        informer.stop()
+        await follower
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler") -> int:
+    args = build_parser(prog).parse_args(argv)
+    config = config_or_none(prog, args, parse_config)
+    if config is None:
+        return 2
+    registry = CollectorRegistry()
+    metrics, binder_metrics = BatchMetrics(registry), BinderMetrics(registry)
+
+    async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
+        store = Store(client, keys)
+        scheduler = BatchScheduler(store, load_conf(config.conf_path), config, bind_target=SimBindTarget(store),
+                                   evictor=SimEvictor(store), metrics=metrics, binder_metrics=binder_metrics)
+        print(f"batch-scheduler: serving {', '.join(config.names)}; actions {', '.join(scheduler.conf.actions)}", flush=True)
+        await run_scheduler(scheduler, Informer(store, KINDS, block_ms=200), config.period, stop, leading)
+
+    uvloop.run(serve(args, "batch-scheduler", registry, body))
+    return 0

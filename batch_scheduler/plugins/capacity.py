@@ -1,0 +1,141 @@
+"""capacity: queues as a tree (``spec.parent``), each level with deserved, guarantee and capability.
+
+A queue without a parent hangs off the root, which is the whole cluster. Jobs go to leaf
+queues. Per level:
+
+- capability is a hard cap on what the queue's subtree holds (allocate and enqueue check
+  every level up to the root, and name the level that refuses);
+- deserved is the share reclaim protects: only queues holding more than their deserved
+  share lose tasks, and only down to it; below capability, a queue may borrow what others
+  leave idle;
+- guarantee is kept back from the others: a queue's real capability is at most the
+  cluster minus its siblings' guarantees;
+- queue order: the smaller ``allocated ÷ deserved`` goes first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from batch_scheduler.framework import ABSTAIN, PERMIT, Refusal, Vote, VoteKind, check_arguments
+from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo
+from batch_scheduler.plugins.proportion import EPSILON, fmt, share
+from cluster.resources import Resources
+
+if TYPE_CHECKING:
+    from batch_scheduler.session import Session
+
+ROOT = "root"
+
+
+class CapacityPlugin:
+    name = "capacity"
+
+    @classmethod
+    def create(cls, arguments: Mapping[str, str]) -> CapacityPlugin:
+        check_arguments(cls.name, arguments)
+        return cls()
+
+    def open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        queues = ssn.queues
+        self.parent = {q: (info.parent if info.parent in queues and info.parent != q else ROOT) for q, info in queues.items()}
+        self.children: dict[str, list[str]] = {}
+        for q, p in self.parent.items():
+            self.children.setdefault(p, []).append(q)
+        self.subtree: dict[str, list[str]] = {q: self._descendants(q) for q in queues}
+        self.chain: dict[str, list[str]] = {q: self._ancestors(q) for q in queues}
+        self.capability: dict[str, dict[str, float]] = {}
+        for q in self._top_down():
+            parent_cap = self.capability.get(self.parent[q]) if self.parent[q] != ROOT else None
+            base = {r: float(v) for r, v in ssn.total.items()} if parent_cap is None else dict(parent_cap)
+            siblings = self.children.get(self.parent[q], [])
+            for r in list(base):
+                others = sum(queues[s].guarantee.get(r, 0) for s in siblings if s != q)
+                base[r] = max(base[r] - others, 0.0)
+            for r, v in queues[q].capability.items():
+                base[r] = min(base.get(r, 0.0), float(v))
+            self.capability[q] = base
+        self.inqueue = {q: Resources() for q in queues}
+        for job in ssn.jobs.values():
+            if job.queue in queues and job.phase == "Inqueue" and job.ready_count < job.min_member:
+                self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
+
+    def _descendants(self, q: str) -> list[str]:
+        out, todo = [], [q]
+        while todo:
+            x = todo.pop()
+            out.append(x)
+            todo += self.children.get(x, [])
+        return out
+
+    def _ancestors(self, q: str) -> list[str]:
+        out, x, seen = [], q, set()
+        while x != ROOT and x not in seen:
+            seen.add(x)
+            out.append(x)
+            x = self.parent[x]
+        return out
+
+    def _top_down(self) -> list[str]:
+        return sorted(self.ssn.queues, key=lambda q: len(self.chain[q]))
+
+    def held(self, q: str) -> Resources:
+        total = Resources()
+        for d in self.subtree[q]:
+            total = total + self.ssn.queues[d].allocated
+        return total
+
+    def _deserved(self, q: str) -> dict[str, float]:
+        info = self.ssn.queues[q]
+        return {r: float(v) for r, v in info.deserved.items()} if not info.deserved.is_empty else dict(self.capability[q])
+
+    def job_valid(self, job: JobInfo) -> str | None:
+        if job.queue in self.children and self.children[job.queue]:
+            return f"queue {job.queue} has child queues; jobs go to leaf queues"
+        return None
+
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        sa, sb = share(self.held(a.name), self._deserved(a.name)), share(self.held(b.name), self._deserved(b.name))
+        if abs(sa - sb) <= EPSILON:
+            return 0
+        return -1 if sa < sb else 1
+
+    def _refuse(self, queue: str, need: Mapping[str, int], extra: Mapping[str, int], what: str) -> tuple[str, str] | None:
+        for level in self.chain.get(queue, []):
+            held = self.held(level) + (extra if level == queue else Resources())
+            for r, v in need.items():
+                cap = self.capability[level].get(r, 0.0)
+                if v > 0 and held.get(r, 0) + v > cap + EPSILON:
+                    name = level if level == queue else f"{level} (parent of {queue})"
+                    return (f"queue {name}: capability {r} {fmt(r, cap)} would be exceeded (allocated "
+                            f"{fmt(r, held.get(r, 0))}, {what} needs {fmt(r, v)})", "QueueCapabilityExceeded")
+        return None
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
+        refused = self._refuse(queue.name, task.resreq, Resources(), "task")
+        return Refusal(*refused) if refused else None
+
+    def enqueueable(self, job: JobInfo) -> Vote:
+        if job.min_resources.is_empty or job.queue not in self.capability:
+            return ABSTAIN
+        refused = self._refuse(job.queue, job.min_resources, self.inqueue[job.queue], "job")
+        if refused:
+            return Vote(VoteKind.REJECT, reason=refused[0], condition=refused[1])
+        self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
+        return PERMIT
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+        left: dict[str, Resources] = {}
+        out = []
+        for c in candidates:
+            q = self.ssn.jobs[c.job].queue
+            if not self.ssn.queues[q].reclaimable:
+                continue
+            held = left.get(q, self.held(q))
+            deserved = self._deserved(q)
+            if any(held.get(r, 0) > deserved.get(r, 0.0) + EPSILON for r in c.resreq):
+                out.append(c)
+                left[q] = held - c.resreq
+        return out

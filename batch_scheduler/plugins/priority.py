@@ -1,0 +1,55 @@
+"""priority: higher-priority jobs and tasks go first, and may preempt lower-priority ones.
+
+Priorities come from ``spec.priority`` or the PriorityClass named by the pod (tasks) or
+the PodGroup's ``priorityClassName`` (jobs; without one, the highest of its tasks').
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from batch_scheduler.framework import check_arguments
+from batch_scheduler.info import JobInfo, TaskInfo
+
+if TYPE_CHECKING:
+    from batch_scheduler.session import Session
+
+
+def _higher_first(a: int, b: int) -> int:
+    return (b > a) - (b < a)
+
+
+class PriorityPlugin:
+    name = "priority"
+
+    @classmethod
+    def create(cls, arguments: Mapping[str, str]) -> PriorityPlugin:
+        check_arguments(cls.name, arguments)
+        return cls()
+
+    def open(self, ssn: Session) -> None:
+        self.ssn = ssn
+
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        return _higher_first(a.priority, b.priority)
+
+    def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
+        return _higher_first(a.priority, b.priority)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """A job with tasks still waiting for a node."""
+        return any(t.status.value == "Pending" for t in job.tasks.values())
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+        """Tasks of lower-priority jobs; within the preemptor's own job, lower-priority tasks."""
+        jobs = self.ssn.jobs
+        mine = jobs[preemptor.job]
+        out = []
+        for c in candidates:
+            if c.job == preemptor.job:
+                if c.priority < preemptor.priority:
+                    out.append(c)
+            elif jobs[c.job].priority < mine.priority:
+                out.append(c)
+        return out

@@ -1,0 +1,317 @@
+"""The batch scheduler's I/O around the pure session: cache from the feed, commit, bind, evict, write back.
+
+One :meth:`BatchScheduler.run_session` takes a snapshot of the cache, runs a
+:class:`~batch_scheduler.session.Session`, then: evicts its victims through the
+:class:`~binder.bind.Evictor`; commits each ready job through the binder as one gang
+(all or nothing, so two schedulers racing for the same nodes can never leave half a
+gang bound); binds what was committed (a failed bind releases and requeues); writes
+PodGroup and Queue status and every waiting pod's reason to the store — only what
+changed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import msgspec
+
+from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
+from batch_scheduler.info import TaskInfo, TaskStatus
+from batch_scheduler.metrics import BatchMetrics
+from batch_scheduler.registry import ACTIONS
+from batch_scheduler.session import Session, SessionConfig, SessionInput
+from batch_scheduler.status import pending_reason, podgroup_status, queue_status, same_status
+from binder.bind import BindTarget, Evictor, bind_committed
+from binder.commit import Binder
+from binder.metrics import BinderMetrics
+from binder.results import Committed, Conflict, Placement
+from cluster.feed import Update
+from cluster.keys import Kind
+from cluster.model import PodGroup, PodGroupStatus, PriorityClass, Queue
+from cluster.records import TERMINAL_PHASES, Binding, Eviction, PodRecord
+from cluster.snapshot import NodeColumns
+from cluster.store import Put, Store, Write
+
+log = logging.getLogger("caldera.batch")
+
+KINDS = (Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS)
+RELEASING_TIMEOUT = 300.0  # seconds an evicted pod is left alone before it may be chosen again
+
+
+class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
+    names: tuple[str, ...] = ("volcano",)  # the schedulerNames served; the first owns shards
+    session: SessionConfig = msgspec.field(default_factory=SessionConfig)
+    period: float = 1.0
+    conf_path: str | None = None
+
+
+@dataclass
+class SessionReport:
+    """What one session did (for metrics, dry-run and the bench)."""
+
+    seconds: float = 0.0
+    committed: int = 0  # pods
+    jobs_started: int = 0
+    conflicts: int = 0  # pods in gang batches the binder refused
+    evicted: int = 0
+    pending: int = 0
+    actions: dict[str, float] = field(default_factory=dict)
+    session: Session | None = None
+
+
+def _now_text(wall: Callable[[], float]) -> str:
+    return datetime.datetime.fromtimestamp(wall(), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class BatchScheduler:
+    def __init__(self, store: Store, conf: SchedulerConf, config: SchedulerConfig, *, bind_target: BindTarget,
+                 evictor: Evictor, metrics: BatchMetrics | None = None, binder_metrics: BinderMetrics | None = None,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.conf = conf
+        self.config = config
+        self.bind_target = bind_target
+        self.evictor = evictor
+        self.metrics = metrics
+        self.clock = clock
+        self.wall = wall
+        self.binders = {name: Binder(store.client, store.keys, name, sharding=config.session.sharding,
+                                     metrics=binder_metrics) for name in config.names}
+        self.columns = NodeColumns()
+        self.pods: dict[str, PodRecord] = {}
+        self.podgroups: dict[str, PodGroup] = {}
+        self.queues: dict[str, Queue] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.phases: dict[str, str] = {}
+        self.releasing: dict[str, float] = {}  # uid -> when evicted
+        self.first_seen: dict[str, float] = {}
+        self.reasons: dict[str, dict[str, str]] = {name: {} for name in config.names}
+        self.version = 0
+        self._conf_mtime = self._mtime()
+
+    # -- cache ------------------------------------------------------------------------
+
+    def apply(self, update: Update) -> None:
+        """Bring the cache up to date with a feed update (a full one replaces everything)."""
+        self.version = update.version
+        self.columns.apply(update)
+        if update.full:
+            self.pods.clear()
+        now = self.clock()
+        for uid, record in update.pods.items():
+            if record is None or record.scheduler not in self.config.names:
+                self.pods.pop(uid, None)
+                self.first_seen.pop(uid, None)
+                continue
+            self.pods[uid] = record
+            if record.pending:
+                self.first_seen.setdefault(uid, now)
+        objects = update.objects
+        for kind, target in ((Kind.PODGROUP, self.podgroups), (Kind.QUEUE, self.queues),
+                             (Kind.PRIORITYCLASS, self.priority_classes)):
+            if update.full:
+                target.clear()
+            for name, obj in objects.get(kind, {}).items():
+                if obj is None:
+                    target.pop(name, None)  # PodGroups are named namespace/name in the store
+                else:
+                    target[name] = obj
+
+    # -- the conf -----------------------------------------------------------------------
+
+    def _mtime(self) -> float | None:
+        if self.config.conf_path is None:
+            return None
+        try:
+            return os.stat(self.config.conf_path).st_mtime
+        except OSError:
+            return None
+
+    def reload_conf(self) -> None:
+        """Load the conf file again if it changed; a broken file keeps the old conf and says why."""
+        mtime = self._mtime()
+        if mtime == self._conf_mtime:
+            return
+        self._conf_mtime = mtime
+        try:
+            self.conf = load_conf(self.config.conf_path)
+        except ConfError as e:
+            log.error("keeping the previous scheduler conf: %s", e)
+            print(f"batch-scheduler: keeping the previous scheduler conf: {e}", flush=True)
+            if self.metrics is not None:
+                self.metrics.conf_reloads.labels("error").inc()
+            return
+        print(f"batch-scheduler: reloaded {self.config.conf_path}: actions {', '.join(self.conf.actions)}", flush=True)
+        if self.metrics is not None:
+            self.metrics.conf_reloads.labels("ok").inc()
+
+    # -- a session ----------------------------------------------------------------------
+
+    def snapshot(self) -> SessionInput:
+        now = self.clock()
+        self.releasing = {u: t for u, t in self.releasing.items() if u in self.pods and now - t < RELEASING_TIMEOUT}
+        pods = [r for r in self.pods.values() if r.phase not in TERMINAL_PHASES or r.group]
+        return SessionInput(columns=self.columns.copy(), pods=pods, podgroups=dict(self.podgroups),
+                            queues=dict(self.queues), priority_classes=dict(self.priority_classes),
+                            phases=dict(self.phases), releasing=frozenset(self.releasing))
+
+    async def run_session(self) -> SessionReport:
+        start = self.clock()
+        self.reload_conf()
+        ssn = Session(self.conf, self.config.session, self.snapshot())
+        report = SessionReport(session=ssn)
+        for name in ssn.conf.actions:
+            t0 = self.clock()
+            ACTIONS[name].run(ssn)
+            report.actions[name] = self.clock() - t0
+        await self._evict(ssn, report)
+        await self._commit(ssn, report)
+        await self._write_back(ssn, report)
+        report.seconds = self.clock() - start
+        self._observe(ssn, report)
+        return report
+
+    async def _evict(self, ssn: Session, report: SessionReport) -> None:
+        if not ssn.evictions:
+            return
+        evictions = []
+        for task in ssn.evictions:
+            preemptors = [j.key for j in ssn.jobs.values() if j.reason_kind in ("Preempting", "Reclaiming")]
+            evictions.append(Eviction(uid=task.uid, namespace=task.namespace, name=task.name, node=task.node,
+                                      reason=f"evicted for {', '.join(preemptors) or 'a higher-priority job'}"))
+        outcomes = await self.evictor.evict(evictions)
+        now = self.clock()
+        for e, outcome in zip(evictions, outcomes):
+            if outcome is None:
+                self.releasing[e.uid] = now
+                report.evicted += 1
+
+    async def _commit(self, ssn: Session, report: SessionReport) -> None:
+        batches: dict[str, list[list[TaskInfo]]] = {}
+        for tasks in ssn.commits:
+            scheduler = self.pods[tasks[0].uid].scheduler if tasks[0].uid in self.pods else self.config.names[0]
+            batches.setdefault(scheduler, []).append(tasks)
+        now = self.clock()
+        for scheduler, jobs in batches.items():
+            binder = self.binders.get(scheduler, self.binders[self.config.names[0]])
+            placements = [[Placement(uid=t.uid, node=t.node, request=t.request,
+                                     version=int(self.columns.version[self.columns.index[t.node]])) for t in tasks]
+                          for tasks in jobs]
+            results = await binder.commit_many(placements, gang=True)
+            bindings: list[Binding] = []
+            for tasks, outcome in zip(jobs, results):
+                if all(isinstance(r, Committed) for r in outcome):
+                    report.jobs_started += 1
+                    for t in tasks:
+                        bindings.append(Binding(uid=t.uid, namespace=t.namespace, name=t.name, node=t.node))
+                        self._assume(t)
+                        if self.metrics is not None and t.uid in self.first_seen:
+                            self.metrics.task_latency.observe((now - self.first_seen[t.uid]) * 1000)
+                    continue
+                report.conflicts += len(tasks)
+                job = ssn.jobs[tasks[0].job]
+                for t in tasks:
+                    t.status, t.node = TaskStatus.PENDING, ""
+                for r in outcome:
+                    if isinstance(r, Conflict):
+                        self.columns.set_figures(r.node, r.allocatable, r.allocated, r.version, r.unschedulable)
+                detail = next((f"{type(r).__name__.lower()} on {getattr(r, 'node', '')}" for r in outcome
+                               if not isinstance(r, Committed)), "")
+                job.reason, job.reason_kind = (f"placement lost a race with another scheduler ({detail}); "
+                                               "retried next session"), "CommitConflict"
+            report.committed += len(bindings)
+            if bindings:
+                await bind_committed(binder, self.bind_target, bindings)
+
+    def _assume(self, task: TaskInfo) -> None:
+        """Record a committed placement in the cache before the feed reports it."""
+        record = self.pods.get(task.uid)
+        if record is not None:
+            self.pods[task.uid] = msgspec.structs.replace(record, node=task.node, accounted=task.node)
+        if task.node in self.columns.index:
+            self.columns.add(task.node, task.request)
+        self.first_seen.pop(task.uid, None)
+
+    async def _write_back(self, ssn: Session, report: SessionReport) -> None:
+        now = _now_text(self.wall)
+        writes: list[Write] = []
+        for job in ssn.jobs.values():
+            pg = job.podgroup
+            status = podgroup_status(job, pg.status if pg is not None else PodGroupStatus(), now)
+            self.phases[job.key] = status.phase
+            if pg is not None and not same_status(status, pg.status):
+                updated = msgspec.structs.replace(pg, status=status)
+                self.podgroups[job.key] = updated
+                writes.append(Put(updated))
+        self.phases = {k: v for k, v in self.phases.items() if k in ssn.jobs}
+        for name, queue in ssn.queues.items():
+            if queue.queue is None:
+                continue
+            qstatus = queue_status(queue, ssn.jobs.values())
+            if qstatus != queue.queue.status:
+                updated_q = msgspec.structs.replace(queue.queue, status=qstatus)
+                self.queues[name] = updated_q
+                writes.append(Put(updated_q))
+        if writes:
+            await self.store.write(writes)
+        await self._write_reasons(ssn, report)
+
+    async def _write_reasons(self, ssn: Session, report: SessionReport) -> None:
+        wanted: dict[str, dict[str, str]] = {name: {} for name in self.config.names}
+        for job in ssn.jobs.values():
+            waiting = job.pending()
+            if not waiting:
+                continue
+            reason = pending_reason(job)
+            for t in waiting:
+                record = self.pods.get(t.uid)
+                if record is not None and record.scheduler in wanted:
+                    wanted[record.scheduler][t.uid] = reason
+        report.pending = sum(len(w) for w in wanted.values())
+        for name, reasons in wanted.items():
+            old = self.reasons[name]
+            changed = {u: r for u, r in reasons.items() if old.get(u) != r}
+            gone = [u for u in old if u not in reasons]
+            await self.store.set_reasons(name, changed)
+            await self.store.clear_reasons(name, gone)
+            self.reasons[name] = reasons
+
+    def _observe(self, ssn: Session, report: SessionReport) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        m.session.observe(report.seconds * 1000)
+        for action, seconds in report.actions.items():
+            m.action.labels(action).observe(seconds * 1e6)
+        m.attempts.labels("scheduled").inc(report.jobs_started)
+        waiting = [j for j in ssn.jobs.values() if j.pending()]
+        m.attempts.labels("unschedulable").inc(sum(1 for j in waiting if j.reason_kind != "CommitConflict"))
+        m.attempts.labels("error").inc(sum(1 for j in waiting if j.reason_kind == "CommitConflict"))
+        m.victims.set(report.evicted)
+        m.preemption_attempts.inc(report.evicted)
+        m.unschedulable_tasks.set(report.pending)
+        m.unschedulable_jobs.set(len(waiting))
+        for name, queue in ssn.queues.items():
+            m.queue_cpu.labels(name).set(queue.allocated.get("cpu", 0))
+            m.queue_memory.labels(name).set(queue.allocated.get("memory", 0))
+            for r, amount in queue.allocated.items():
+                if r not in ("cpu", "memory"):
+                    m.queue_scalar.labels(name, r).set(amount)
+            status = queue_status(queue, ssn.jobs.values())
+            for phase, gauge in m.queue_groups.items():
+                gauge.labels(name).set(getattr(status, phase))
+
+
+
+def job_reasons(ssn: Session) -> Mapping[str, str]:
+    """Each waiting pod's reason, by uid (dry-run and tests read this)."""
+    out: dict[str, str] = {}
+    for job in ssn.jobs.values():
+        for t in job.pending():
+            out[t.uid] = pending_reason(job)
+    return out

@@ -1,0 +1,237 @@
+"""``caldera dry-run``: try a cluster, a workload and a conf offline, and see where every pod goes and why.
+
+It reads ordinary Kubernetes YAML (Nodes, Pods, PodGroups, Queues, PriorityClasses, and
+Volcano Jobs, expanded into their pods and PodGroup), starts a private redis-server,
+runs one sharding sync, then rounds of: the agent scheduler's worker code in-process (the
+same decision core and commit path its Ray workers run, without Ray) for
+``agent-scheduler`` pods, and one batch session for ``volcano`` pods — until two rounds
+in a row change nothing, or ``--max-rounds``. Pods never complete; bound pods are
+reported Running by the simulated kubelets, and evicted pods are gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import uvloop
+from rich.console import Console
+from rich.table import Table
+
+from agent_scheduler.core import CoreConfig
+from agent_scheduler.worker import Worker, WorkerConfig
+from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
+from batch_scheduler.scheduler import BatchScheduler, SchedulerConfig
+from batch_scheduler.session import Session, SessionConfig
+from batch_scheduler.status import pending_reason
+from binder.commit import Binder
+from caldera.connect import client
+from cluster.feed import Informer
+from cluster.keys import Keys, Kind
+from cluster.manifests import ClusterObject, ManifestError, expand, load_manifests
+from cluster.model import Node, NodeShard, Pod, PodGroup, PriorityClass, Queue
+from cluster.quantity import QuantityError
+from cluster.redis_server import RedisServer
+from cluster.records import PodRecord
+from cluster.shard import ShardingMode
+from cluster.sim.cluster import SimBindTarget, SimEvictor, running
+from cluster.snapshot import NodeColumns
+from cluster.store import Put, Store
+from sharding.config import DEFAULT_SCHEDULER_CONFIGS, ConfigError, parse_scheduler_configs
+from sharding.controller import ControllerConfig, ShardingController
+
+AGENT = "agent-scheduler"
+BATCH = "volcano"
+
+
+class PodResult(msgspec.Struct, frozen=True):
+    namespace: str
+    name: str
+    scheduler: str
+    node: str | None
+    phase: str  # Bound | Pending | Evicted
+    reason: str
+
+
+class PodGroupResult(msgspec.Struct, frozen=True):
+    namespace: str
+    name: str
+    queue: str
+    phase: str
+    reason: str
+
+
+class QueueResult(msgspec.Struct, frozen=True):
+    name: str
+    allocated: dict[str, str]
+
+
+class DryRunResult(msgspec.Struct, frozen=True):
+    pods: list[PodResult]
+    podgroups: list[PodGroupResult]
+    shards: dict[str, list[str]]
+    queues: list[QueueResult]
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("dry-run", help="place a YAML cluster + workload offline and say why each pending pod waits")
+    p.add_argument("-f", "--filename", action="append", required=True,
+                   help="multi-document Kubernetes YAML (Node, Pod, PodGroup, Queue, PriorityClass, Volcano Job); repeatable")
+    p.add_argument("--conf", default=None, help="Volcano-format scheduler conf (default: Volcano's Helm-chart conf)")
+    p.add_argument("--scheduler-configs", default=DEFAULT_SCHEDULER_CONFIGS,
+                   help=f"sharding bands, as for caldera sharding (default: {DEFAULT_SCHEDULER_CONFIGS})")
+    p.add_argument("--sharding-mode", default="soft", choices=[m.value for m in ShardingMode],
+                   help="how both schedulers use their shards (default: soft)")
+    p.add_argument("-o", "--output", default="table", choices=["table", "json"], help="table or json (default: table)")
+    p.add_argument("--max-rounds", type=int, default=20, help="most scheduling rounds (default: 20)")
+    p.set_defaults(run=run)
+
+
+def load_objects(paths: Sequence[str]) -> tuple[list[ClusterObject], list[str]]:
+    """Every object of the files, Volcano Jobs expanded; and the kinds skipped. Raises ValueError with one line."""
+    objects: list[ClusterObject] = []
+    skipped: list[str] = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise ValueError(f"-f {path}: {e.strerror or e}") from None
+        try:
+            loaded, kinds = load_manifests(text)
+        except (ManifestError, QuantityError) as e:
+            raise ValueError(f"{path}: {e}") from None
+        objects += expand(loaded)
+        skipped += kinds
+    return objects, skipped
+
+
+async def simulate(objects: Sequence[ClusterObject], conf: SchedulerConf, controller_config: ControllerConfig,
+                   mode: ShardingMode, max_rounds: int, url: str) -> DryRunResult:
+    async with client(url) as c:
+        store = Store(c, Keys("dry-run"))
+        await store.upsert_nodes([o for o in objects if isinstance(o, Node)])
+        await store.write([Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass))])
+        await store.upsert_pods([o for o in objects if isinstance(o, Pod)])
+        controller = ShardingController(store, controller_config)
+        controller.columns = NodeColumns(await store.list_nodes())
+        if len(controller.columns):
+            await controller.sync()
+        target, evictor = SimBindTarget(store), SimEvictor(store)
+        batch = BatchScheduler(store, conf, SchedulerConfig(names=(BATCH,), session=SessionConfig(scheduler=BATCH, sharding=mode)),
+                               bind_target=target, evictor=evictor)
+        agent = Worker(store, Binder(c, store.keys, AGENT, sharding=mode), target,
+                       WorkerConfig(core=CoreConfig(scheduler=AGENT, sharding=mode)))
+        informer = Informer(store, [Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS])
+        evicted: dict[str, PodRecord] = {}
+        agent_reasons: dict[str, str] = {}
+        quiet, session = 0, None
+        for _ in range(max_rounds):
+            before = await store.version()
+            agent.columns = NodeColumns(await store.list_nodes())
+            pending_agent = await store.pending(AGENT)
+            if pending_agent:
+                result = await agent.schedule(pending_agent)
+                agent_reasons = {o.uid: o.reason for o in result.outcomes if o.reason}
+            listing = await informer.listing()
+            batch.apply(listing)
+            victims = {uid: r for uid, r in batch.pods.items()}
+            report = await batch.run_session()
+            session = report.session
+            for uid in list(batch.releasing):
+                if uid in victims:
+                    evicted[uid] = victims[uid]
+            bound = [r for r in await store.list_pods() if r.node and r.phase == "Pending"]
+            if bound:
+                await store.upsert_pods([running(r) for r in bound])  # type: ignore[misc]
+            moved = report.committed or report.evicted or (pending_agent and any(
+                o.kind.value == "bound" for o in result.outcomes))
+            quiet = 0 if moved else quiet + 1
+            if quiet >= 2 or (before == await store.version() and not moved and quiet >= 1):
+                break
+        return await collect(store, session, evicted, agent_reasons)
+
+
+async def collect(store: Store, session: Session | None, evicted: dict[str, PodRecord],
+                  agent_reasons: dict[str, str]) -> DryRunResult:
+    records = await store.list_pods()
+    batch_reasons = await store.reasons(BATCH)
+    stored_agent = await store.reasons(AGENT)
+    pods: list[PodResult] = []
+    for r in records:
+        if r.node:
+            pods.append(PodResult(r.namespace, r.name, r.scheduler, r.node, "Bound", ""))
+        else:
+            reason = batch_reasons.get(r.uid) or stored_agent.get(r.uid) or agent_reasons.get(r.uid, "")
+            if not reason and r.scheduler not in (AGENT, BATCH):
+                reason = f"schedulerName {r.scheduler!r} is served by neither scheduler ({AGENT}, {BATCH})"
+            pods.append(PodResult(r.namespace, r.name, r.scheduler, None, "Pending", reason))
+    for r in evicted.values():
+        pods.append(PodResult(r.namespace, r.name, r.scheduler, None, "Evicted", "evicted by preempt or reclaim"))
+    pods.sort(key=lambda p: (p.namespace, p.name))
+    groups = await store.list_objects(PodGroup)
+    podgroups = []
+    for pg in sorted(groups.values(), key=lambda g: (g.namespace, g.name)):
+        condition = pg.status.conditions[0] if pg.status.conditions else None
+        reason = condition.message if condition is not None and condition.type == "Unschedulable" else ""
+        podgroups.append(PodGroupResult(pg.namespace, pg.name, pg.spec.queue, pg.status.phase, reason))
+    shards: dict[str, list[str]] = {}
+    for shard in (await store.list_objects(NodeShard)).values():
+        shards[shard.name] = sorted(shard.spec.nodes_desired)
+    queues = []
+    if session is not None:
+        for name in sorted(session.queues):
+            queues.append(QueueResult(name, dict(session.queues[name].allocated.to_quantities())))
+    return DryRunResult(pods=pods, podgroups=podgroups, shards=shards, queues=queues)
+
+
+def print_table(result: DryRunResult, console: Console) -> None:
+    table = Table(title="pods")
+    for col in ("namespace/name", "scheduler", "node", "phase", "reason"):
+        table.add_column(col, overflow="fold")
+    for p in result.pods:
+        table.add_row(f"{p.namespace}/{p.name}", p.scheduler, p.node or "-", p.phase, p.reason)
+    console.print(table)
+    if result.podgroups:
+        groups = Table(title="podgroups")
+        for col in ("namespace/name", "queue", "phase", "reason"):
+            groups.add_column(col, overflow="fold")
+        for g in result.podgroups:
+            groups.add_row(f"{g.namespace}/{g.name}", g.queue, g.phase, g.reason)
+        console.print(groups)
+    queues = Table(title="queues")
+    queues.add_column("queue")
+    queues.add_column("allocated")
+    for q in result.queues:
+        queues.add_row(q.name, ", ".join(f"{k}={v}" for k, v in q.allocated.items()) or "-")
+    console.print(queues)
+    for shard, nodes in result.shards.items():
+        console.print(f"shard {shard}: {len(nodes)} node(s){': ' + ', '.join(nodes) if len(nodes) <= 12 else ''}")
+
+
+def run(args: argparse.Namespace) -> int:
+    prog = "caldera dry-run"
+    try:
+        if args.max_rounds < 1:
+            raise ValueError(f"--max-rounds: {args.max_rounds} (expected a positive integer)")
+        objects, skipped = load_objects(args.filename)
+        conf = load_conf(args.conf)
+        configs = parse_scheduler_configs(args.scheduler_configs)
+    except (ValueError, ConfError, ConfigError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    if skipped:
+        print(f"{prog}: warning: skipped {len(skipped)} object(s) of kinds caldera does not schedule: "
+              f"{', '.join(sorted(set(skipped)))}", file=sys.stderr)
+    with RedisServer() as server:
+        result = uvloop.run(simulate(objects, conf, ControllerConfig(configs=configs, event_trigger=False),
+                                     ShardingMode(args.sharding_mode), args.max_rounds, server.url))
+    if args.output == "json":
+        sys.stdout.write(json.dumps(msgspec.to_builtins(result)) + "\n")
+    else:
+        print_table(result, Console())
+    return 0
