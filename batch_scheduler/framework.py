@@ -26,7 +26,7 @@ import numpy as np
 
 from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo
 from cluster.predicates import Filtered
-from cluster.scores import Scores
+from cluster.scores import Index, Scores
 from cluster.snapshot import Mask
 
 if TYPE_CHECKING:
@@ -101,8 +101,8 @@ class PredicateFilter(Protocol):
 
 @runtime_checkable
 class NodeOrder(Protocol):
-    def node_scores(self, ssn: Session, task: TaskInfo) -> Scores:
-        """A score per node (already weighted), higher is better."""
+    def node_scores(self, ssn: Session, task: TaskInfo, nodes: Index | None = None) -> Scores:
+        """A score per node (already weighted), higher is better; only for ``nodes`` when given."""
         ...
 
 
@@ -310,10 +310,11 @@ class Tiers:
 
     # -- nodes --------------------------------------------------------------------------
 
-    def scores(self, ssn: Session, task: TaskInfo, n: int) -> Scores:
-        total = np.zeros(n, dtype=np.float64)
+    def scores(self, ssn: Session, task: TaskInfo, nodes: Index | None = None) -> Scores:
+        """The summed node scores of every plugin, for every node or only ``nodes``."""
+        total = np.zeros(ssn.n if nodes is None else len(nodes), dtype=np.float64)
         for p in self.node_orders:
-            total += p.node_scores(ssn, task)
+            total += p.node_scores(ssn, task, nodes)
         return total
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 
+from batch_scheduler.chooser import Chooser
 from batch_scheduler.conf import SchedulerConf
 from batch_scheduler.info import (
     JobInfo,
@@ -89,6 +90,7 @@ class Session:
         self.tiers = conf.build()
         for plugin in (p for tier in self.tiers.tiers for p in tier):
             plugin.open(self)
+        self.chooser = Chooser(self)
 
     # -- building the snapshot -----------------------------------------------------------
 
@@ -198,15 +200,11 @@ class Session:
             mask &= fit
         return Filtered(mask=mask, failed=failed, total=self.n)
 
-    def best_node(self, task: TaskInfo, mask: Mask) -> int:
-        """The highest-scoring node among ``mask`` (own shard first in soft mode); ties go to the first."""
-        idx = np.flatnonzero(mask)
-        ranks = self.rank[idx]
-        idx = idx[ranks == ranks.min()]
-        if len(idx) == 1 or not self.tiers.node_orders:
-            return int(idx[0])
-        scores = self.tiers.scores(self, task, self.n)[idx]
-        return int(idx[int(np.argmax(scores))])
+    def best_node(self, task: TaskInfo) -> int | Filtered:
+        """The row of the highest-scoring feasible node (own shard first in soft mode; ties go to
+        the first), or the predicates' verdict when no node fits."""
+        row = self.chooser.choose(task)
+        return row if row is not None else self.feasible(task)
 
     def future_idle(self, node: str) -> Resources:
         """What the node will have free once the evictions under way finish."""

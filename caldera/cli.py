@@ -6,7 +6,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from caldera import audit_cmd, bench_agent, bench_binder, bench_sharding, demo, dry_run
+from caldera import audit_cmd, bench_agent, bench_batch, bench_binder, bench_sharding, demo, dry_run
 from cluster.flags import Parser
 from agent_scheduler.main import main as agent_main
 from sharding.main import main as sharding_main
@@ -29,6 +29,7 @@ def build_parser() -> Parser:
     bench_binder.add_parser(bench_sub)
     bench_sharding.add_parser(bench_sub)
     bench_agent.add_parser(bench_sub)
+    bench_batch.add_parser(bench_sub)
     demo.add_parser(sub)
     dry_run.add_parser(sub)
     # Process subcommands own their flags; main() hands them the rest of the command line.

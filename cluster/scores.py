@@ -18,25 +18,32 @@ from cluster.predicates import term_mask
 from cluster.snapshot import NodeColumns
 
 Scores = npt.NDArray[np.float64]
+Index = npt.NDArray[np.intp]
 
 
-def least_allocated(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float]) -> Scores:
-    """Spreading: the weighted mean over ``weights``' resources of free-after-placing ÷ allocatable."""
-    return _weighted_fraction(columns, request, weights, free=True)
+def least_allocated(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float],
+                    nodes: Index | None = None) -> Scores:
+    """Spreading: the weighted mean over ``weights``' resources of free-after-placing ÷ allocatable.
+
+    ``nodes``: score only these node rows (in that order); None scores every node.
+    """
+    return _weighted_fraction(columns, request, weights, free=True, nodes=nodes)
 
 
-def most_allocated(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float]) -> Scores:
+def most_allocated(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float],
+                   nodes: Index | None = None) -> Scores:
     """Binpack: the weighted mean over ``weights``' resources of used-after-placing ÷ allocatable.
 
     Every weighted resource counts, requested or not; for Volcano's binpack (only the
     resources the task requests) pass the weights of the requested resources only.
     """
-    return _weighted_fraction(columns, request, weights, free=False)
+    return _weighted_fraction(columns, request, weights, free=False, nodes=nodes)
 
 
 def _weighted_fraction(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float], *,
-                       free: bool) -> Scores:
-    n = len(columns)
+                       free: bool, nodes: Index | None) -> Scores:
+    sel: slice | Index = slice(0, len(columns)) if nodes is None else nodes
+    n = len(columns) if nodes is None else len(nodes)
     total = np.zeros(n, dtype=np.float64)
     weight_sum = 0.0
     for name, weight in weights.items():
@@ -48,9 +55,9 @@ def _weighted_fraction(columns: NodeColumns, request: Mapping[str, int], weights
         r = columns.resource_index.get(name)
         if r is None:
             continue  # no node has any: contributes 0 everywhere
-        allocatable = columns.allocatable[r, :n]
+        allocatable = columns.allocatable[r, sel]
         amount = request.get(name, 0)
-        used = columns.allocated[r, :n] + amount if amount else columns.allocated[r, :n]
+        used = columns.allocated[r, sel] + amount if amount else columns.allocated[r, sel]
         part = allocatable - used if free else used
         fraction = np.divide(part, allocatable, out=np.zeros(n, dtype=np.float64), where=allocatable > 0)
         np.clip(fraction, 0.0, 1.0, out=fraction)
@@ -65,22 +72,23 @@ def _weighted_fraction(columns: NodeColumns, request: Mapping[str, int], weights
 
 
 def balanced_allocation(columns: NodeColumns, request: Mapping[str, int],
-                        resources: Sequence[str] = ("cpu", "memory")) -> Scores:
+                        resources: Sequence[str] = ("cpu", "memory"), nodes: Index | None = None) -> Scores:
     """1 − the standard deviation of the used-after-placing fractions (each capped at 1).
 
     As in kube-scheduler, a resource a node has none of is left out of that node's
-    spread rather than counted as an empty fraction.
+    spread rather than counted as an empty fraction. ``nodes`` as for :func:`least_allocated`.
     """
-    n = len(columns)
+    sel: slice | Index = slice(0, len(columns)) if nodes is None else nodes
+    n = len(columns) if nodes is None else len(nodes)
     fractions: list[Scores] = []
     present: list[npt.NDArray[np.bool_]] = []
     for name in resources:
         r = columns.resource_index.get(name)
         if r is None:
             continue
-        allocatable = columns.allocatable[r, :n]
+        allocatable = columns.allocatable[r, sel]
         has = allocatable > 0
-        used = columns.allocated[r, :n] + request.get(name, 0)
+        used = columns.allocated[r, sel] + request.get(name, 0)
         fraction = np.divide(used, allocatable, out=np.zeros(n, dtype=np.float64), where=has)
         fractions.append(np.clip(fraction, 0.0, 1.0, out=fraction))
         present.append(has)

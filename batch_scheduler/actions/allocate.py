@@ -32,11 +32,11 @@ def place_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
         if refusal is not None:
             failure = (refusal.condition, refusal.message)
             break
-        feasible = ssn.feasible(task)
-        if not feasible.available:
-            failure = ("NotEnoughResources", f"task {task.name}: {feasible.reason()}")
+        row = ssn.best_node(task)
+        if not isinstance(row, int):
+            failure = ("NotEnoughResources", f"task {task.name}: {row.reason()}")
             break
-        stmt.allocate(task, ssn.columns.names[ssn.best_node(task, feasible.mask)])
+        stmt.allocate(task, ssn.columns.names[row])
     if ssn.tiers.job_ready(job):
         stmt.commit()
         if failure is not None:  # ready, with more tasks than the gang needs still waiting

@@ -20,10 +20,10 @@ def run(ssn: Session) -> None:
         if not tasks or not ssn.schedulable(job):
             continue
         for task in sorted(tasks, key=key):
-            feasible = ssn.feasible(task)
-            if not feasible.available:
-                job.set_reason("NotEnoughResources", f"task {task.name}: {feasible.reason()}")
+            row = ssn.best_node(task)
+            if not isinstance(row, int):
+                job.set_reason("NotEnoughResources", f"task {task.name}: {row.reason()}")
                 continue
             stmt = Statement(ssn)
-            stmt.allocate(task, ssn.columns.names[ssn.best_node(task, feasible.mask)])
+            stmt.allocate(task, ssn.columns.names[row])
             stmt.commit()

@@ -33,7 +33,7 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: Callable[
     idx = np.flatnonzero(feasible.mask & with_victims)
     if not len(idx):
         return False
-    scores = ssn.tiers.scores(ssn, task, ssn.n)[idx]
+    scores = ssn.tiers.scores(ssn, task, idx)
     order = ssn.tiers.task_key()
     for i in idx[np.argsort(-scores, kind="stable")]:
         name = ssn.columns.names[int(i)]

@@ -16,7 +16,7 @@ import numpy as np
 
 from batch_scheduler.framework import check_arguments, number
 from batch_scheduler.info import TaskInfo
-from cluster.scores import Scores, most_allocated
+from cluster.scores import Index, Scores, most_allocated
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -48,8 +48,8 @@ class BinpackPlugin:
     def open(self, ssn: Session) -> None:
         pass
 
-    def node_scores(self, ssn: Session, task: TaskInfo) -> Scores:
+    def node_scores(self, ssn: Session, task: TaskInfo, nodes: Index | None = None) -> Scores:
         weights = {r: w for r, w in self.resource_weights.items() if task.request.get(r, 0) > 0 and w > 0}
         if not weights or not self.weight:
-            return np.zeros(ssn.n, dtype=np.float64)
-        return self.weight * most_allocated(ssn.columns, task.request, weights)
+            return np.zeros(ssn.n if nodes is None else len(nodes), dtype=np.float64)
+        return self.weight * most_allocated(ssn.columns, task.request, weights, nodes)

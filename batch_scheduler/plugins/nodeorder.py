@@ -20,7 +20,7 @@ from batch_scheduler.framework import check_arguments, number
 from batch_scheduler.info import TaskInfo
 from cluster.model import Toleration
 from cluster.predicates import tolerates
-from cluster.scores import Scores, balanced_allocation, least_allocated, most_allocated, preferred_affinity
+from cluster.scores import Index, Scores, balanced_allocation, least_allocated, most_allocated, preferred_affinity
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -59,20 +59,21 @@ class NodeOrderPlugin:
             self._taint_scores[tolerations] = cached
         return cached
 
-    def node_scores(self, ssn: Session, task: TaskInfo) -> Scores:
+    def node_scores(self, ssn: Session, task: TaskInfo, nodes: Index | None = None) -> Scores:
         w, cols, req = self.weights, ssn.columns, task.request
-        total = np.zeros(ssn.n, dtype=np.float64)
+        every: slice | Index = slice(None) if nodes is None else nodes
+        total = np.zeros(ssn.n if nodes is None else len(nodes), dtype=np.float64)
         if w["leastrequested.weight"]:
-            total += w["leastrequested.weight"] * least_allocated(cols, req, CPU_MEMORY)
+            total += w["leastrequested.weight"] * least_allocated(cols, req, CPU_MEMORY, nodes)
         if w["mostrequested.weight"]:
-            total += w["mostrequested.weight"] * most_allocated(cols, req, CPU_MEMORY)
+            total += w["mostrequested.weight"] * most_allocated(cols, req, CPU_MEMORY, nodes)
         if w["balancedresource.weight"]:
-            total += w["balancedresource.weight"] * balanced_allocation(cols, req)
+            total += w["balancedresource.weight"] * balanced_allocation(cols, req, nodes=nodes)
         affinity = task.pod.spec.affinity
         terms = affinity.node_affinity.preferred_during_scheduling_ignored_during_execution if (
             affinity and affinity.node_affinity) else []
         if w["nodeaffinity.weight"] and terms:
-            total += w["nodeaffinity.weight"] * preferred_affinity(cols, terms)
+            total += w["nodeaffinity.weight"] * preferred_affinity(cols, terms)[every]
         if w["tainttoleration.weight"]:
-            total += w["tainttoleration.weight"] * self._taint_score(ssn, tuple(task.pod.spec.tolerations))
+            total += w["tainttoleration.weight"] * self._taint_score(ssn, tuple(task.pod.spec.tolerations))[every]
         return total

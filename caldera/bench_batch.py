@@ -1,0 +1,153 @@
+"""``caldera bench batch``: how long a batch session takes with many nodes and many pending pods.
+
+N GPU nodes (8 GPUs, 64 cpu, 512Gi each), half their GPUs already taken by pods of
+another scheduler; M pending pods in gang jobs of mixed sizes (1–16 tasks of 1 GPU,
+minAvailable = size) spread over three queues of weights 1, 2 and 3. Each session runs
+the default (Volcano Helm) conf end to end — snapshot, enqueue, allocate, backfill, gang
+commits through the binder, binds, status and reasons written back — and between
+sessions the placed pods end and new jobs arrive, so every session sees M pending pods.
+Reported: session duration p50/p99 and placed pods per second of session time; beside
+it, in the same run, the allocate action alone (the filter + score kernel's share).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import time
+from typing import Any
+
+import msgspec
+import numpy as np
+import uvloop
+
+from batch_scheduler.conf import load_conf
+from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
+from batch_scheduler.session import SessionConfig
+from caldera.connect import client, redis_url
+from cluster.audit import audit
+from cluster.feed import Informer
+from cluster.keys import Keys
+from cluster.model import Pod, PodGroup, Queue
+from cluster.shard import ShardingMode
+from cluster.sim.cluster import SimBindTarget, SimEvictor
+from cluster.sim.pools import NodePool, pool_nodes
+from cluster.sim.workload import make_pod, make_podgroup
+from cluster.store import Put, Store
+
+BATCH = "volcano"
+QUEUES = {"q1": 1, "q2": 2, "q3": 3}
+SIZES = (1, 2, 4, 8, 16)
+NODE: dict[str, str | int | float] = {"cpu": 64, "memory": "512Gi", "nvidia.com/gpu": 8, "pods": 110}
+TASK: dict[str, str | int] = {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": 1}
+
+
+class Report(msgspec.Struct):
+    nodes: int
+    pending: int
+    sessions: int
+    session_s_p50: float
+    session_s_p99: float
+    allocate_s_p50: float
+    pods_per_s: float
+    placed: int
+    jobs_started: int
+    audit: str
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("batch", help="batch session duration and pods/s at N nodes and M pending pods")
+    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--pending", type=int, default=10000)
+    p.add_argument("--sessions", type=int, default=6, help="sessions measured (default: 6)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run)
+
+
+class Workload:
+    """Gang jobs of mixed sizes into three queues, created on demand to keep M pods pending."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.count = 0
+
+    def jobs(self, pods: int) -> tuple[list[PodGroup], list[Pod]]:
+        groups: list[PodGroup] = []
+        made: list[Pod] = []
+        while len(made) < pods:
+            size = min(self.rng.choice(SIZES), pods - len(made))
+            name = f"job-{self.count}"
+            self.count += 1
+            queue = self.rng.choices(list(QUEUES), weights=list(QUEUES.values()))[0]
+            groups.append(make_podgroup(name, min_member=size, queue=queue))
+            made += [make_pod(f"{name}-{i}", requests=TASK, scheduler=BATCH, group=name) for i in range(size)]
+        return groups, made
+
+
+async def measure(url: str, args: argparse.Namespace) -> Report:
+    async with client(url) as c:
+        store = Store(c, Keys("bench-batch"))
+        nodes = pool_nodes(NodePool(name="gpu", count=args.nodes, resources=NODE))
+        for i in range(0, len(nodes), 2000):
+            await store.upsert_nodes(nodes[i: i + 2000])
+        # Half of every node's GPUs are held by another scheduler's pods.
+        held = [make_pod(f"other-{n.name}", requests={"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": 4},
+                         scheduler="other", node=n.name, phase="Running") for n in nodes]
+        for i in range(0, len(held), 2000):
+            await store.upsert_pods(held[i: i + 2000])
+        await store.write([Put(msgspec.convert({"metadata": {"name": q}, "spec": {"weight": w}}, Queue))
+                           for q, w in QUEUES.items()])
+        workload = Workload(args.seed)
+        scheduler = BatchScheduler(store, load_conf(None),
+                                   SchedulerConfig(session=SessionConfig(scheduler=BATCH, sharding=ShardingMode.NONE)),
+                                   bind_target=SimBindTarget(store), evictor=SimEvictor(store))
+        informer = Informer(store, KINDS, block_ms=50, count=50000)
+        updates = informer.updates()
+        pending = 0
+        seconds: list[float] = []
+        allocate: list[float] = []
+        placed = started = 0
+        for _ in range(args.sessions):
+            groups, pods = workload.jobs(args.pending - pending)
+            await store.write([Put(g) for g in groups])
+            for i in range(0, len(pods), 2000):
+                await store.upsert_pods(pods[i: i + 2000])
+            target = await store.version()
+            while scheduler.version < target:  # the scheduler's cache catches up, as in the process
+                scheduler.apply(await anext(updates))
+            report = await scheduler.run_session()
+            seconds.append(report.seconds)
+            allocate.append(report.actions.get("allocate", 0.0))
+            placed += report.committed
+            started += report.jobs_started
+            bound = [uid for uid, r in scheduler.pods.items() if r.node]
+            for i in range(0, len(bound), 2000):  # the placed pods run and end before the next session
+                await store.delete_pods(bound[i: i + 2000])
+            pending = sum(1 for r in scheduler.pods.values() if not r.node) 
+        informer.stop()
+        problems = await audit(store)
+        s = np.array(seconds)
+        return Report(nodes=args.nodes, pending=args.pending, sessions=len(seconds),
+                      session_s_p50=round(float(np.percentile(s, 50)), 3), session_s_p99=round(float(np.percentile(s, 99)), 3),
+                      allocate_s_p50=round(float(np.percentile(np.array(allocate), 50)), 3),
+                      pods_per_s=round(placed / max(float(s.sum()), 1e-9), 1), placed=placed, jobs_started=started,
+                      audit="ok" if not problems else f"{len(problems)} violations")
+
+
+def run(args: argparse.Namespace) -> int:
+    for flag in ("nodes", "pending", "sessions"):
+        if getattr(args, flag) < 1:
+            print(f"caldera bench batch: error: --{flag}: {getattr(args, flag)} (expected a positive integer)")
+            return 2
+    with redis_url(args.redis_url) as url:
+        report = uvloop.run(measure(url, args))
+    if args.json:
+        print(json.dumps(msgspec.to_builtins(report)))
+    else:
+        for k, v in msgspec.to_builtins(report).items():
+            print(f"{k:20} {v}")
+    return 0 if report.audit == "ok" else 1
