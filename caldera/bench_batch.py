@@ -13,10 +13,8 @@ it, in the same run, the allocate action alone (the filter + score kernel's shar
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import random
-import time
 from typing import Any
 
 import msgspec

@@ -27,7 +27,6 @@ from agent_scheduler.worker import Worker, WorkerConfig
 from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
 from batch_scheduler.scheduler import BatchScheduler, SchedulerConfig
 from batch_scheduler.session import Session, SessionConfig
-from batch_scheduler.status import pending_reason
 from binder.commit import Binder
 from caldera.connect import client
 from cluster.feed import Informer
