@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 
 RANK_PENALTY = 1e9  # far above any sum of plugin scores
 MAX_TEMPLATES = 256
-_encoder = msgspec.msgpack.Encoder()
 
 
 @dataclass(eq=False)
@@ -50,14 +48,9 @@ class Chooser:
         """A node's allocated figures changed (a statement placed or un-placed a task)."""
         self.changes.append(self.ssn.columns.index[node])
 
-    @staticmethod
-    def key(task: TaskInfo) -> tuple[Resources, bytes]:
-        spec = task.pod.spec
-        return task.request, _encoder.encode((spec.tolerations, spec.node_selector, spec.affinity))
-
     def choose(self, task: TaskInfo) -> int | None:
         """The best node row for the task right now, or None when it fits nowhere."""
-        key = self.key(task)
+        key = task.template
         template = self.templates.get(key)
         if template is None:
             template = self._build(task)

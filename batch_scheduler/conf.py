@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from batch_scheduler.framework import OTHER_SWITCHES, SWITCHES, Plugin, Tiers
+from batch_scheduler.framework import OTHER_SWITCHES, SWITCHES, Plugin, Tiers, number
 from batch_scheduler.registry import ACTIONS, PLUGINS
 
 DEFAULT_CONF = """\
@@ -49,6 +49,7 @@ tiers:
 """The conf Volcano's Helm chart ships; used when no ``--scheduler-conf`` is given."""
 
 KNOWN_SWITCHES = frozenset(SWITCHES.values()) | OTHER_SWITCHES
+OVERCOMMIT_FACTOR = "overcommit-factor"
 
 
 class ConfError(ValueError):
@@ -69,7 +70,15 @@ class SchedulerConf(msgspec.Struct, frozen=True, kw_only=True):
 
     def build(self) -> Tiers:
         """Fresh plugin instances for one session, sorted into the extension points."""
-        return Tiers([[(PLUGINS[o.name].create(o.arguments), o.disabled) for o in tier] for tier in self.tiers])
+        return Tiers([[(PLUGINS[o.name].create(self._arguments(o)), o.disabled) for o in tier] for tier in self.tiers])
+
+    def _arguments(self, option: PluginOption) -> Mapping[str, str]:
+        """The plugin's arguments; overcommit takes enqueue's ``overcommit-factor`` (where older
+        Volcano confs put it) unless it states its own."""
+        factor = self.argument("enqueue", OVERCOMMIT_FACTOR)
+        if option.name == "overcommit" and factor is not None and OVERCOMMIT_FACTOR not in option.arguments:
+            return {**option.arguments, OVERCOMMIT_FACTOR: factor}
+        return option.arguments
 
     def argument(self, action: str, name: str) -> str | None:
         return self.action_arguments.get(action, {}).get(name)
@@ -171,6 +180,11 @@ def parse_conf(text: str) -> SchedulerConf:
                 accepted = ", ".join(sorted(spec.arguments)) or "none"
                 raise ConfError(f"scheduler conf: configurations[{k}] ({name}).arguments: unknown argument {arg!r} "
                                 f"(accepted: {accepted})")
+        if OVERCOMMIT_FACTOR in arguments:
+            try:
+                number(arguments, OVERCOMMIT_FACTOR, 1.2, minimum=1.0)
+            except ValueError as e:
+                raise ConfError(f"scheduler conf: configurations[{k}] ({name}).arguments: {e}") from None
         action_arguments[name] = arguments
     return SchedulerConf(actions=actions, tiers=tuple(tiers), action_arguments=action_arguments)
 

@@ -152,7 +152,13 @@ class Allocatable(Protocol):
 
 @runtime_checkable
 class Enqueueable(Protocol):
-    def enqueueable(self, job: JobInfo) -> Vote: ...
+    def enqueueable(self, job: JobInfo) -> Vote:
+        """Whether the job may be admitted; must not change the plugin's state."""
+        ...
+
+    def enqueued(self, job: JobInfo) -> None:
+        """The job was admitted: count its minResources as reserved from now on."""
+        ...
 
 
 # Which conf switch turns each point off (Volcano's YAML keys).
@@ -266,6 +272,12 @@ class Tiers:
             if permitted:
                 return PERMIT
         return PERMIT
+
+    def enqueued(self, job: JobInfo) -> None:
+        """Tell every voter the job was admitted (only now do they reserve its minResources)."""
+        for tier in self.enqueueables:
+            for p in tier:
+                p.enqueued(job)
 
     # -- queue questions ----------------------------------------------------------------
 

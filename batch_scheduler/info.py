@@ -9,13 +9,19 @@ which the node fit checks; it is not a share anyone is entitled to).
 from __future__ import annotations
 
 import enum
+import functools
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
 
 from cluster.model import Pod, PodGroup, Queue
 from cluster.resources import PODS, Resources
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+_encoder = msgspec.msgpack.Encoder()
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
@@ -49,6 +55,15 @@ class TaskInfo:
     node: str = ""
     order: int = 0  # creation order, the last tie-break
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Keep the job's per-status counts (JobInfo.add) in step with every status change.
+        if name == "status":
+            counts: Counter[TaskStatus] | None = self.__dict__.get("_counts")
+            if counts is not None:
+                counts[self.__dict__["status"]] -= 1
+                counts[value] += 1
+        object.__setattr__(self, name, value)
+
     @property
     def name(self) -> str:
         return self.pod.name
@@ -57,9 +72,15 @@ class TaskInfo:
     def namespace(self) -> str:
         return self.pod.namespace
 
-    @property
+    @functools.cached_property
     def resreq(self) -> Resources:
         return shareable(self.request)
+
+    @functools.cached_property
+    def template(self) -> tuple[Resources, bytes]:
+        """What decides where the task may go and how nodes score for it; alike tasks share it."""
+        spec = self.pod.spec
+        return self.request, _encoder.encode((spec.tolerations, spec.node_selector, spec.affinity))
 
     @property
     def best_effort(self) -> bool:
@@ -98,8 +119,20 @@ class JobInfo:
     reason: str = ""  # why it waits, set by the actions
     reason_kind: str = ""  # a PodGroup condition reason, e.g. NotEnoughResources
 
+    counts: Counter[TaskStatus] = field(default_factory=Counter)
+
+    def add(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        task.__dict__["_counts"] = self.counts
+        self.counts[task.status] += 1
+
     def count(self, statuses: frozenset[TaskStatus]) -> int:
-        return sum(1 for t in self.tasks.values() if t.status in statuses)
+        if self.counts.total() != len(self.tasks):  # tasks added without add(): count them all again
+            self.counts.clear()
+            for t in self.tasks.values():
+                t.__dict__["_counts"] = self.counts
+                self.counts[t.status] += 1
+        return sum(self.counts[s] for s in statuses)
 
     @property
     def ready_count(self) -> int:

@@ -131,7 +131,7 @@ class Session:
             task = TaskInfo(uid=record.uid, pod=pod, job=key, request=record.request, order=order,
                             priority=self._priority(pod.spec.priority_class_name, pod.spec.priority),
                             status=_phase_status(record, inp.releasing), node=record.node)
-            job.tasks[task.uid] = task
+            job.add(task)
             self.tasks[task.uid] = task
             if key not in explicit_priority:
                 job.priority = max(job.priority, task.priority) if len(job.tasks) > 1 else task.priority

@@ -1,7 +1,8 @@
 """A statement: tentative changes to the session made while trying one job, kept or undone as a whole.
 
 ``allocate`` takes a task's request on a node of the session's columns; ``pipeline`` sets a
-task aside for a node whose resources evictions are freeing; ``evict`` marks a running
+task aside for a node whose resources evictions are freeing (it counts against its job
+and queue like an allocation); ``evict`` marks a running
 task as releasing. ``commit`` hands the allocations to the session as one gang batch for
 the binder, and the evictions to the session's eviction list; ``discard`` undoes every
 change in reverse order, so a job that cannot become ready leaves no trace.
@@ -40,6 +41,7 @@ class Statement:
         """Reserve the task's request out of what the node's evictions will free."""
         task.status, task.node = TaskStatus.PIPELINED, node
         self.ssn.releasing_add(task, -1)
+        self.ssn.account(task, +1)  # counts against its queue, as an allocation would
         self.ops.append((Op.PIPELINE, task, node))
 
     def evict(self, task: TaskInfo) -> None:
@@ -56,6 +58,7 @@ class Statement:
                 self.ssn.account(task, -1)
                 task.status, task.node = TaskStatus.PENDING, ""
             elif op is Op.PIPELINE:
+                self.ssn.account(task, -1)
                 self.ssn.releasing_add(task, +1)
                 task.status, task.node = TaskStatus.PENDING, ""
             else:

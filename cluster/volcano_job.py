@@ -105,7 +105,8 @@ def expand_job(job: Job) -> tuple[PodGroup, list[Pod]]:
     min_resources: ResourceList = dict(_min_resources(job.spec.tasks, requests, min_member).to_quantities())
     pods = [_pod(job, task, index, queue) for task in job.spec.tasks for index in range(task.replicas)]
     group = PodGroup(
-        metadata=ObjectMeta(name=job.name, namespace=job.namespace),
+        metadata=ObjectMeta(name=job.name, namespace=job.namespace,
+                            creation_timestamp=job.metadata.creation_timestamp),
         spec=PodGroupSpec(
             min_member=min_member,
             min_task_member={t.name: t.min_available for t in job.spec.tasks if t.min_available is not None},
@@ -183,6 +184,7 @@ def _pod(job: Job, task: TaskSpec, index: int, queue: str) -> Pod:
             namespace=job.namespace,
             labels=labels,
             annotations={**template.metadata.annotations, GROUP_NAME_ANNOTATION: job.name},
+            creation_timestamp=job.metadata.creation_timestamp,  # created with the job: its order is the job's
         ),
         spec=msgspec.structs.replace(
             template.spec,

@@ -24,10 +24,16 @@ def _waiting(job: JobInfo) -> list[TaskInfo]:
     return [t for t in job.pending() if not t.best_effort]
 
 
-def place_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
+def place_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
+    """Place the job's waiting tasks; True when it became ready with tasks still waiting.
+
+    Such a job goes back in line (as in Volcano): its share grew, and job order (drf,
+    priority) decides whether it or another job gets the next task.
+    """
     stmt = Statement(ssn)
     failure: tuple[str, str] | None = None
-    for task in sorted(_waiting(job), key=ssn.tiers.task_key()):
+    tasks = sorted(_waiting(job), key=ssn.tiers.task_key())
+    for k, task in enumerate(tasks):
         refusal = ssn.tiers.allocatable(queue, task)
         if refusal is not None:
             failure = (refusal.condition, refusal.message)
@@ -37,17 +43,21 @@ def place_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
             failure = ("NotEnoughResources", f"task {task.name}: {row.reason()}")
             break
         stmt.allocate(task, ssn.columns.names[row])
+        if k + 1 < len(tasks) and ssn.tiers.job_ready(job):
+            stmt.commit()
+            return True
     if ssn.tiers.job_ready(job):
         stmt.commit()
         if failure is not None:  # ready, with more tasks than the gang needs still waiting
             job.set_reason(failure[0], failure[1])
-        return
+        return False
     placeable = job.ready_count
     stmt.discard()
     short = max(job.min_member - placeable, 0)
     what = failure[1] if failure is not None else "the gang's task roles (minTaskMember) are not all placeable"
     job.set_reason(failure[0] if failure is not None else "NotEnoughResources",
                    f"gang: {placeable}/{job.min_member} tasks placeable, {short} short: {what}")
+    return False
 
 
 def run(ssn: Session) -> None:

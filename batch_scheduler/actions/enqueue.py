@@ -19,14 +19,16 @@ if TYPE_CHECKING:
 def run(ssn: Session) -> None:
     waiting = [j for j in ssn.jobs.values() if j.phase == "Pending" and ssn.schedulable(j)]
 
-    def admit(queue: QueueInfo, job: JobInfo) -> None:
+    def admit(queue: QueueInfo, job: JobInfo) -> bool:
         if job.min_resources.is_empty:
             job.phase = "Inqueue"
-            return
+            return False
         vote = ssn.tiers.enqueueable(job)
         if vote.kind is VoteKind.REJECT:
             job.set_reason(vote.condition or "NotEnqueued", vote.reason)
         else:
             job.phase = "Inqueue"
+            ssn.tiers.enqueued(job)
+        return False
 
     interleave(ssn, by_queue(ssn, waiting), admit)

@@ -6,6 +6,7 @@ then asking again, interleaves queues fairly instead of draining one queue first
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -28,20 +29,23 @@ def by_queue(ssn: Session, jobs: Iterable[JobInfo]) -> dict[str, list[JobInfo]]:
 
 
 def interleave(ssn: Session, grouped: dict[str, list[JobInfo]],
-               handle: Callable[[QueueInfo, JobInfo], None],
+               handle: Callable[[QueueInfo, JobInfo], bool],
                skip: Callable[[QueueInfo, list[JobInfo]], bool] = lambda q, jobs: False) -> None:
     """Call ``handle`` for every job, always from the queue first in queue order at that moment.
 
+    A job for which ``handle`` returns True goes back into its queue's line, at the place
+    job order gives it now (a ready job with more tasks waiting, whose share just grew).
     ``skip(queue, its remaining jobs)`` may drop a queue (after giving its jobs a reason).
     """
-    key = ssn.tiers.queue_key()
+    queue_key, job_key = ssn.tiers.queue_key(), ssn.tiers.job_key()
     while grouped:
-        name = min(grouped, key=lambda q: key(ssn.queues[q]))
+        name = min(grouped, key=lambda q: queue_key(ssn.queues[q]))
         queue, jobs = ssn.queues[name], grouped[name]
         if skip(queue, jobs):
             del grouped[name]
             continue
         job = jobs.pop(0)
+        if handle(queue, job):
+            bisect.insort(jobs, job, key=job_key)
         if not jobs:
             del grouped[name]
-        handle(queue, job)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import ABSTAIN, PERMIT, Refusal, Vote, VoteKind, check_arguments
 from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo
-from batch_scheduler.plugins.proportion import EPSILON, fmt, share
+from batch_scheduler.plugins.proportion import EPSILON, elastic, fmt, share
 from cluster.resources import Resources
 
 if TYPE_CHECKING:
@@ -47,17 +47,24 @@ class CapacityPlugin:
         self.subtree: dict[str, list[str]] = {q: self._descendants(q) for q in queues}
         self.chain: dict[str, list[str]] = {q: self._ancestors(q) for q in queues}
         self.capability: dict[str, dict[str, float]] = {}
+        self.source: dict[str, dict[str, str]] = {}  # which queue's capability sets each limit ('' for none)
         for q in self._top_down():
-            parent_cap = self.capability.get(self.parent[q]) if self.parent[q] != ROOT else None
+            parent = self.parent[q]
+            parent_cap = self.capability.get(parent) if parent != ROOT else None
             base = {r: float(v) for r, v in ssn.total.items()} if parent_cap is None else dict(parent_cap)
-            siblings = self.children.get(self.parent[q], [])
+            source = dict(self.source[parent]) if parent != ROOT else {r: "" for r in base}
+            siblings = self.children.get(parent, [])
             for r in list(base):
                 others = sum(queues[s].guarantee.get(r, 0) for s in siblings if s != q)
-                base[r] = max(base[r] - others, 0.0)
+                if others:
+                    base[r], source[r] = max(base[r] - others, 0.0), ""
             for r, v in queues[q].capability.items():
-                base[r] = min(base.get(r, 0.0), float(v))
+                if float(v) <= base.get(r, 0.0):
+                    base[r], source[r] = float(v), q
             self.capability[q] = base
+            self.source[q] = source
         self.inqueue = {q: Resources() for q in queues}
+        self.elastic = elastic(ssn)
         for job in ssn.jobs.values():
             if job.queue in queues and job.phase == "Inqueue" and job.ready_count < job.min_member:
                 self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
@@ -102,29 +109,49 @@ class CapacityPlugin:
             return 0
         return -1 if sa < sb else 1
 
-    def _refuse(self, queue: str, need: Mapping[str, int], extra: Mapping[str, int], what: str) -> tuple[str, str] | None:
+    def _subtree(self, table: Mapping[str, Resources], q: str) -> Resources:
+        total = Resources()
+        for d in self.subtree[q]:
+            total = total + table[d]
+        return total
+
+    def _refuse(self, queue: str, need: Mapping[str, int], admitting: bool, what: str) -> tuple[str, str] | None:
+        """Why ``need`` cannot join the queue (some level's capability), or None. When
+        ``admitting`` a job, admitted jobs' reservations count and running jobs' slack does not."""
         for level in self.chain.get(queue, []):
-            held = self.held(level) + (extra if level == queue else Resources())
+            held = self.held(level)
+            if admitting:
+                held = held + self._subtree(self.inqueue, level) - self._subtree(self.elastic, level)
             for r, v in need.items():
                 cap = self.capability[level].get(r, 0.0)
                 if v > 0 and held.get(r, 0) + v > cap + EPSILON:
                     name = level if level == queue else f"{level} (parent of {queue})"
-                    return (f"queue {name}: capability {r} {fmt(r, cap)} would be exceeded (allocated "
+                    origin = self.source[level].get(r, "")
+                    if origin and origin != level:
+                        continue  # an ancestor's capability: refused, and named, at that level
+                    if origin == level:
+                        limit = f"capability {r} {fmt(r, cap)}"
+                    else:
+                        limit = f"share of the cluster {r} {fmt(r, cap)} (what sibling queues' guarantees leave)"
+                    return (f"queue {name}: {limit} would be exceeded (allocated "
                             f"{fmt(r, held.get(r, 0))}, {what} needs {fmt(r, v)})", "QueueCapabilityExceeded")
         return None
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
-        refused = self._refuse(queue.name, task.resreq, Resources(), "task")
+        refused = self._refuse(queue.name, task.resreq, False, "task")
         return Refusal(*refused) if refused else None
 
     def enqueueable(self, job: JobInfo) -> Vote:
         if job.min_resources.is_empty or job.queue not in self.capability:
             return ABSTAIN
-        refused = self._refuse(job.queue, job.min_resources, self.inqueue[job.queue], "job")
+        refused = self._refuse(job.queue, job.min_resources, True, "job")
         if refused:
             return Vote(VoteKind.REJECT, reason=refused[0], condition=refused[1])
-        self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
         return PERMIT
+
+    def enqueued(self, job: JobInfo) -> None:
+        if job.queue in self.inqueue:
+            self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
         left: dict[str, Resources] = {}

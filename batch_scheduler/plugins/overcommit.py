@@ -58,8 +58,10 @@ class OvercommitPlugin:
                     f"can be admitted ({_fmt(name, self.total.get(name, 0))} allocatable × overcommit-factor {self.factor:g}, "
                     f"{_fmt(name, self.used.get(name, 0))} allocated, {_fmt(name, self.inqueue.get(name, 0))} "
                     "reserved by admitted jobs)"))
-        self.inqueue = self.inqueue + need
         return PERMIT
+
+    def enqueued(self, job: JobInfo) -> None:
+        self.inqueue = self.inqueue + job.min_resources
 
 
 def _fmt(name: str, amount: int) -> str:

@@ -44,6 +44,17 @@ def share(allocated: Mapping[str, int], deserved: Mapping[str, float]) -> float:
     return s
 
 
+def elastic(ssn: Session) -> dict[str, Resources]:
+    """Per queue, what its running jobs hold beyond their minResources: preemptible slack, not
+    counted against the queue when a new job asks to be admitted (as in Volcano)."""
+    out = {q: Resources() for q in ssn.queues}
+    for job in ssn.jobs.values():
+        if job.queue in out and not job.allocated.is_empty:
+            extra = Resources({r: max(v - job.min_resources.get(r, 0), 0) for r, v in job.allocated.items()})
+            out[job.queue] = out[job.queue] + extra
+    return out
+
+
 def water_fill(total: Mapping[str, int], weights: Mapping[str, int], request: Mapping[str, Amounts],
                capability: Mapping[str, Amounts], guarantee: Mapping[str, Amounts]) -> dict[str, Amounts]:
     """Each queue's deserved share (see the module docstring)."""
@@ -51,7 +62,7 @@ def water_fill(total: Mapping[str, int], weights: Mapping[str, int], request: Ma
     remaining = {r: float(total[r]) for r in names}
     deserved = {q: {r: 0.0 for r in names} for q in weights}
     met: set[str] = set()
-    for _ in range(len(weights) + 8):
+    for _ in range(64):  # each round hands out what is left; it shrinks geometrically
         active = [q for q in weights if q not in met]
         weight_sum = sum(weights[q] for q in active)
         if not weight_sum:
@@ -60,16 +71,18 @@ def water_fill(total: Mapping[str, int], weights: Mapping[str, int], request: Ma
         change = {r: 0.0 for r in names}
         for q in active:
             old = deserved[q]
-            new = {r: min(old[r] + before[r] * weights[q] / weight_sum, capability[q][r]) for r in names}
-            if any(new[r] > request[q].get(r, 0.0) + EPSILON for r in names):
-                new = {r: min(new[r], request[q].get(r, 0.0)) for r in names}
-                met.add(q)
+            asked = request[q]
+            new = {r: min(old[r] + before[r] * weights[q] / weight_sum, capability[q][r], asked.get(r, 0.0)) for r in names}
             new = {r: max(new[r], guarantee[q].get(r, 0.0)) for r in names}
+            if all(asked.get(r, 0.0) <= new[r] + EPSILON for r in names) or all(
+                    abs(new[r] - old[r]) <= EPSILON for r in names):
+                met.add(q)  # has all it asks for, or all its capability allows
             for r in names:
                 change[r] += new[r] - old[r]
             deserved[q] = new
         remaining = {r: before[r] - change[r] for r in names}
-        if all(v <= EPSILON for v in remaining.values()) or all(abs(remaining[r] - before[r]) <= EPSILON for r in names):
+        if all(v <= EPSILON for v in remaining.values()) or all(
+                abs(remaining[r] - before[r]) <= EPSILON * max(float(total[r]), 1.0) for r in names):
             break
     return deserved
 
@@ -91,6 +104,7 @@ class ProportionPlugin:
                 total_guarantee[r] = total_guarantee.get(r, 0.0) + v
         request: dict[str, Amounts] = {q: {r: float(v) for r, v in info.allocated.items()} for q, info in ssn.queues.items()}
         self.inqueue: dict[str, Resources] = {q: Resources() for q in ssn.queues}
+        self.elastic = elastic(ssn)
         for job in ssn.jobs.values():
             if job.queue not in request:
                 continue
@@ -147,24 +161,29 @@ class ProportionPlugin:
             return Refusal(f"queue {queue.name}: capability {r} {cap} would be exceeded (allocated {allocated}, "
                            f"{what} needs {fmt(r, need)})", "QueueCapabilityExceeded")
         deserved = fmt(r, self.deserved[queue.name].get(r, 0.0))
+        why = "; the other queues' weights and requests set it" if len(self.deserved) > 1 else ""
         return Refusal(f"queue {queue.name}: deserved share {r} {deserved} would be exceeded (allocated {allocated}, "
-                       f"{what} needs {fmt(r, need)}); other queues hold the rest", "QueueShareExceeded")
+                       f"{what} needs {fmt(r, need)}){why}", "QueueShareExceeded")
 
     def enqueueable(self, job: JobInfo) -> Vote:
         need = job.min_resources
         if need.is_empty or job.queue not in self.capability:
             return ABSTAIN
         queue = self.ssn.queues[job.queue]
-        future = queue.allocated + self.inqueue[job.queue] + need
+        held = queue.allocated + self.inqueue[job.queue] - self.elastic[job.queue]
+        future = held + need
         for r, v in need.items():
             if v > 0 and future.get(r, 0) > self.capability[job.queue].get(r, 0.0) + EPSILON:
-                allocated = fmt(r, queue.allocated.get(r, 0) + self.inqueue[job.queue].get(r, 0))
+                allocated = fmt(r, held.get(r, 0))
                 cap = fmt(r, self.capability[job.queue][r])
                 kind = "capability" if r in self.capped[job.queue] else "share of the cluster (after guarantees)"
                 return Vote(VoteKind.REJECT, condition="QueueCapabilityExceeded", reason=(
                     f"queue {job.queue}: {kind} {r} {cap} would be exceeded (allocated {allocated}, job needs {fmt(r, v)})"))
-        self.inqueue[job.queue] = self.inqueue[job.queue] + need
         return PERMIT
+
+    def enqueued(self, job: JobInfo) -> None:
+        if job.queue in self.inqueue:
+            self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
         """Tasks of reclaimable queues, while their queue stays above its deserved share."""

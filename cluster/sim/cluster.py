@@ -17,6 +17,7 @@ import msgspec
 
 from cluster.feed import Informer
 from cluster.keys import Kind
+from cluster.scripts import Script
 from cluster.records import BindFailure, Binding, Eviction, PodRecord
 from cluster.sim.workload import pod_duration
 from cluster.store import Store
@@ -91,12 +92,13 @@ class SimBindTarget:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._nodes = Script("cluster", "pod_nodes")  # one round trip for the whole batch
 
     async def bind(self, bindings: Sequence[Binding]) -> list[BindFailure | None]:
-        pipe = self.store.client.pipeline(transaction=False)
-        for b in bindings:
-            pipe.hget(self.store.keys.pod(b.uid), "node")
-        nodes = await pipe.execute()
+        if not bindings:
+            return []
+        nodes = await self._nodes.call(self.store.client, [self.store.keys.rv],
+                                       [self.store.keys.prefix, 0, *(b.uid for b in bindings)])
         out: list[BindFailure | None] = []
         for b, node in zip(bindings, nodes):
             if node is None:

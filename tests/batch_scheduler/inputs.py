@@ -101,9 +101,9 @@ def conf(*tiers: Sequence[str | Mapping[str, Any]], actions: str = "enqueue, all
 def session(scheduler_conf: SchedulerConf, nodes: Iterable[Node], pods: Sequence[PodRecord] = (), *,
             podgroups: Iterable[PodGroup] = (), queues: Iterable[Queue] = (),
             priority_classes: Iterable[PriorityClass] = (), used: Mapping[str, Mapping[str, int]] | None = None,
-            phases: Mapping[str, str] | None = None) -> Session:
+            phases: Mapping[str, str] | None = None, default_queue: str = "default") -> Session:
     inp = SessionInput(columns=columns(nodes, pods, used), pods=list(pods),
                        podgroups={f"{pg.namespace}/{pg.name}": pg for pg in podgroups},
                        queues={q.name: q for q in queues},
                        priority_classes={pc.name: pc for pc in priority_classes}, phases=dict(phases or {}))
-    return Session(scheduler_conf, SessionConfig(scheduler=SCHEDULER), inp)
+    return Session(scheduler_conf, SessionConfig(scheduler=SCHEDULER, default_queue=default_queue), inp)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from batch_scheduler.conf import DEFAULT_CONF, ConfError, load_conf, parse_conf
+from batch_scheduler.conf import DEFAULT_CONF, ConfError, PluginOption, load_conf, parse_conf
 from batch_scheduler.framework import Allocatable, Enqueueable, JobOrder, NodeOrder, Preemptable
 from batch_scheduler.plugins.binpack import BinpackPlugin
 from batch_scheduler.plugins.drf import DrfPlugin
@@ -17,8 +17,8 @@ from batch_scheduler.plugins.predicates import PredicatesPlugin
 from batch_scheduler.registry import PLUGINS
 
 
-def names(tier: tuple[object, ...]) -> list[str]:
-    return [o.name for o in tier]  # type: ignore[attr-defined]
+def names(tier: tuple[PluginOption, ...]) -> list[str]:
+    return [o.name for o in tier]
 
 
 # -- the default conf ---------------------------------------------------------------------

@@ -96,6 +96,9 @@ class Voter(Base):
         self.calls += 1
         return self.vote
 
+    def enqueued(self, job: JobInfo) -> None:
+        pass
+
 
 class Victims(Base):
     """Lets the named candidates go (None: abstains)."""
@@ -136,6 +139,9 @@ class Everything(Order, Victims):
 
     def enqueueable(self, job: JobInfo) -> Vote:
         return REJECT
+
+    def enqueued(self, job: JobInfo) -> None:
+        pass
 
 
 def tiers(*plugin_tiers: Sequence[Plugin | tuple[Plugin, frozenset[str]]]) -> Tiers:
@@ -312,7 +318,7 @@ def test_each_flat_switch_turns_off_its_point(switch: str, attribute: str) -> No
 
 def test_switched_off_order_lets_the_next_plugin_decide() -> None:
     t = tiers([(Order(1), frozenset({"enableJobOrder"})), Order(-1)])
-    assert t._compare(t.job_orders, lambda p: p.job_order(job("a"), job("b"))) == -1
+    assert compare(t.job_key(), job("a"), job("b")) == -1
 
 
 def test_switch_for_an_unimplemented_point_is_harmless() -> None:
