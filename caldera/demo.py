@@ -1,15 +1,13 @@
 """``caldera demo``: the system at work on a simulated cluster, then the audit's verdict.
 
 What runs: a private redis-server (unless ``--redis-url``); as separate OS processes the
-sharding controller (``caldera sharding``) and the agent scheduler (``caldera
+sharding controller (``caldera sharding``), the batch scheduler (``caldera
+batch-scheduler``, a session every 500 ms) and the agent scheduler (``caldera
 agent-scheduler``, with local Ray workers); and here the simulator (the kubelets) and a
-workload: bursts of short agent pods for the agent scheduler and GPU training pods.
-
-Until the batch scheduler lands (its own issue), training pods are placed by a few
-*preview placers* here: small greedy loops (most-allocated first among the top few, each
-with its own view of the nodes from the feed) that commit through the same binder, so
-their commits race the agent scheduler's as the batch scheduler's will. The table says
-which figures come from which.
+workload: bursts of short agent pods for the agent scheduler, and GPU training jobs —
+PodGroups of 1–8 pods that must start whole — in two queues (``research`` weight 1,
+``prod`` weight 2) for the batch scheduler. Both schedulers commit through the binder,
+racing for the same nodes in soft sharding mode.
 """
 
 from __future__ import annotations
@@ -24,24 +22,21 @@ import sys
 import time
 from typing import Any
 
+import msgspec
 import numpy as np
 import uvloop
 from rich.console import Console
 from rich.table import Table
 
-from binder.bind import bind_committed
-from binder.commit import Binder
-from binder.results import Committed, Conflict, Placement
 from caldera.connect import client, redis_url
 from cluster.audit import audit
 from cluster.feed import Informer
 from cluster.keys import Keys, Kind
-from cluster.records import Binding
-from cluster.sim.cluster import SimBindTarget, SimCluster
+from cluster.sim.cluster import SimCluster
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod
-from cluster.snapshot import NodeColumns
-from cluster.store import Store
+from cluster.sim.workload import make_pod, make_podgroup
+from cluster.model import Queue
+from cluster.store import Put, Store
 
 AGENT = "agent-scheduler"
 TRAINING = "volcano"
@@ -50,6 +45,7 @@ POOLS = [
     NodePool(name="cpu", count=176, resources={"cpu": 32, "memory": "128Gi"}),
     NodePool(name="warm", count=16, resources={"cpu": 32, "memory": "128Gi"}, labels={"node.volcano.sh/warmup": "true"}),
 ]
+QUEUES = {"research": 1, "prod": 2}
 SHARDS = "volcano:volcano:0.0:0.6:false:8:256,agent-scheduler:agent:0.6:1.0:true:16:256"
 
 
@@ -57,7 +53,6 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="run the system on a simulated cluster and report")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--duration", type=float, default=30.0, help="seconds of load (default: 30)")
-    p.add_argument("--placers", type=int, default=2, help="preview placers for training pods (default: 2)")
     p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(run=run)
@@ -68,74 +63,34 @@ class Stats:
         self.submitted = {AGENT: 0, TRAINING: 0}
         self.created: dict[str, tuple[str, float]] = {}
         self.bound: dict[str, float] = {}
-        self.resolved = 0
-        self.conflicts = 0
+        self.jobs: dict[str, list[str]] = {}  # training job -> its pods' uids
 
     def latencies(self, scheduler: str) -> list[float]:
         return [(self.bound[u] - t) * 1000 for u, (s, t) in self.created.items() if s == scheduler and u in self.bound]
 
 
-async def placer(store: Store, index: int, count: int, stats: Stats, rng: random.Random, stop: asyncio.Event) -> None:
-    """A preview placer for training pods: takes its share of them and commits them in batches."""
-    binder = Binder(store.client, store.keys, TRAINING)
-    target = SimBindTarget(store)
-    view = NodeColumns()
-    informer = Informer(store, [Kind.NODE], block_ms=50)
-    updates = informer.updates()
-    view.apply(await anext(updates))
-
-    async def follow() -> None:
-        async for update in updates:
-            view.apply(update)
-
-    follower = asyncio.create_task(follow())
-    try:
-        while not stop.is_set():
-            uids = [u for u in await store.pending(TRAINING) if hash(u) % count == index][:64]
-            pods = await store.get_pods(uids)
-            placements = []
-            for rec in pods.values():
-                ok = np.flatnonzero(view.fits(rec.request))
-                if not len(ok):
-                    continue
-                cpu = view.allocated[0, ok] / np.maximum(view.allocatable[0, ok], 1)
-                i = int(rng.choice(ok[np.argsort(-cpu)[:3]]))
-                placements.append(Placement(uid=rec.uid, node=view.names[i], request=rec.request, version=int(view.version[i])))
-                view.add(view.names[i], rec.request)
-            if not placements:
-                await asyncio.sleep(0.1)
-                continue
-            results = await binder.commit(placements)
-            bindings = []
-            for p, r in zip(placements, results):
-                if isinstance(r, Committed):
-                    stats.resolved += r.resolved
-                    bindings.append(Binding(uid=p.uid, namespace="default", name=pods[p.uid].name, node=p.node))
-                elif isinstance(r, Conflict):
-                    stats.conflicts += 1
-                    view.set_figures(r.node, r.allocatable, r.allocated, r.version, r.unschedulable)
-            if bindings:
-                await bind_committed(binder, target, bindings)
-    finally:
-        informer.stop()
-        await follower
-
-
 async def workload(store: Store, stats: Stats, rng: random.Random, stop: asyncio.Event, started: float, duration: float) -> None:
-    """Agent pods in bursts (seconds long) on a rising tide, and training pods (GPUs, tens of seconds)."""
+    """Agent pods in bursts (seconds long) on a rising tide, and training gangs (GPUs, tens of seconds)."""
     n = 0
     while not stop.is_set():
         tide = min(1.0, (time.monotonic() - started) / max(duration * 0.6, 1.0))
         pods = []
-        for _ in range(rng.randint(2, 6)):
-            gpus = rng.choice([1, 2, 4, 8])
-            pods.append(make_pod(f"train-{n}", scheduler=TRAINING, duration=rng.uniform(8, 25),
-                                 requests={"cpu": 8 * gpus, "memory": f"{64 * gpus}Gi", "nvidia.com/gpu": gpus}))
+        groups = []
+        for _ in range(rng.randint(1, 2)):
+            gpus, size = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4, 8])
+            name, duration_s = f"train-{n}", rng.uniform(8, 25)
+            groups.append(make_podgroup(name, min_member=size, queue=rng.choice(["research", "prod"])))
+            gang = [make_pod(f"{name}-{i}", scheduler=TRAINING, duration=duration_s, group=name,
+                             requests={"cpu": 8 * gpus, "memory": f"{64 * gpus}Gi", "nvidia.com/gpu": gpus})
+                    for i in range(size)]
+            stats.jobs[name] = [p.uid for p in gang]
+            pods += gang
             n += 1
         for _ in range(int(rng.randint(100, 300) * (0.3 + tide))):
             pods.append(make_pod(f"agent-{n}", scheduler=AGENT, duration=rng.uniform(2, 8),
                                  requests={"cpu": rng.choice(["500m", "1", "2"]), "memory": "1Gi"}))
             n += 1
+        await store.write([Put(g) for g in groups])
         await store.upsert_pods(pods)
         now = time.monotonic()
         for p in pods:
@@ -198,13 +153,18 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
         store = Store(c, keys)
         nodes = [n for pool in POOLS for n in pool_nodes(pool)]
         await store.upsert_nodes(nodes)
+        await store.write([Put(msgspec.convert({"metadata": {"name": q}, "spec": {"weight": w}}, Queue))
+                           for q, w in QUEUES.items()])
         console.print(f"cluster: {len(nodes)} nodes ({', '.join(f'{p.count} {p.name}' for p in POOLS)}); starting the sharding "
-                      f"controller and the agent scheduler ({args.workers} Ray workers) as their own processes…")
+                      f"controller, the batch scheduler and the agent scheduler ({args.workers} Ray workers) as their own "
+                      "processes…")
         common = ["--redis-url", url, "--cluster", keys.cluster, "--metrics-port", "0"]
         procs.append(spawn(["sharding", *common, "--scheduler-configs", SHARDS, "--shard-sync-period", "5s", "--min-dwell", "20s"]))
+        procs.append(spawn(["batch-scheduler", *common, "--schedule-period", "500ms"]))
         procs.append(spawn(["agent-scheduler", *common, "--workers", str(args.workers)]))
         await asyncio.to_thread(wait_for_line, procs[0], "serving", 60)
-        await asyncio.to_thread(wait_for_line, procs[1], "workers ready", 120)
+        await asyncio.to_thread(wait_for_line, procs[1], "batch-scheduler: serving", 60)
+        await asyncio.to_thread(wait_for_line, procs[2], "workers ready", 120)
         initial = await shard_sizes(store)
         console.print(f"shards at start: volcano {initial['volcano']}, agent-scheduler {initial[AGENT]}, unowned {initial['']}")
         stop = asyncio.Event()
@@ -212,8 +172,6 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
         started = time.monotonic()
         tasks = [asyncio.create_task(sim.run()), asyncio.create_task(workload(store, stats, rng, stop, started, args.duration)),
                  asyncio.create_task(watch_bound(store, stats, stop))]
-        tasks += [asyncio.create_task(placer(store, i, args.placers, stats, random.Random(args.seed + i), stop))
-                  for i in range(args.placers)]
         moves: list[dict[str, int]] = [initial]
         try:
             while time.monotonic() - started < args.duration:
@@ -235,6 +193,8 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
         problems = await audit(store)
     elapsed = args.duration
     agent_ms = np.array(stats.latencies(AGENT) or [0.0])
+    train_ms = np.array(stats.latencies(TRAINING) or [0.0])
+    started_jobs = sum(1 for uids in stats.jobs.values() if all(u in stats.bound for u in uids))
     moved = max(abs(m[AGENT] - initial[AGENT]) for m in moves)
     table = Table(title="caldera demo")
     table.add_column("figure")
@@ -243,8 +203,9 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
         ("agent pods bound (agent scheduler)", f"{len(stats.latencies(AGENT)):,} of {stats.submitted[AGENT]:,}"),
         ("agent pods/s", f"{len(stats.latencies(AGENT)) / elapsed:,.0f}"),
         ("agent submit → bound p50 / p99 ms", f"{np.percentile(agent_ms, 50):.0f} / {np.percentile(agent_ms, 99):.0f}"),
-        ("training pods placed (preview placers)", f"{len(stats.latencies(TRAINING)):,} of {stats.submitted[TRAINING]:,}"),
-        ("preview placers: conflicts resolved / true", f"{stats.resolved:,} / {stats.conflicts:,}"),
+        ("training pods placed (batch scheduler)", f"{len(stats.latencies(TRAINING)):,} of {stats.submitted[TRAINING]:,}"),
+        ("training gangs started whole", f"{started_jobs:,} of {len(stats.jobs):,}"),
+        ("training submit → bound p50 / p99 ms", f"{np.percentile(train_ms, 50):.0f} / {np.percentile(train_ms, 99):.0f}"),
         ("agent shard size: start → end (largest change)", f"{initial[AGENT]} → {moves[-1][AGENT]} ({moved})"),
         ("pods run to completion", f"{sim.completed:,}"),
         ("audit", "ok" if not problems else f"{len(problems)} violations"),
@@ -257,9 +218,8 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration <= 0 or args.placers < 1 or args.workers < 1:
-        print(f"caldera demo: error: --duration {args.duration}, --placers {args.placers}, --workers {args.workers} "
-              "(expected positive numbers)")
+    if args.duration <= 0 or args.workers < 1:
+        print(f"caldera demo: error: --duration {args.duration}, --workers {args.workers} (expected positive numbers)")
         return 2
     console = Console()
     procs: list[subprocess.Popen[str]] = []

@@ -209,7 +209,8 @@ def print_table(result: DryRunResult, console: Console) -> None:
         queues.add_row(q.name, ", ".join(f"{k}={v}" for k, v in q.allocated.items()) or "-")
     console.print(queues)
     for shard, nodes in result.shards.items():
-        console.print(f"shard {shard}: {len(nodes)} node(s){': ' + ', '.join(nodes) if len(nodes) <= 12 else ''}")
+        listed = f": {', '.join(nodes)}" if 0 < len(nodes) <= 12 else ""
+        console.print(f"shard {shard}: {len(nodes)} node(s){listed}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -232,5 +233,6 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         sys.stdout.write(json.dumps(msgspec.to_builtins(result)) + "\n")
     else:
-        print_table(result, Console())
+        # Piped output is not cut to 80 columns: names and reasons stay on one line each.
+        print_table(result, Console() if sys.stdout.isatty() else Console(width=240))
     return 0

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from agent_scheduler.main import build_parser as agent_parser
+from batch_scheduler.main import build_parser as batch_parser
 from sharding.main import build_parser as sharding_parser
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
@@ -13,8 +14,9 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 def test_every_process_flag_is_in_the_readme_with_its_default() -> None:
     section = {"sharding": README.split("`caldera sharding`:")[1].split("\n\n`")[0],
-               "agent": README.split("`caldera agent-scheduler`:")[1].split("## ")[0]}
-    for name, parser in (("sharding", sharding_parser()), ("agent", agent_parser())):
+               "agent": README.split("`caldera agent-scheduler`:")[1].split("\n\n`")[0],
+               "batch": README.split("`caldera batch-scheduler`:")[1].split("## ")[0]}
+    for name, parser in (("sharding", sharding_parser()), ("agent", agent_parser()), ("batch", batch_parser())):
         check(parser, section[name])
 
 
