@@ -166,6 +166,10 @@ class Session:
 
     # -- questions actions ask ----------------------------------------------------------
 
+    def admitted(self, job: JobInfo) -> bool:
+        """Inqueue (or running) — or any job at all when the conf has no enqueue action, as in Volcano."""
+        return job.inqueue or "enqueue" not in self.conf.actions
+
     def schedulable(self, job: JobInfo) -> bool:
         """Not held back by a missing PodGroup or queue, a closed queue, or a plugin's validity check."""
         if job.reason_kind in ("PodGroupNotFound", "QueueNotFound", "QueueClosed"):

@@ -61,7 +61,7 @@ def place_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
 
 
 def run(ssn: Session) -> None:
-    jobs = [j for j in ssn.jobs.values() if j.inqueue and _waiting(j) and ssn.schedulable(j)]
+    jobs = [j for j in ssn.jobs.values() if ssn.admitted(j) and _waiting(j) and ssn.schedulable(j)]
 
     def overused(queue: QueueInfo, remaining: list[JobInfo]) -> bool:
         refusal = ssn.tiers.overused(queue)

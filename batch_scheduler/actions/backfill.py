@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def run(ssn: Session) -> None:
     key = ssn.tiers.task_key()
-    for job in sorted((j for j in ssn.jobs.values() if j.inqueue), key=ssn.tiers.job_key()):
+    for job in sorted((j for j in ssn.jobs.values() if ssn.admitted(j)), key=ssn.tiers.job_key()):
         tasks = [t for t in job.pending() if t.best_effort]
         if not tasks or not ssn.schedulable(job):
             continue

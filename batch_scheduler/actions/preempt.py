@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def starving(ssn: Session, job: JobInfo) -> bool:
-    return job.inqueue and bool(job.pending()) and ssn.schedulable(job) and ssn.tiers.job_starving(job)
+    return ssn.admitted(job) and bool(job.pending()) and ssn.schedulable(job) and ssn.tiers.job_starving(job)
 
 
 def run(ssn: Session) -> None:

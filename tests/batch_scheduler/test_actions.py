@@ -1,0 +1,57 @@
+"""Actions end to end through a real session: what gets admitted, placed, kept or undone."""
+
+from __future__ import annotations
+
+from batch_scheduler.status import job_phase
+from tests.batch_scheduler.inputs import conf, podgroup, session, task
+from tests.builders import node
+
+PLUGINS = (["priority", "gang"], ["predicates", "proportion", "nodeorder"])
+
+
+def placed(ssn) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {t.name: t.node for batch in ssn.commits for t in batch}
+
+
+def test_without_an_enqueue_action_pending_jobs_are_allocated_directly() -> None:
+    pods = [task("a-0", group="a"), task("a-1", group="a")]
+    ssn = session(conf(*PLUGINS, actions="allocate"), [node("n1", cpu="4")], pods, podgroups=[podgroup("a", min_member=2)])
+    ssn.run()
+    assert placed(ssn) == {"a-0": "n1", "a-1": "n1"}
+
+
+def test_with_an_enqueue_action_a_pending_job_is_admitted_before_it_is_placed() -> None:
+    pods = [task("a-0", group="a")]
+    ssn = session(conf(*PLUGINS, actions="allocate, enqueue"), [node("n1", cpu="4")], pods, podgroups=[podgroup("a")])
+    ssn.run()  # allocate runs first: the job is still Pending then
+    assert placed(ssn) == {}
+    assert ssn.jobs["default/a"].phase == "Inqueue"
+
+
+def test_a_gang_that_cannot_be_whole_leaves_no_placement_and_says_how_far_it_got() -> None:
+    pods = [task(f"a-{i}", cpu="3", group="a") for i in range(3)]
+    ssn = session(conf(*PLUGINS), [node("n1", cpu="5"), node("n2", cpu="5")], pods, podgroups=[podgroup("a", min_member=3)])
+    ssn.run()
+    job = ssn.jobs["default/a"]
+    assert placed(ssn) == {}
+    assert ssn.columns.allocated[ssn.columns.resource_index["cpu"], :2].tolist() == [0, 0]  # undone
+    assert job.reason.startswith("gang: 2/3 tasks placeable, 1 short: task a-2: 0/2 nodes are available: 2 Insufficient cpu")
+    assert job_phase(job) == "Inqueue"
+
+
+def test_an_elastic_job_beyond_min_member_commits_its_gang_then_adds_tasks_one_by_one() -> None:
+    pods = [task(f"a-{i}", group="a") for i in range(4)]
+    ssn = session(conf(*PLUGINS), [node("n1", cpu="8")], pods, podgroups=[podgroup("a", min_member=2)])
+    ssn.run()
+    assert [len(batch) for batch in ssn.commits] == [2, 1, 1]
+    assert job_phase(ssn.jobs["default/a"]) == "Running"
+
+
+def test_backfill_places_best_effort_pods_the_allocate_action_leaves() -> None:
+    pods = [task("be", cpu=0, memory=0)]
+    ssn = session(conf(*PLUGINS, actions="enqueue, allocate"), [node("n1", cpu="1")], pods)
+    ssn.run()
+    assert placed(ssn) == {}
+    ssn = session(conf(*PLUGINS, actions="enqueue, allocate, backfill"), [node("n1", cpu="1")], pods)
+    ssn.run()
+    assert placed(ssn) == {"be": "n1"}
