@@ -4,21 +4,32 @@ The tasks of a gang are usually alike (same request, tolerations, selectors, aff
 For each distinct template the session computes once the nodes the predicates allow
 (everything but free resources, which does not change within a session), then the
 resource fit and the node scores over all nodes with numpy. Placing a task changes one
-node, so afterwards only the nodes changed since a template was last used are fitted and
-scored again — a handful of nodes, not thousands. Soft sharding's preference (own
-shard, then unowned, then others) is a penalty far larger than any score.
+node, so afterwards only the nodes changed since a template was last used are looked at
+again.
+
+Most of those changes are the template's own placements (a gang filling nodes), and for
+them nothing needs scoring: a node that took ``j`` tasks of the template since the
+session began looks, to the next task, exactly like the node at session start scored
+for ``j + 1`` tasks at once — every score depends on a node only through its allocated
+amounts plus the request (the NodeOrder contract). So *levels* of the whole score array,
+for ``j = 0, 1, 2, …`` tasks, are computed with numpy over all nodes, lazily, and a node's
+value after a placement is a lookup. A node another template or job touched is fitted and
+scored on its own.
+
+Soft sharding's preference (own shard, then unowned, then others) is a penalty far
+larger than any score.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from batch_scheduler.info import TaskInfo
-from cluster.predicates import resources_fit
 from cluster.resources import Resources
 from cluster.snapshot import Mask
 
@@ -26,27 +37,32 @@ if TYPE_CHECKING:
     from batch_scheduler.session import Session
 
 RANK_PENALTY = 1e9  # far above any sum of plugin scores
-MAX_TEMPLATES = 256
+MAX_TEMPLATES = 64
+MAX_LEVELS = 16  # beyond this many of its own tasks on one node, a node is scored on its own
+Values = npt.NDArray[np.float64]
+Template = tuple[Resources, bytes]
 
 
 @dataclass(eq=False)
 class _Template:
     task: TaskInfo  # any task of the template: scores depend only on what they share
     allowed: Mask  # the predicates' verdict without free resources
-    value: npt.NDArray[np.float64]  # score − shard penalty where the task fits now, else −inf
+    value: Values  # score − shard penalty where the task fits now, else −inf
     seen: int  # position in the session's change log up to which ``value`` is current
+    own: npt.NDArray[np.int64]  # per node: this template's tasks placed there, −1 once anything else changed it
+    levels: list[Values] = field(default_factory=list)  # levels[j]: value with j own tasks placed, at session start
 
 
 class Chooser:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.penalty = ssn.rank.astype(np.float64) * RANK_PENALTY
-        self.templates: dict[tuple[Resources, bytes], _Template] = {}
-        self.changes: list[int] = []  # node rows whose allocation changed, in order
+        self.templates: dict[Template, _Template] = {}
+        self.changes: list[tuple[int, Template, int]] = []  # (node row, template placed or removed, +1/−1)
 
-    def changed(self, node: str) -> None:
-        """A node's allocated figures changed (a statement placed or un-placed a task)."""
-        self.changes.append(self.ssn.columns.index[node])
+    def changed(self, node: str, task: TaskInfo, sign: int) -> None:
+        """A statement placed (+1) or took back (−1) a task on a node."""
+        self.changes.append((self.ssn.columns.index[node], task.template, sign))
 
     def choose(self, task: TaskInfo) -> int | None:
         """The best node row for the task right now, or None when it fits nowhere."""
@@ -58,41 +74,83 @@ class Chooser:
                 self.templates.clear()
             self.templates[key] = template
         elif template.seen < len(self.changes):
-            self._refresh(template)
-        i = int(np.argmax(template.value)) if len(template.value) else 0
-        if not len(template.value) or template.value[i] == -np.inf:
+            self._refresh(key, template)
+        if not len(template.value):
             return None
-        return i
+        i = int(np.argmax(template.value))
+        return None if template.value[i] == -np.inf else i
 
-    def _score(self, template: _Template, rows: npt.NDArray[np.intp]) -> None:
-        ssn = self.ssn
-        value = np.full(len(rows), -np.inf)
-        cols = ssn.columns
-        fits = template.allowed[rows].copy()
-        for name, amount in template.task.request.items():
+    def _values(self, task: TaskInfo, allowed: Mask, rows: npt.NDArray[np.intp] | None) -> Values:
+        """Fit and score of ``task`` on ``rows`` (every node when None) as the columns are now."""
+        ssn, cols = self.ssn, self.ssn.columns
+        sel: slice | npt.NDArray[np.intp] = slice(0, ssn.n) if rows is None else rows
+        fits = allowed[sel].copy()
+        for name, amount in task.request.items():
             if amount <= 0:
                 continue
             r = cols.resource_index.get(name)
             if r is None:
                 fits[:] = False
                 break
-            fits &= cols.allocated[r, rows] + amount <= cols.allocatable[r, rows]
-        ok = rows[fits]
+            fits &= cols.allocated[r, sel] + amount <= cols.allocatable[r, sel]
+        values = np.full(len(fits), -np.inf)
+        ok = np.flatnonzero(fits) if rows is None else rows[fits]
         if len(ok):
-            value[fits] = ssn.tiers.scores(ssn, template.task, ok) - self.penalty[ok]
-        template.value[rows] = value
+            values[fits] = ssn.tiers.scores(ssn, task, ok) - self.penalty[ok]
+        return values
 
     def _build(self, task: TaskInfo) -> _Template:
         ssn = self.ssn
         allowed = ssn.feasible(task, ignore_resources=True).mask.copy()
-        template = _Template(task=task, allowed=allowed, value=np.full(ssn.n, -np.inf), seen=len(self.changes))
-        fit, _ = resources_fit(ssn.columns, task.request)
-        rows = np.flatnonzero(allowed & fit)
-        if len(rows):
-            template.value[rows] = ssn.tiers.scores(ssn, task, rows) - self.penalty[rows]
-        return template
+        value = self._values(task, allowed, None)
+        return _Template(task=task, allowed=allowed, value=value, seen=len(self.changes),
+                         own=np.zeros(ssn.n, dtype=np.int64), levels=[value.copy()])
 
-    def _refresh(self, template: _Template) -> None:
-        rows = np.unique(np.array(self.changes[template.seen:], dtype=np.intp))
+    def _level(self, template: _Template, j: int) -> Values:
+        """Every node's value for the next task once ``j`` of the template's tasks are on it."""
+        while len(template.levels) <= j:
+            k = len(template.levels)
+            # Scored as one task asking k + 1 times the request, on the columns minus this
+            # template's own placements since — which is how the columns looked at the start
+            # for every node still at level k (the only ones that read it).
+            heavier = dataclasses.replace(template.task, request=template.task.request.scaled(k + 1))
+            template.levels.append(self._start_values(template, heavier))
+        return template.levels[j]
+
+    def _start_values(self, template: _Template, task: TaskInfo) -> Values:
+        cols = self.ssn.columns
+        placed = template.own > 0
+        if not placed.any():
+            return self._values(task, template.allowed, None)
+        # Take the template's own tasks back out of the columns for the computation.
+        rows = np.flatnonzero(placed)
+        request = template.task.request
+        taken = [(cols.resource_index[name], amount) for name, amount in request.items() if name in cols.resource_index]
+        for r, amount in taken:
+            cols.allocated[r, rows] -= template.own[rows] * amount
+        try:
+            return self._values(task, template.allowed, None)
+        finally:
+            for r, amount in taken:
+                cols.allocated[r, rows] += template.own[rows] * amount
+
+    def _refresh(self, key: Template, template: _Template) -> None:
+        own = template.own
+        touched: set[int] = set()
+        for row, changed_by, sign in self.changes[template.seen:]:
+            touched.add(row)
+            if own[row] >= 0 and changed_by == key:
+                own[row] += sign
+            else:
+                own[row] = -1
         template.seen = len(self.changes)
-        self._score(template, rows)
+        alone = []
+        for row in touched:
+            j = int(own[row])
+            if 0 <= j < MAX_LEVELS:
+                template.value[row] = self._level(template, j)[row]
+            else:
+                alone.append(row)
+        if alone:
+            rows = np.array(sorted(alone), dtype=np.intp)
+            template.value[rows] = self._values(template.task, template.allowed, rows)

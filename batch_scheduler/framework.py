@@ -102,7 +102,11 @@ class PredicateFilter(Protocol):
 @runtime_checkable
 class NodeOrder(Protocol):
     def node_scores(self, ssn: Session, task: TaskInfo, nodes: Index | None = None) -> Scores:
-        """A score per node (already weighted), higher is better; only for ``nodes`` when given."""
+        """A score per node (already weighted), higher is better; only for ``nodes`` when given.
+
+        A score may depend on a node's allocation only through allocated + ``task.request``
+        (the chooser scores "j more tasks like this one" as one task asking j + 1 times).
+        """
         ...
 
 

@@ -32,7 +32,7 @@ class Statement:
 
     def allocate(self, task: TaskInfo, node: str) -> None:
         self.ssn.columns.add(node, task.request)
-        self.ssn.chooser.changed(node)
+        self.ssn.chooser.changed(node, task, +1)
         task.status, task.node = TaskStatus.ALLOCATED, node
         self.ssn.account(task, +1)
         self.ops.append((Op.ALLOCATE, task, node))
@@ -54,7 +54,7 @@ class Statement:
         for op, task, node in reversed(self.ops):
             if op is Op.ALLOCATE:
                 self.ssn.columns.add(node, task.request.scaled(-1))
-                self.ssn.chooser.changed(node)
+                self.ssn.chooser.changed(node, task, -1)
                 self.ssn.account(task, -1)
                 task.status, task.node = TaskStatus.PENDING, ""
             elif op is Op.PIPELINE:
