@@ -82,7 +82,7 @@ class TaskInfo:
         spec = self.pod.spec
         return self.request, _encoder.encode((spec.tolerations, spec.node_selector, spec.affinity))
 
-    @property
+    @functools.cached_property
     def best_effort(self) -> bool:
         """Requests nothing but its pod slot (backfill places these)."""
         return all(v == 0 for k, v in self.request.items() if k != PODS)
@@ -127,7 +127,7 @@ class JobInfo:
         self.counts[task.status] += 1
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
-        if self.counts.total() != len(self.tasks):  # tasks added without add(): count them all again
+        if sum(self.counts.values()) != len(self.tasks):  # tasks added without add(): count them all again
             self.counts.clear()
             for t in self.tasks.values():
                 t.__dict__["_counts"] = self.counts

@@ -12,6 +12,7 @@ changed.
 from __future__ import annotations
 
 import datetime
+from collections import Counter
 import logging
 import os
 import time
@@ -34,6 +35,7 @@ from cluster.feed import Update
 from cluster.keys import Kind
 from cluster.model import PodGroup, PodGroupStatus, PriorityClass, Queue
 from cluster.records import TERMINAL_PHASES, Binding, Eviction, PodRecord
+from cluster.resources import Resources
 from cluster.snapshot import NodeColumns
 from cluster.store import Put, Store, Write
 
@@ -204,12 +206,14 @@ class BatchScheduler:
                           for tasks in jobs]
             results = await binder.commit_many(placements, gang=True)
             bindings: list[Binding] = []
+            assumed: Counter[tuple[str, Resources]] = Counter()
             for tasks, outcome in zip(jobs, results):
                 if all(isinstance(r, Committed) for r in outcome):
                     report.jobs_started += 1
                     for t in tasks:
                         bindings.append(Binding(uid=t.uid, namespace=t.namespace, name=t.name, node=t.node))
                         self._assume(t)
+                        assumed[t.node, t.request] += 1
                         if self.metrics is not None and t.uid in self.first_seen:
                             self.metrics.task_latency.observe((now - self.first_seen[t.uid]) * 1000)
                     continue
@@ -224,17 +228,19 @@ class BatchScheduler:
                                if not isinstance(r, Committed)), "")
                 job.reason, job.reason_kind = (f"placement lost a race with another scheduler ({detail}); "
                                                "retried next session"), "CommitConflict"
+            for (node, request), count in assumed.items():  # the cache takes them before the feed says so
+                if node in self.columns.index:
+                    self.columns.add(node, request.scaled(count))
             report.committed += len(bindings)
             if bindings:
                 await bind_committed(binder, self.bind_target, bindings)
 
     def _assume(self, task: TaskInfo) -> None:
-        """Record a committed placement in the cache before the feed reports it."""
+        """Record a committed pod as bound in the cache before the feed reports it (its node's
+        figures are taken in one step per node by the caller)."""
         record = self.pods.get(task.uid)
         if record is not None:
             self.pods[task.uid] = msgspec.structs.replace(record, node=task.node, accounted=task.node)
-        if task.node in self.columns.index:
-            self.columns.add(task.node, task.request)
         self.first_seen.pop(task.uid, None)
 
     async def _write_back(self, ssn: Session, report: SessionReport) -> None:

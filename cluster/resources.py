@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, NoReturn
 
 from cluster.quantity import QuantityError, format_amount, parse_quantity, to_amount
@@ -77,6 +77,20 @@ class Resources(Mapping[str, int]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._items
+
+    # The dict's own views and get: Mapping's generic ones go through __iter__ and
+    # __getitem__ per item, and resources are read in every scheduler's inner loops.
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._items.get(name, default)
+
+    def items(self) -> ItemsView[str, int]:
+        return self._items.items()
+
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def values(self) -> ValuesView[int]:
+        return self._items.values()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Resources):
