@@ -121,18 +121,26 @@ class JobInfo:
 
     counts: Counter[TaskStatus] = field(default_factory=Counter)
 
+    counted: int = 0  # tasks the counts cover
+
     def add(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
         task.__dict__["_counts"] = self.counts
         self.counts[task.status] += 1
+        self.counted += 1
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
-        if sum(self.counts.values()) != len(self.tasks):  # tasks added without add(): count them all again
-            self.counts.clear()
+        counts = self.counts
+        if self.counted != len(self.tasks):  # tasks added without add(): count them all again
+            counts.clear()
             for t in self.tasks.values():
-                t.__dict__["_counts"] = self.counts
-                self.counts[t.status] += 1
-        return sum(self.counts[s] for s in statuses)
+                t.__dict__["_counts"] = counts
+                counts[t.status] += 1
+            self.counted = len(self.tasks)
+        n = 0
+        for s in statuses:
+            n += counts[s]
+        return n
 
     @property
     def ready_count(self) -> int:
