@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 from typing import Any
 
 import msgspec
@@ -78,12 +79,20 @@ class RayWorker:
 
 
 def start_ray(address: str, num_cpus: int) -> None:
-    """Join ``address`` (a Ray cluster, or ``auto``), or start a local Ray sized to this machine."""
+    """Join ``address`` (a Ray cluster, or ``auto``), or start a local Ray sized to this machine.
+
+    Ray installs its own SIGTERM/SIGINT handlers in the driver; the caller's come back
+    afterwards, so that SIGTERM still unwinds the caller (and stops Ray) as it expects.
+    """
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     if address:
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     else:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         ray.init(num_cpus=num_cpus, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    for sig, handler in handlers.items():
+        if handler is not None:
+            signal.signal(sig, handler)
 
 
 def stop_ray() -> None:

@@ -33,6 +33,7 @@ from cluster.sim.workload import make_pod
 from cluster.store import Store
 
 AGENT = "agent-scheduler"
+STALL_S = 15.0
 
 
 class Run(msgspec.Struct):
@@ -102,9 +103,13 @@ async def one_run(url: str, args: argparse.Namespace, name: str, workers: int, c
         runner = asyncio.create_task(loop.run(stop))
         start = time.monotonic()
         await submit(store, pods, args.rate, created)
-        deadline = start + 600
-        while len(loop.bound) < args.pods and time.monotonic() < deadline:
+        # Until every pod is bound, or nothing more was bound for STALL_S (pods too big for
+        # any node's free room stay pending: reported as placed < pods, not waited for).
+        last, progress = len(loop.bound), time.monotonic()
+        while len(loop.bound) < args.pods and time.monotonic() - progress < STALL_S:
             await asyncio.sleep(0.01)
+            if len(loop.bound) != last:
+                last, progress = len(loop.bound), time.monotonic()
         end = max(loop.bound_at.values()) if loop.bound_at else time.monotonic()
         stop.set()
         await runner
@@ -141,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if not 0 < args.fill <= 1 or args.rate < 0:
         print(f"caldera bench agent: error: --fill {args.fill} must be in (0, 1] and --rate {args.rate} ≥ 0")
+        return 2
+    if args.fill * args.nodes * 16 / args.pods > 16:
+        need = int(args.fill * args.nodes) + 1
+        print(f"caldera bench agent: error: --pods {args.pods}: too few to fill {args.fill:g} of {args.nodes} nodes' cpu "
+              f"with pods that fit a 16-cpu node (expected at least {need})")
         return 2
     from agent_scheduler.actors import start_ray, stop_ray
 
