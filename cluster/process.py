@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
@@ -19,21 +19,51 @@ from cluster.lease import RedisLease
 from cluster.serving import HttpEndpoint
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+REDIS_URL_ENV = "CALDERA_REDIS_URL"
+REDIS_URL_FILE_ENV = "CALDERA_REDIS_URL_FILE"
 
 T = TypeVar("T")
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL, help=f"the store (default: {DEFAULT_REDIS_URL})")
+    parser.add_argument("--redis-url", default=None,
+                        help=f"the store, redis:// or rediss:// (default: ${REDIS_URL_ENV}, else the file in "
+                             f"--redis-url-file, else {DEFAULT_REDIS_URL})")
+    parser.add_argument("--redis-url-file", default=None,
+                        help=f"read the store's URL from this file, e.g. a mounted Secret, so a password never sits on "
+                             f"the command line (default: ${REDIS_URL_FILE_ENV})")
     parser.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
     parser.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics and /healthz; 0 picks a free one (default: 8080)")
     parser.add_argument("--leader-elect", action="store_true", help="act only while holding the leader lease, so replicas never both act")
 
 
+def resolve_redis_url(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
+    """The store's URL: ``--redis-url``, ``$CALDERA_REDIS_URL``, the file of ``--redis-url-file`` or
+    ``$CALDERA_REDIS_URL_FILE``, or the default — in that order. ValueError names a bad one."""
+    url: str | None = args.redis_url or environ.get(REDIS_URL_ENV) or None
+    source = "--redis-url" if args.redis_url else f"${REDIS_URL_ENV}"
+    path = args.redis_url_file or environ.get(REDIS_URL_FILE_ENV)
+    if url is None and path:
+        source = "--redis-url-file" if args.redis_url_file else f"${REDIS_URL_FILE_ENV}"
+        try:
+            with open(path, encoding="utf-8") as f:
+                url = f.read().strip()
+        except OSError as e:
+            raise ValueError(f"{source}: {path}: {e.strerror or e}") from None
+    if url is None:
+        return DEFAULT_REDIS_URL
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        shown = url if source != "--redis-url-file" and "@" not in url else "(hidden)"
+        raise ValueError(f"{source}: {shown!r} is not a Redis URL (expected redis://, rediss:// or unix://)")
+    return url
+
+
 def config_or_none(prog: str, args: argparse.Namespace, build: Callable[[argparse.Namespace], T]) -> T | None:
-    """The process's typed config from its flags; on a bad value, None after one line on stderr."""
+    """The process's typed config from its flags (the Redis URL resolved into ``args.redis_url``);
+    on a bad value, None after one line on stderr."""
     try:
         Keys(args.cluster)
+        args.redis_url = resolve_redis_url(args, os.environ)
         return build(args)
     except ValueError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)

@@ -197,3 +197,27 @@ async def test_the_conf_is_reloaded_when_the_file_changes_and_a_broken_one_keeps
     assert report.committed == 1
     groups = await store.list_objects(PodGroup)
     assert groups["default/g"].status.phase == "Running"
+
+
+async def test_the_store_url_can_come_from_a_file_so_no_password_is_on_the_command_line(
+        store: Store, redis_server: RedisServer, tmp_path: Path) -> None:
+    secret = tmp_path / "redis-url"
+    secret.write_text(redis_server.url + "\n")
+    await store.upsert_nodes(pool_nodes(NodePool(name="n", count=1, resources={"cpu": 8, "memory": "32Gi"})))
+    await store.write([Put(make_podgroup("g", min_member=1))])
+    await store.upsert_pods([make_pod("p", requests={"cpu": "1"}, scheduler="volcano", group="g")])
+    proc = caldera("batch-scheduler", "--redis-url-file", str(secret), "--cluster", store.keys.cluster,
+                   "--metrics-port", "0", "--schedule-period", "200ms")
+    try:
+        await _wait_line(proc, "serving", 30)
+        assert redis_server.url not in " ".join(str(a) for a in proc.args)  # only the file's path is
+        deadline = time.monotonic() + 20
+        while not (await store.list_pods())[0].node:
+            assert time.monotonic() < deadline, "the pod was never bound"
+            await asyncio.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
