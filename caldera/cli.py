@@ -11,12 +11,14 @@ from cluster.flags import Parser
 from agent_scheduler.main import main as agent_main
 from sharding.main import main as sharding_main
 from batch_scheduler.main import main as batch_main
+from cluster.kube.main import main as mirror_main
 
 
 PROCESSES = {
     "sharding": "run the sharding controller (caldera sharding --help for its flags)",
     "agent-scheduler": "run the agent scheduler (caldera agent-scheduler --help for its flags)",
     "batch-scheduler": "run the batch scheduler (caldera batch-scheduler --help for its flags)",
+    "mirror": "mirror a Kubernetes cluster into the store (caldera mirror --help for its flags)",
 }
 
 
@@ -46,7 +48,8 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in PROCESSES:
-        entry = {"sharding": sharding_main, "agent-scheduler": agent_main, "batch-scheduler": batch_main}[argv[0]]
+        entry = {"sharding": sharding_main, "agent-scheduler": agent_main, "batch-scheduler": batch_main,
+                 "mirror": mirror_main}[argv[0]]
         return entry(argv[1:], prog=f"caldera {argv[0]}")
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)

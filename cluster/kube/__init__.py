@@ -1,1 +1,1 @@
-"""Kubernetes integration: the mirror, CRDs, the bind target and leases (arrives with the Kubernetes issue)."""
+"""Kubernetes for real: the connection, the mirror of observed state into the store, and its process."""

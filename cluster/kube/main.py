@@ -1,0 +1,75 @@
+"""``caldera mirror``: keep the store equal to the Kubernetes cluster (Nodes, Pods, PodGroups, Queues,
+PriorityClasses)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable, Sequence
+
+import msgspec
+import redis.asyncio as aioredis
+import uvloop
+from prometheus_client import CollectorRegistry, Gauge
+
+from cluster.flags import Parser, parse_duration
+from cluster.keys import Keys
+from cluster.kube.connect import add_kube_flags, api_client
+from cluster.kube.mirror import Mirror
+from cluster.kube.reflector import kinds
+from cluster.process import add_common_flags, config_or_none, serve
+from cluster.store import Store
+
+
+class MirrorConfig(msgspec.Struct, frozen=True, kw_only=True):
+    kubeconfig: str | None
+    master: str | None
+    resync: float
+    watch_seconds: int
+
+
+def build_parser(prog: str = "caldera mirror") -> Parser:
+    p = Parser(prog=prog, description="Mirror the Kubernetes cluster's nodes, pods, PodGroups, Queues and "
+                                      "PriorityClasses into the store.")
+    p.add_argument("--resync-period", default="5m", help="list everything again this often (default: 5m)")
+    p.add_argument("--watch-timeout", default="60s", help="length of one watch request (default: 60s)")
+    add_kube_flags(p)
+    add_common_flags(p)
+    return p
+
+
+def parse_config(args: argparse.Namespace) -> MirrorConfig:
+    durations = {}
+    for flag, text in (("--resync-period", args.resync_period), ("--watch-timeout", args.watch_timeout)):
+        try:
+            durations[flag] = parse_duration(text)
+        except ValueError as e:
+            raise ValueError(f"{flag}: {e}") from None
+        if durations[flag] < 1:
+            raise ValueError(f"{flag}: {text!r} (expected at least 1s)")
+    if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
+        raise ValueError(f"--kube-api-qps {args.kube_api_qps} / --kube-api-burst {args.kube_api_burst} (expected positive)")
+    api_client(args.kubeconfig, args.master)  # refuse a bad kubeconfig or master at start
+    return MirrorConfig(kubeconfig=args.kubeconfig, master=args.master, resync=durations["--resync-period"],
+                        watch_seconds=int(durations["--watch-timeout"]))
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "caldera mirror") -> int:
+    args = build_parser(prog).parse_args(argv)
+    config = config_or_none(prog, args, parse_config)
+    if config is None:
+        return 2
+    registry = CollectorRegistry()
+    relists = Gauge("caldera_mirror_lists", "Listings per kind since start (start, 410 Gone, broken watch, resync).",
+                    ["kind"], registry=registry)
+
+    async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
+        mirror = Mirror(Store(client, keys), kinds(api_client(config.kubeconfig, config.master)),
+                        watch_seconds=config.watch_seconds, resync_seconds=config.resync)
+        for r in mirror.reflectors:
+            relists.labels(r.kind.kind.value).set_function(lambda r=r: r.lists)  # type: ignore[misc]
+        print("mirror: following the cluster", flush=True)
+        await mirror.run(stop)
+
+    uvloop.run(serve(args, "mirror", registry, body))
+    return 0

@@ -1,0 +1,58 @@
+"""The Kubernetes bind target and evictor against the in-repo API server."""
+
+from __future__ import annotations
+
+import kubernetes
+
+from binder.kube import KubeTarget
+from cluster.records import BindFailure, Binding, Eviction
+from tests.kubeapi.fixtures import kube_api  # noqa: F401
+from tests.kubeapi.server import KubeAPIServer
+
+
+def pod_body(name: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}}
+
+
+async def test_bindings_land_and_a_bound_or_missing_pod_is_a_failure_to_release(kube_api: KubeAPIServer) -> None:  # noqa: F811
+    api = kubernetes.client.ApiClient(kube_api.configuration())
+    core = kubernetes.client.CoreV1Api(api)
+    for name in ("a", "b"):
+        core.create_namespaced_pod("default", pod_body(name))
+    target = KubeTarget(api, qps=100, burst=10, backoff=0.01)
+    try:
+        first = await target.bind([Binding(uid="ua", namespace="default", name="a", node="n1"),
+                                   Binding(uid="ub", namespace="default", name="b", node="n2"),
+                                   Binding(uid="uc", namespace="default", name="ghost", node="n1")])
+        assert first[:2] == [None, None]
+        assert first[2] == BindFailure(reason="pod not found")
+        assert core.read_namespaced_pod("a", "default").spec.node_name == "n1"
+        assert core.read_namespaced_pod("b", "default").spec.node_name == "n2"
+        again = await target.bind([Binding(uid="ua", namespace="default", name="a", node="n2")])
+        assert again == [BindFailure(reason="pod already bound")]
+        assert core.read_namespaced_pod("a", "default").spec.node_name == "n1"
+        evicted = await target.evict([Eviction(uid="ub", namespace="default", name="b", node="n2", reason="preempted by default/x"),
+                                      Eviction(uid="uz", namespace="default", name="ghost", node="n1", reason="x")])
+        assert evicted == [None, BindFailure(reason="pod not found")]
+        names = [p.metadata.name for p in core.list_namespaced_pod("default").items]
+        assert names == ["a"]
+    finally:
+        target.close()
+
+
+async def test_the_pace_holds_the_call_rate_to_qps_after_the_burst(kube_api: KubeAPIServer) -> None:  # noqa: F811
+    import time
+    api = kubernetes.client.ApiClient(kube_api.configuration())
+    core = kubernetes.client.CoreV1Api(api)
+    for i in range(12):
+        core.create_namespaced_pod("default", pod_body(f"p{i}"))
+    target = KubeTarget(api, qps=20, burst=2)
+    try:
+        start = time.monotonic()
+        out = await target.bind([Binding(uid=f"u{i}", namespace="default", name=f"p{i}", node="n") for i in range(12)])
+        took = time.monotonic() - start
+    finally:
+        target.close()
+    assert out == [None] * 12
+    assert took >= (12 - 2) / 20 * 0.9  # 2 at once, then 20 per second
