@@ -12,8 +12,11 @@ import ray
 import redis.asyncio as aioredis
 
 from agent_scheduler.worker import BatchResult, Worker, WorkerConfig
+from binder.bind import BindTarget
 from binder.commit import Binder
+from binder.kube import KubeTarget
 from cluster.keys import Keys
+from cluster.kube.connect import KubeConnection
 from cluster.sim.cluster import SimBindTarget
 from cluster.store import Store
 
@@ -22,6 +25,7 @@ class ActorSpec(msgspec.Struct, frozen=True, kw_only=True):
     redis_url: str
     cluster: str
     worker: WorkerConfig
+    kube: KubeConnection | None = None  # None: bind in the simulator
 
 
 @ray.remote(num_cpus=0)
@@ -32,6 +36,7 @@ class WorkerActor:
         self.spec = msgspec.msgpack.decode(spec, type=ActorSpec)
         self.worker: Worker | None = None
         self.client: aioredis.Redis | None = None
+        self.kube: KubeTarget | None = None
 
     async def start(self) -> int:
         self.client = aioredis.Redis.from_url(self.spec.redis_url)
@@ -39,7 +44,10 @@ class WorkerActor:
         store = Store(self.client, keys)
         core = self.spec.worker.core
         binder = Binder(self.client, keys, core.scheduler, sharding=core.sharding, coarse=self.spec.worker.coarse)
-        self.worker = Worker(store, binder, SimBindTarget(store), self.spec.worker)
+        kube = self.spec.kube
+        self.kube = KubeTarget(kube.client(), qps=kube.qps, burst=kube.burst) if kube is not None else None
+        target: BindTarget = self.kube if self.kube is not None else SimBindTarget(store)
+        self.worker = Worker(store, binder, target, self.spec.worker)
         await self.worker.start()
         return os.getpid()
 
@@ -52,6 +60,8 @@ class WorkerActor:
             await self.worker.stop()
         if self.client is not None:
             await self.client.aclose()
+        if self.kube is not None:
+            self.kube.close()
 
 
 class RayWorker:

@@ -20,6 +20,7 @@ from agent_scheduler.worker import WorkerConfig
 from binder.metrics import BinderMetrics
 from cluster.flags import Parser
 from cluster.keys import Keys
+from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
 from cluster.process import add_common_flags, config_or_none, serve
 from cluster.shard import ShardingMode
 from cluster.store import Store
@@ -40,6 +41,7 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
     p.add_argument("--sharding-mode", default="soft", choices=[m.value for m in ShardingMode],
                    help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)")
     p.add_argument("--ray-address", default="", help="empty: start a local Ray sized to this machine; auto or an address: join (default: empty)")
+    add_kube_flags(p)
     add_common_flags(p)
     return p
 
@@ -60,6 +62,15 @@ def parse_weights(text: str) -> dict[str, float]:
     return weights
 
 
+class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
+    worker: WorkerConfig
+    kube: KubeConnection | None  # None: bind in the simulator
+
+
+def agent_config(args: argparse.Namespace) -> AgentConfig:
+    return AgentConfig(worker=worker_config(args), kube=kube_connection(args, os.environ))
+
+
 def worker_config(args: argparse.Namespace) -> WorkerConfig:
     for flag in ("workers", "batch_size", "candidates", "inflight"):
         if getattr(args, flag) < 1:
@@ -73,9 +84,10 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler") -> int:
     args = build_parser(prog).parse_args(argv)
-    config = config_or_none(prog, args, worker_config)
-    if config is None:
+    agent = config_or_none(prog, args, agent_config)
+    if agent is None:
         return 2
+    config = agent.worker
     from agent_scheduler.actors import ActorSpec, RayWorker, start_ray, stop_ray
 
     registry = CollectorRegistry()
@@ -89,7 +101,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler
         workers = []
         try:
             for i in range(args.workers):
-                spec = ActorSpec(redis_url=args.redis_url, cluster=keys.cluster,
+                spec = ActorSpec(redis_url=args.redis_url, cluster=keys.cluster, kube=agent.kube,
                                  worker=WorkerConfig(core=msgspec.structs.replace(config.core, worker=i, workers=args.workers),
                                                      max_retries=config.max_retries, seed=i))
                 workers.append(RayWorker(f"w{i}", spec))

@@ -1,5 +1,8 @@
 """``caldera batch-scheduler`` / ``python -m batch_scheduler``: the batch scheduler process.
 
+With ``--kubeconfig`` or ``--master`` (or inside a pod) it binds and evicts through the
+Kubernetes API; without, in the simulator (the store alone), as the demo runs it.
+
 It keeps its cache current from the feed and runs a session every ``--schedule-period``,
 counted from the end of the previous session (a slow session never overlaps the next).
 The conf file is re-read when it changes; a broken file keeps the previous conf.
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable, Sequence
 
 import redis.asyncio as aioredis
@@ -20,10 +24,13 @@ from batch_scheduler.conf import load_conf
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
 from batch_scheduler.session import SessionConfig
+from binder.bind import BindTarget, Evictor
+from binder.kube import KubeTarget
 from binder.metrics import BinderMetrics
 from cluster.feed import Informer
 from cluster.flags import Parser, parse_duration
 from cluster.keys import Keys
+from cluster.kube.connect import add_kube_flags, kube_connection
 from cluster.process import add_common_flags, config_or_none, serve
 from cluster.shard import ShardingMode
 from cluster.sim.cluster import SimBindTarget, SimEvictor
@@ -41,6 +48,7 @@ def build_parser(prog: str = "caldera batch-scheduler") -> Parser:
                    help="queue of jobs that name none; exists implicitly with weight 1 (default: default)")
     p.add_argument("--sharding-mode", default="soft", choices=[m.value for m in ShardingMode],
                    help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)")
+    add_kube_flags(p)
     add_common_flags(p)
     return p
 
@@ -60,6 +68,7 @@ def parse_config(args: argparse.Namespace) -> SchedulerConfig:
         raise ValueError("--default-queue: '' (expected a queue name)")
     load_conf(args.scheduler_conf)  # refuse a bad conf at start
     return SchedulerConfig(names=names, period=period, conf_path=args.scheduler_conf,
+                           kube=kube_connection(args, os.environ),
                            session=SessionConfig(scheduler=names[0], sharding=ShardingMode(args.sharding_mode),
                                                  default_queue=args.default_queue))
 
@@ -95,10 +104,19 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
 
     async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
         store = Store(client, keys)
-        scheduler = BatchScheduler(store, load_conf(config.conf_path), config, bind_target=SimBindTarget(store),
-                                   evictor=SimEvictor(store), metrics=metrics, binder_metrics=binder_metrics)
-        print(f"batch-scheduler: serving {', '.join(config.names)}; actions {', '.join(scheduler.conf.actions)}", flush=True)
-        await run_scheduler(scheduler, Informer(store, KINDS, block_ms=200), config.period, stop, leading)
+        kube = KubeTarget(config.kube.client(), qps=config.kube.qps, burst=config.kube.burst) if config.kube else None
+        target: BindTarget = kube if kube is not None else SimBindTarget(store)
+        evictor: Evictor = kube if kube is not None else SimEvictor(store)
+        scheduler = BatchScheduler(store, load_conf(config.conf_path), config, bind_target=target,
+                                   evictor=evictor, metrics=metrics, binder_metrics=binder_metrics)
+        where = "Kubernetes" if kube is not None else "the simulator"
+        print(f"batch-scheduler: serving {', '.join(config.names)} in {where}; actions {', '.join(scheduler.conf.actions)}",
+              flush=True)
+        try:
+            await run_scheduler(scheduler, Informer(store, KINDS, block_ms=200), config.period, stop, leading)
+        finally:
+            if kube is not None:
+                kube.close()
 
     uvloop.run(serve(args, "batch-scheduler", registry, body))
     return 0

@@ -33,6 +33,7 @@ from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement
 from cluster.feed import Update
 from cluster.keys import Kind
+from cluster.kube.connect import KubeConnection
 from cluster.model import PodGroup, PodGroupStatus, PriorityClass, Queue
 from cluster.records import TERMINAL_PHASES, Binding, Eviction, PodRecord
 from cluster.resources import Resources
@@ -50,6 +51,7 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
     period: float = 1.0
     conf_path: str | None = None
+    kube: KubeConnection | None = None  # None: bind and evict in the simulator
 
 
 @dataclass

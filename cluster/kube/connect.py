@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 
 import kubernetes
+import msgspec
 from kubernetes import client as k8s
 
 IN_CLUSTER_HOST_ENV = "KUBERNETES_SERVICE_HOST"
@@ -42,3 +44,29 @@ def api_client(kubeconfig: str | None, master: str | None) -> k8s.ApiClient:
             raise ValueError(f"--master: {master!r} (expected an http:// or https:// address)")
         config.host = master
     return k8s.ApiClient(config)
+
+
+class KubeConnection(msgspec.Struct, frozen=True, kw_only=True):
+    """How to reach the API server (a process passes it on, e.g. to its Ray workers)."""
+
+    kubeconfig: str | None = None
+    master: str | None = None
+    qps: float = 50.0
+    burst: int = 100
+
+    def client(self) -> k8s.ApiClient:
+        return api_client(self.kubeconfig, self.master)
+
+
+def kube_connection(args: argparse.Namespace, environ: Mapping[str, str]) -> KubeConnection | None:
+    """The cluster to bind in: given by ``--kubeconfig``/``--master``, or the one this pod runs in;
+    None means the simulator (the store alone). Checks the connection's settings (ValueError, one line)."""
+    if not (args.kubeconfig or args.master or environ.get(IN_CLUSTER_HOST_ENV)):
+        return None
+    if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
+        raise ValueError(f"--kube-api-qps {args.kube_api_qps} / --kube-api-burst {args.kube_api_burst} "
+                         "(expected a positive rate and a burst of at least 1)")
+    connection = KubeConnection(kubeconfig=args.kubeconfig, master=args.master, qps=args.kube_api_qps,
+                                burst=args.kube_api_burst)
+    connection.client()  # a bad kubeconfig or master fails here, at start
+    return connection

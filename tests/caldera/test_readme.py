@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agent_scheduler.main import build_parser as agent_parser
 from batch_scheduler.main import build_parser as batch_parser
+from cluster.kube.main import build_parser as mirror_parser
 from sharding.main import build_parser as sharding_parser
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
@@ -15,8 +16,10 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 def test_every_process_flag_is_in_the_readme_with_its_default() -> None:
     section = {"sharding": README.split("`caldera sharding`:")[1].split("\n\n`")[0],
                "agent": README.split("`caldera agent-scheduler`:")[1].split("\n\n`")[0],
-               "batch": README.split("`caldera batch-scheduler`:")[1].split("## ")[0]}
-    for name, parser in (("sharding", sharding_parser()), ("agent", agent_parser()), ("batch", batch_parser())):
+               "batch": README.split("`caldera batch-scheduler`:")[1].split("\n\n`")[0],
+               "mirror": README.split("`caldera mirror`:")[1].split("## ")[0]}
+    for name, parser in (("sharding", sharding_parser()), ("agent", agent_parser()), ("batch", batch_parser()),
+                         ("mirror", mirror_parser())):
         check(parser, section[name])
 
 

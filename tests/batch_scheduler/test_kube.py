@@ -1,0 +1,81 @@
+"""The batch scheduler on Kubernetes: the mirror fills the store from the API server, the batch
+scheduler binds through `pods/binding` — both as their own processes, with `--master`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import kubernetes
+
+from cluster.audit import audit
+from cluster.redis_server import RedisServer
+from cluster.store import Store
+from tests.kubeapi.fixtures import kube_api  # noqa: F401
+from tests.kubeapi.server import KubeAPIServer
+
+
+def caldera(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "caldera", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def node_body(name: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2", "pods": "110"}}}
+
+
+def pod_body(name: str, group: str, gpu: int) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml", "annotations": {"scheduling.k8s.io/group-name": group}},
+            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x", "resources": {
+                "requests": {"cpu": "1", "nvidia.com/gpu": str(gpu)}, "limits": {"nvidia.com/gpu": str(gpu)}}}]}}
+
+
+async def test_gangs_created_with_the_official_client_are_bound_through_the_binding_subresource(
+        store: Store, redis_server: RedisServer, kube_api: KubeAPIServer) -> None:  # noqa: F811
+    api = kubernetes.client.ApiClient(kube_api.configuration())
+    core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
+    for name in ("n1", "n2"):
+        core.create_node(node_body(name))
+    for group, size, gpu in (("fits", 3, 1), ("too-big", 2, 3)):
+        custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "ml", "podgroups", {
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": group, "namespace": "ml"}, "spec": {"minMember": size}})
+        for i in range(size):
+            core.create_namespaced_pod("ml", pod_body(f"{group}-{i}", group, gpu))
+    common = ["--master", kube_api.url, "--redis-url", redis_server.url, "--cluster", store.keys.cluster,
+              "--metrics-port", "0"]
+    procs = [caldera("mirror", *common, "--watch-timeout", "5s"),
+             caldera("batch-scheduler", *common, "--schedule-period", "200ms")]
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            pods = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod("ml").items}
+            if all(pods[f"fits-{i}"] for i in range(3)):
+                break
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), (
+                pods, [p.stderr.read() if p.poll() is not None and p.stderr else "" for p in procs])
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(1.0)  # a few more sessions: the gang that cannot fit must stay unbound
+        pods = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod("ml").items}
+        assert not pods["too-big-0"] and not pods["too-big-1"]
+        reasons = await store.reasons("volcano")
+        records = {r.name: r for r in await store.list_pods()}
+        why = reasons[records["too-big-0"].uid]
+        assert why.startswith("gang: 0/2 tasks placeable, 2 short: ") and "nvidia.com/gpu" in why, why
+        assert {n: r.node for n, r in records.items()} == {n: (node or "") for n, node in pods.items()}  # store == server
+        assert await audit(store) == []
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            p.wait(timeout=20)
+            assert p.returncode == 0, p.stderr.read() if p.stderr else ""
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
