@@ -11,7 +11,6 @@ other errors and broken connections are retried with backoff, then reported.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -19,29 +18,11 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from cluster.kube.pacing import Pacer
 from cluster.records import BindFailure, Binding, Eviction
 
 FINAL = {404: "pod not found", 409: "pod already bound", 422: "binding refused"}
 ATTEMPTS = 4
-
-
-class Pacer:
-    """A token bucket: ``qps`` calls per second on average, up to ``burst`` at once."""
-
-    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.qps, self.burst, self.clock = qps, burst, clock
-        self.tokens = float(burst)
-        self.at = clock()
-
-    async def take(self) -> None:
-        while True:
-            now = self.clock()
-            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.qps)
-            self.at = now
-            if self.tokens >= 1:
-                self.tokens -= 1
-                return
-            await asyncio.sleep((1 - self.tokens) / self.qps)
 
 
 def _status(call: Callable[[], Any]) -> int:

@@ -17,6 +17,7 @@ from cluster.keys import Keys
 from cluster.kube.connect import add_kube_flags, api_client
 from cluster.kube.mirror import Mirror
 from cluster.kube.reflector import kinds
+from cluster.kube.writeback import WriteBack
 from cluster.process import add_common_flags, config_or_none, serve
 from cluster.store import Store
 
@@ -26,6 +27,9 @@ class MirrorConfig(msgspec.Struct, frozen=True, kw_only=True):
     master: str | None
     resync: float
     watch_seconds: int
+    schedulers: tuple[str, ...]
+    qps: float
+    burst: int
 
 
 def build_parser(prog: str = "caldera mirror") -> Parser:
@@ -33,6 +37,8 @@ def build_parser(prog: str = "caldera mirror") -> Parser:
                                       "PriorityClasses into the store.")
     p.add_argument("--resync-period", default="5m", help="list everything again this often (default: 5m)")
     p.add_argument("--watch-timeout", default="60s", help="length of one watch request (default: 60s)")
+    p.add_argument("--event-schedulers", default="volcano,agent-scheduler",
+                   help="schedulerNames whose pods get Scheduled/FailedScheduling Events (default: volcano,agent-scheduler)")
     add_kube_flags(p)
     add_common_flags(p)
     return p
@@ -50,8 +56,10 @@ def parse_config(args: argparse.Namespace) -> MirrorConfig:
     if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
         raise ValueError(f"--kube-api-qps {args.kube_api_qps} / --kube-api-burst {args.kube_api_burst} (expected positive)")
     api_client(args.kubeconfig, args.master)  # refuse a bad kubeconfig or master at start
+    schedulers = tuple(n.strip() for n in args.event_schedulers.split(",") if n.strip())
     return MirrorConfig(kubeconfig=args.kubeconfig, master=args.master, resync=durations["--resync-period"],
-                        watch_seconds=int(durations["--watch-timeout"]))
+                        watch_seconds=int(durations["--watch-timeout"]), schedulers=schedulers,
+                        qps=args.kube_api_qps, burst=args.kube_api_burst)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera mirror") -> int:
@@ -62,14 +70,23 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera mirror") -> int
     registry = CollectorRegistry()
     relists = Gauge("caldera_mirror_lists", "Listings per kind since start (start, 410 Gone, broken watch, resync).",
                     ["kind"], registry=registry)
+    patched = Gauge("caldera_mirror_status_patches", "PodGroup and Queue statuses written to the API server since start.",
+                    registry=registry)
+    events = Gauge("caldera_mirror_events", "Events created since start.", registry=registry)
 
     async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
-        mirror = Mirror(Store(client, keys), kinds(api_client(config.kubeconfig, config.master)),
-                        watch_seconds=config.watch_seconds, resync_seconds=config.resync)
+        store, api = Store(client, keys), api_client(config.kubeconfig, config.master)
+        writeback = WriteBack(store, api, schedulers=config.schedulers, qps=config.qps, burst=config.burst)
+        mirror = Mirror(store, kinds(api), watch_seconds=config.watch_seconds, resync_seconds=config.resync,
+                        observe=writeback.observe)
         for r in mirror.reflectors:
             relists.labels(r.kind.kind.value).set_function(lambda r=r: r.lists)  # type: ignore[misc]
+        patched.set_function(lambda: writeback.patched)
+        events.set_function(lambda: writeback.events)
         print("mirror: following the cluster", flush=True)
-        await mirror.run(stop)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(mirror.run(stop), name="mirror")
+            tg.create_task(writeback.run(stop), name="writeback")
 
     uvloop.run(serve(args, "mirror", registry, body))
     return 0

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cluster.keys import Kind
@@ -39,8 +39,10 @@ def store_name(kind: Kind, obj: Any) -> str:
 
 class Mirror:
     def __init__(self, store: Store, kinds: Sequence[KubeKind], *, watch_seconds: int = 60,
-                 resync_seconds: float = 300.0) -> None:
+                 resync_seconds: float = 300.0, observe: Callable[[Kind, Any], None] | None = None) -> None:
+        """``observe`` sees every object as the API server reported it (the write-back's baseline)."""
         self.store = store
+        self.observe = observe
         self.reflectors = [Reflector(k, self._sink, watch_seconds=watch_seconds, resync_seconds=resync_seconds)
                            for k in kinds]
         self.listed: set[Kind] = set()
@@ -107,6 +109,9 @@ class Mirror:
             self.synced.set()
 
     async def _write(self, kind: Kind, objects: Sequence[Any], gone: Sequence[str]) -> None:
+        if self.observe is not None:
+            for obj in objects:
+                self.observe(kind, obj)
         for i in range(0, len(objects), CHUNK):
             await self._upsert(kind, objects[i: i + CHUNK])
         if not gone:

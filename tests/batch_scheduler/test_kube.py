@@ -70,6 +70,22 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
         assert why.startswith("gang: 0/2 tasks placeable, 2 short: ") and "nvidia.com/gpu" in why, why
         assert {n: r.node for n, r in records.items()} == {n: (node or "") for n, node in pods.items()}  # store == server
         assert await audit(store) == []
+
+        def written_back() -> bool:
+            groups = {g["metadata"]["name"]: g.get("status") or {} for g in custom.list_namespaced_custom_object(
+                "scheduling.volcano.sh", "v1beta1", "ml", "podgroups")["items"]}
+            events = [(e.involved_object.kind, e.involved_object.name, e.reason)
+                      for e in core.list_namespaced_event("ml").items]
+            return (groups["fits"].get("phase") == "Running" and groups["too-big"].get("phase") == "Inqueue"
+                    and ("Pod", "fits-0", "Scheduled") in events and ("Pod", "too-big-0", "FailedScheduling") in events
+                    and ("PodGroup", "too-big", "FailedScheduling") in events)
+        deadline = time.monotonic() + 20
+        while not written_back():
+            assert time.monotonic() < deadline, "status and events were not written back"
+            await asyncio.sleep(0.2)
+        pending = custom.get_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "ml", "podgroups", "too-big")
+        condition = pending["status"]["conditions"][0]
+        assert condition["type"] == "Unschedulable" and "nvidia.com/gpu" in condition["message"]
         for p in procs:
             p.send_signal(signal.SIGTERM)
         for p in procs:

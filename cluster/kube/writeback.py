@@ -1,0 +1,165 @@
+"""What the schedulers decided, written back to the API server: PodGroup and Queue status, and Events.
+
+The schedulers write status and reasons into the store only; the mirror process carries
+them to Kubernetes, so users see them with ``kubectl``:
+
+- a PodGroup's or Queue's status in the store that differs from the last one the API
+  server reported is merge-patched onto its ``/status`` subresource;
+- ``FailedScheduling`` Events (Warning) on each waiting pod with its reason, and on a
+  PodGroup whose condition says why it is Unschedulable; ``Scheduled`` (Normal) when a pod
+  of a served scheduler is seen bound. An object gets an Event when its reason changes,
+  and the same one again at most every ``repeat`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import msgspec
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from cluster.feed import Informer
+from cluster.keys import Kind
+from cluster.kube.pacing import Pacer
+from cluster.model import Pod, PodGroup, Queue
+from cluster.store import Store
+
+log = logging.getLogger("caldera.writeback")
+VOLCANO = ("scheduling.volcano.sh", "v1beta1")
+COMPONENT = "caldera"
+
+
+def _now(wall: Callable[[], float]) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(wall(), datetime.timezone.utc)
+
+
+class WriteBack:
+    def __init__(self, store: Store, api: k8s.ApiClient, *, schedulers: Sequence[str], qps: float = 50.0, burst: int = 100,
+                 repeat: float = 60.0, clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.core = k8s.CoreV1Api(api)
+        self.custom = k8s.CustomObjectsApi(api)
+        self.schedulers = tuple(schedulers)
+        self.pacer = Pacer(qps, burst)
+        self.repeat = repeat
+        self.clock, self.wall = clock, wall
+        self.seen: dict[tuple[Kind, str], Any] = {}  # the status the API server last reported
+        self.bound: dict[str, str] = {}  # pod uid -> node, as last seen from the API server
+        self.said: dict[str, tuple[str, float]] = {}  # object -> (last event message, when)
+        self.patched = 0
+        self.events = 0
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kube-writeback")
+        self._pending: list[tuple[str, str, dict[str, Any], str, str, str]] = []
+
+    # -- what the API server reported (the mirror calls this for every object it applies) --
+
+    def observe(self, kind: Kind, obj: Any) -> None:
+        if kind is Kind.PODGROUP and isinstance(obj, PodGroup):
+            self.seen[kind, f"{obj.namespace}/{obj.name}"] = obj.status
+        elif kind is Kind.QUEUE and isinstance(obj, Queue):
+            self.seen[kind, obj.name] = obj.status
+        elif kind is Kind.POD and isinstance(obj, Pod):
+            was = self.bound.get(obj.uid)
+            self.bound[obj.uid] = obj.node_name
+            if obj.node_name and not was and obj.scheduler_name in self.schedulers:
+                self._event(obj.namespace, obj.name, {"kind": "Pod", "apiVersion": "v1", "uid": obj.uid}, "Normal",
+                            "Scheduled", f"Successfully assigned {obj.namespace}/{obj.name} to {obj.node_name}")
+
+    # -- the loop ---------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        informer = Informer(self.store, [Kind.PODGROUP, Kind.QUEUE], block_ms=200)
+
+        async def statuses() -> None:
+            async for update in informer.updates():
+                for kind, objects in update.objects.items():
+                    for name, obj in objects.items():
+                        if obj is not None:
+                            await self._status(kind, name, obj)
+
+        follower = asyncio.create_task(statuses(), name="writeback-status")
+        try:
+            while not stop.is_set():
+                await self._reasons()
+                await self._flush()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await stop.wait()
+        finally:
+            informer.stop()
+            await follower
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _call(self, call: Callable[[], Any]) -> bool:
+        await self.pacer.take()
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._pool, call)
+            return True
+        except ApiException as e:
+            log.warning("API server refused a write-back (%s %s)", e.status, e.reason)
+        except Exception as e:  # a broken connection: the next change or resync writes again
+            log.warning("write-back failed: %s", e)
+        return False
+
+    async def _status(self, kind: Kind, name: str, obj: Any) -> None:
+        if kind not in (Kind.PODGROUP, Kind.QUEUE) or self.seen.get((kind, name)) == obj.status:
+            return
+        if (kind, name) not in self.seen:
+            return  # not (yet) in the cluster: nothing to patch
+        body = {"status": msgspec.to_builtins(obj.status)}
+        if kind is Kind.PODGROUP:
+            namespace, _, short = name.partition("/")
+            call: Callable[[], Any] = lambda: self.custom.patch_namespaced_custom_object_status(  # noqa: E731
+                *VOLCANO, namespace, "podgroups", short, body, _content_type="application/merge-patch+json")
+        else:
+            call = lambda: self.custom.patch_cluster_custom_object_status(  # noqa: E731
+                *VOLCANO, "queues", name, body, _content_type="application/merge-patch+json")
+        if await self._call(call):
+            self.seen[kind, name] = obj.status
+            self.patched += 1
+        if kind is Kind.PODGROUP and obj.status.conditions and obj.status.conditions[0].type == "Unschedulable":
+            self._event(obj.namespace, obj.name, {"kind": "PodGroup", "apiVersion": "/".join(VOLCANO), "uid": obj.metadata.uid},
+                        "Warning", "FailedScheduling", obj.status.conditions[0].message)
+
+    async def _reasons(self) -> None:
+        for scheduler in self.schedulers:
+            reasons = await self.store.reasons(scheduler)
+            if not reasons:
+                continue
+            records = await self.store.get_pods(list(reasons))
+            for uid, reason in reasons.items():
+                record = records.get(uid)
+                if record is not None and not record.node:
+                    self._event(record.namespace, record.name, {"kind": "Pod", "apiVersion": "v1", "uid": uid},
+                                "Warning", "FailedScheduling", reason)
+
+    def _event(self, namespace: str, name: str, ref: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """Queue an Event unless the object got the same one less than ``repeat`` seconds ago."""
+        key = f"{ref['kind']}/{namespace}/{name}/{reason}"
+        last = self.said.get(key)
+        now = self.clock()
+        if last is not None and last[0] == message and now - last[1] < self.repeat:
+            return
+        self.said[key] = (message, now)
+        self._pending.append((namespace, name, ref, type_, reason, message))
+
+    async def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        when = _now(self.wall)
+        for namespace, name, ref, type_, reason, message in pending:
+            event = k8s.CoreV1Event(
+                metadata=k8s.V1ObjectMeta(generate_name=f"{name}.", namespace=namespace),
+                involved_object=k8s.V1ObjectReference(namespace=namespace, name=name, **{
+                    "kind": ref["kind"], "api_version": ref["apiVersion"], "uid": ref.get("uid") or None}),
+                reason=reason, message=message[:1024], type=type_, count=1, first_timestamp=when, last_timestamp=when,
+                source=k8s.V1EventSource(component=COMPONENT), reporting_component=COMPONENT)
+            if await self._call(lambda event=event, namespace=namespace: self.core.create_namespaced_event(namespace, event)):  # type: ignore[misc]
+                self.events += 1
