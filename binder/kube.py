@@ -11,6 +11,7 @@ other errors and broken connections are retried with backoff, then reported.
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -75,7 +76,8 @@ class KubeTarget:
         return list(await asyncio.gather(*(self._call(post(b), {200, 201}) for b in bindings)))
 
     async def evict(self, evictions: Sequence[Eviction]) -> list[BindFailure | None]:
-        """Mark each pod with a DisruptionTarget condition (why, for its owner), then delete it."""
+        """Mark each pod with a DisruptionTarget condition (why, for its owner), delete it, and
+        leave a ``Preempted`` Event on it."""
         def condition(e: Eviction) -> Callable[[], Any]:
             patch = {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
                                                 "reason": "PreemptionByScheduler", "message": e.reason}]}}
@@ -86,7 +88,22 @@ class KubeTarget:
             return lambda: self.core.delete_namespaced_pod(e.name, e.namespace, _preload_content=False,
                                                            _request_timeout=(5, 30))
 
+        def event(e: Eviction) -> Callable[[], Any]:
+            now = datetime.datetime.now(datetime.timezone.utc)
+            body = k8s.CoreV1Event(
+                metadata=k8s.V1ObjectMeta(generate_name=f"{e.name}.", namespace=e.namespace),
+                involved_object=k8s.V1ObjectReference(api_version="v1", kind="Pod", name=e.name, namespace=e.namespace,
+                                                      uid=e.uid),
+                reason="Preempted", message=f"{e.reason} (on node {e.node})", type="Normal", count=1,
+                first_timestamp=now, last_timestamp=now, source=k8s.V1EventSource(component="caldera"),
+                reporting_component="caldera")
+            return lambda: self.core.create_namespaced_event(e.namespace, body, _preload_content=False,
+                                                             _request_timeout=(5, 30))
+
         async def one(e: Eviction) -> BindFailure | None:
             await self._call(condition(e), {200, 201})  # best effort: the deletion is what counts
-            return await self._call(delete(e), {200, 202})
+            failure = await self._call(delete(e), {200, 202})
+            if failure is None:
+                await self._call(event(e), {200, 201})  # tells the pod's owner why, best effort
+            return failure
         return list(await asyncio.gather(*(one(e) for e in evictions)))
