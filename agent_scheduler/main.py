@@ -114,5 +114,5 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler
             await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
             stop_ray()
 
-    uvloop.run(serve(args, "agent-scheduler", registry, body))
+    uvloop.run(serve(args, "agent-scheduler", registry, body, kube=agent.kube))
     return 0

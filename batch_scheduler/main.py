@@ -118,5 +118,5 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
             if kube is not None:
                 kube.close()
 
-    uvloop.run(serve(args, "batch-scheduler", registry, body))
+    uvloop.run(serve(args, "batch-scheduler", registry, body, kube=config.kube))
     return 0

@@ -11,10 +11,14 @@ import sys
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+import msgspec
 import redis.asyncio as aioredis
 from prometheus_client import CollectorRegistry
 
 from cluster.keys import Keys
+from cluster.flags import parse_duration
+from cluster.kube.connect import KubeConnection
+from cluster.kube.lease import KubeLease
 from cluster.lease import RedisLease
 from cluster.serving import HttpEndpoint
 
@@ -35,6 +39,44 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
     parser.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics and /healthz; 0 picks a free one (default: 8080)")
     parser.add_argument("--leader-elect", action="store_true", help="act only while holding the leader lease, so replicas never both act")
+    parser.add_argument("--leader-elect-lease-duration", default="15s",
+                        help="how long a lease lasts unrenewed before another replica may take it (default: 15s)")
+    parser.add_argument("--leader-elect-renew-deadline", default="10s",
+                        help="a leader that could not renew for this long stops acting (default: 10s)")
+    parser.add_argument("--leader-elect-retry-period", default="2s", help="how often to renew or try to acquire (default: 2s)")
+    parser.add_argument("--leader-elect-resource-name", default="",
+                        help="the lease's name (default: the process's name, e.g. batch-scheduler)")
+    parser.add_argument("--leader-elect-resource-namespace", default="caldera-system",
+                        help="the Lease's namespace in Kubernetes (default: caldera-system)")
+
+
+class LeaseConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Leader election: a Kubernetes Lease with a cluster connection, else a lease key in Redis."""
+
+    enabled: bool = False
+    duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    name: str = ""
+    namespace: str = "caldera-system"
+
+
+def lease_config(args: argparse.Namespace) -> LeaseConfig:
+    """The ``--leader-elect-*`` flags, checked (ValueError with one line)."""
+    values = {}
+    for flag in ("lease_duration", "renew_deadline", "retry_period"):
+        text = getattr(args, f"leader_elect_{flag}")
+        try:
+            values[flag] = parse_duration(text)
+        except ValueError as e:
+            raise ValueError(f"--leader-elect-{flag.replace('_', '-')}: {e}") from None
+    if not 0 < values["retry_period"] < values["renew_deadline"] < values["lease_duration"]:
+        raise ValueError(f"--leader-elect-retry-period {args.leader_elect_retry_period} < --leader-elect-renew-deadline "
+                         f"{args.leader_elect_renew_deadline} < --leader-elect-lease-duration "
+                         f"{args.leader_elect_lease_duration} must hold")
+    return LeaseConfig(enabled=args.leader_elect, duration=values["lease_duration"],
+                       renew_deadline=values["renew_deadline"], retry_period=values["retry_period"],
+                       name=args.leader_elect_resource_name, namespace=args.leader_elect_resource_namespace)
 
 
 def resolve_redis_url(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
@@ -64,6 +106,7 @@ def config_or_none(prog: str, args: argparse.Namespace, build: Callable[[argpars
     try:
         Keys(args.cluster)
         args.redis_url = resolve_redis_url(args, os.environ)
+        args.lease = lease_config(args)
         return build(args)
     except ValueError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
@@ -71,17 +114,29 @@ def config_or_none(prog: str, args: argparse.Namespace, build: Callable[[argpars
 
 
 async def serve(args: argparse.Namespace, component: str, registry: CollectorRegistry,
-                body: Callable[[aioredis.Redis, Keys, Callable[[], bool], asyncio.Event], Coroutine[Any, Any, None]]) -> None:
-    """Connect, serve /metrics and /healthz, take the lease if asked, run ``body`` until SIGTERM/SIGINT."""
+                body: Callable[[aioredis.Redis, Keys, Callable[[], bool], asyncio.Event], Coroutine[Any, Any, None]],
+                *, kube: KubeConnection | None = None) -> None:
+    """Connect, serve /metrics and /healthz, take the lease if asked, run ``body`` until SIGTERM/SIGINT.
+
+    With ``kube`` the lease is a Kubernetes Lease, else a key in Redis; ``body`` acts only
+    while ``leading()`` (checked before each decision, so a lost lease stops it at once).
+    """
     keys = Keys(args.cluster)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     client = aioredis.Redis.from_url(args.redis_url)
-    lease: RedisLease | None = None
-    if args.leader_elect:
-        lease = RedisLease(client, f"{keys.prefix}lease:{component}", f"{socket.gethostname()}-{os.getpid()}")
+    settings: LeaseConfig = getattr(args, "lease", LeaseConfig(enabled=args.leader_elect))
+    lease: RedisLease | KubeLease | None = None
+    if settings.enabled:
+        holder, name = f"{socket.gethostname()}-{os.getpid()}", settings.name or component
+        if kube is not None:
+            lease = KubeLease(kube.client(), name, settings.namespace, holder, lease_duration=settings.duration,
+                              renew_deadline=settings.renew_deadline, retry_period=settings.retry_period)
+        else:
+            lease = RedisLease(client, f"{keys.prefix}lease:{name}", holder, ttl=settings.duration,
+                               renew_every=settings.retry_period)
     leading = (lambda: lease.leading) if lease is not None else (lambda: True)
     endpoint = HttpEndpoint(registry, healthy=lambda: not stop.is_set(), port=args.metrics_port)
     print(f"{component}: serving /metrics and /healthz on port {endpoint.port}", flush=True)

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import os
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import numpy as np
+import msgspec
 import redis.asyncio as aioredis
 import uvloop
 from prometheus_client import CollectorRegistry
 
 from cluster.flags import Parser, duration
 from cluster.keys import Keys
+from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
 from cluster.process import add_common_flags, config_or_none, serve
 from cluster.store import Store
 from sharding.config import DEFAULT_SCHEDULER_CONFIGS, ConfigError, Utilization, parse_scheduler_configs
@@ -35,6 +38,7 @@ def build_parser(prog: str = "caldera sharding") -> Parser:
                    help="hysteresis: a node leaves its shard once this far outside the band (default: 0.05)")
     p.add_argument("--min-dwell", type=duration, default="5m",
                    help="hysteresis: ... or once outside the band this long (default: 5m)")
+    add_kube_flags(p)
     add_common_flags(p)
     return p
 
@@ -66,12 +70,21 @@ def controller_body(
     return body
 
 
+class ShardingProcess(msgspec.Struct, frozen=True, kw_only=True):
+    controller: ControllerConfig
+    kube: KubeConnection | None  # the cluster whose Lease elects the leader; None: a Redis lease
+
+
+def process_config(args: argparse.Namespace) -> ShardingProcess:
+    return ShardingProcess(controller=parse_config(args), kube=kube_connection(args, os.environ))
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "caldera sharding") -> int:
     args = build_parser(prog).parse_args(argv)
-    config = config_or_none(prog, args, parse_config)
+    config = config_or_none(prog, args, process_config)
     if config is None:
         return 2
     registry = CollectorRegistry()
     metrics = ShardMetrics(registry)
-    uvloop.run(serve(args, "sharding", registry, controller_body(config, metrics)))
+    uvloop.run(serve(args, "sharding", registry, controller_body(config.controller, metrics), kube=config.kube))
     return 0

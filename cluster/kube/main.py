@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from cluster.flags import Parser, parse_duration
 from cluster.keys import Keys
-from cluster.kube.connect import add_kube_flags, api_client
+from cluster.kube.connect import KubeConnection, add_kube_flags, api_client
 from cluster.kube.mirror import Mirror
 from cluster.kube.reflector import kinds
 from cluster.kube.writeback import WriteBack
@@ -88,5 +88,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera mirror") -> int
             tg.create_task(mirror.run(stop), name="mirror")
             tg.create_task(writeback.run(stop), name="writeback")
 
-    uvloop.run(serve(args, "mirror", registry, body))
+    uvloop.run(serve(args, "mirror", registry, body,
+                     kube=KubeConnection(kubeconfig=config.kubeconfig, master=config.master)))
     return 0

@@ -150,6 +150,10 @@ async def test_batch_and_agent_schedulers_share_a_cluster_in_soft_mode_under_mix
     (["--default-queue", " "], "--default-queue"),
     (["--sharding-mode", "loose"], "invalid choice"),
     (["--cluster", "a b"], "invalid name"),
+    (["--leader-elect-renew-deadline", "20s"], "must hold"),
+    (["--leader-elect-retry-period", "soon"], "--leader-elect-retry-period"),
+    (["--master", "127.0.0.1:6443"], "--master"),
+    (["--kubeconfig", "/nonexistent/kubeconfig"], "--kubeconfig: /nonexistent/kubeconfig"),
 ])
 def test_malformed_flags_exit_2_with_one_line(flags: list[str], needle: str) -> None:
     proc = caldera("batch-scheduler", "--metrics-port", "0", *flags)
