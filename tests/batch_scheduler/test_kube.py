@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import kubernetes
 
@@ -30,8 +31,9 @@ def node_body(name: str) -> dict[str, object]:
 
 
 def pod_body(name: str, group: str, gpu: int) -> dict[str, object]:
+    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ml", "annotations": {"scheduling.k8s.io/group-name": group}},
+            "metadata": {"name": name, "namespace": "ml", "annotations": annotations},
             "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x", "resources": {
                 "requests": {"cpu": "1", "nvidia.com/gpu": str(gpu)}, "limits": {"nvidia.com/gpu": str(gpu)}}}]}}
 
@@ -93,5 +95,50 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
             assert p.returncode == 0, p.stderr.read() if p.stderr else ""
     finally:
         for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+async def test_two_replicas_with_leader_election_one_acts_and_the_other_takes_over_when_it_dies(
+        store: Store, redis_server: RedisServer, kube_api: KubeAPIServer) -> None:  # noqa: F811
+    api = kubernetes.client.ApiClient(kube_api.configuration())
+    core, coordination = kubernetes.client.CoreV1Api(api), kubernetes.client.CoordinationV1Api(api)
+    for name in ("n1", "n2"):
+        core.create_node(node_body(name))
+    common = ["--master", kube_api.url, "--redis-url", redis_server.url, "--cluster", store.keys.cluster,
+              "--metrics-port", "0"]
+    lease = ["--leader-elect", "--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
+             "--leader-elect-retry-period", "500ms"]
+    mirror = caldera("mirror", *common, "--watch-timeout", "5s")
+    replicas = [caldera("batch-scheduler", *common, *lease, "--schedule-period", "200ms") for _ in range(2)]
+
+    async def bound(names: list[str], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not all(core.read_namespaced_pod(n, "ml").spec.node_name for n in names):
+            assert time.monotonic() < deadline, f"{names} not bound"
+            await asyncio.sleep(0.1)
+
+    try:
+        core.create_namespaced_pod("ml", pod_body("first-0", "", 1))
+        await bound(["first-0"], 30)
+        holder = coordination.read_namespaced_lease("batch-scheduler", "caldera-system").spec.holder_identity
+        leader = next(p for p in replicas if holder.endswith(f"-{p.pid}"))
+        other = next(p for p in replicas if p is not leader)
+        port = int(other.stdout.readline().split("port")[1])  # type: ignore[union-attr]
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        sessions = next(line for line in metrics.splitlines()
+                        if line.startswith("volcano_e2e_scheduling_latency_milliseconds_count"))
+        assert float(sessions.split()[-1]) == 0  # the follower has not run a single session
+        os.killpg(leader.pid, signal.SIGKILL)  # dies without giving the lease up
+        died = time.monotonic()
+        core.create_namespaced_pod("ml", pod_body("second-0", "", 1))
+        await bound(["second-0"], 3 + 10)
+        took = time.monotonic() - died
+        assert took < 3 + 5, took  # within the lease duration, plus a session and the mirror's lag
+        holder = coordination.read_namespaced_lease("batch-scheduler", "caldera-system").spec.holder_identity
+        assert holder.endswith(f"-{other.pid}")
+        assert await audit(store) == []
+    finally:
+        for p in [mirror, *replicas]:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
