@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import msgspec
 import numpy as np
@@ -65,8 +65,11 @@ def utilization(columns: NodeColumns, kind: Utilization) -> Floats:
 class ShardingController:
     def __init__(self, store: Store, config: ControllerConfig, *, metrics: ShardMetrics | None = None,
                  leading: Callable[[], bool] = lambda: True, clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time,
+                 publish: Callable[[list[NodeShard]], Awaitable[None]] | None = None) -> None:
+        """``publish`` gets every NodeShard after each sync (to write them to the API server)."""
         self.store = store
+        self.publish = publish
         self.config = config
         self.metrics = metrics
         self.leading = leading
@@ -104,6 +107,7 @@ class ShardingController:
         names = self.columns.names
         name_of = [c.name for c in configs]
         writes: list[Write] = []
+        shards: list[NodeShard] = []
         moved = np.flatnonzero(result.owner != state.owner)
         for i in moved:
             writes.append(Own(names[i], name_of[result.owner[i]] if result.owner[i] >= 0 else ""))
@@ -113,13 +117,15 @@ class ShardingController:
             desired = sorted(names[i] for i in np.flatnonzero(result.owner == ci))
             held = sorted(names[i] for i in np.flatnonzero(state.owner == ci))
             sizes[c.name] = len(desired)
-            writes.append(Put(msgspec.convert({
+            shards.append(msgspec.convert({
                 "apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard", "metadata": {"name": c.name},
                 "spec": {"nodesDesired": desired},
                 "status": {"nodesInUse": held, "nodesToAdd": sorted(set(desired) - set(held)),
                            "nodesToRemove": sorted(set(held) - set(desired)), "lastUpdateTime": stamp},
-            }, NodeShard)))
-        await self.store.write(writes)
+            }, NodeShard))
+        await self.store.write(writes + [Put(shard) for shard in shards])
+        if self.publish is not None:
+            await self.publish(shards)
         for i in moved:
             self.columns.set_owner(names[i], name_of[result.owner[i]] if result.owner[i] >= 0 else "")
         self.outside_since = {names[i]: float(t) for i, t in enumerate(result.outside_since) if not np.isnan(t)}

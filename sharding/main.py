@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from cluster.flags import Parser, duration
 from cluster.keys import Keys
 from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
+from cluster.kube.shards import NodeShardPublisher
 from cluster.process import add_common_flags, config_or_none, serve
 from cluster.store import Store
 from sharding.config import DEFAULT_SCHEDULER_CONFIGS, ConfigError, Utilization, parse_scheduler_configs
@@ -62,10 +63,17 @@ def parse_config(args: argparse.Namespace) -> ControllerConfig:
 
 
 def controller_body(
-    config: ControllerConfig, metrics: ShardMetrics
+    config: ControllerConfig, metrics: ShardMetrics, kube: KubeConnection | None = None
 ) -> Callable[[aioredis.Redis, Keys, Callable[[], bool], asyncio.Event], Coroutine[Any, Any, None]]:
+    """The controller's task; with ``kube`` it also writes the NodeShard custom resources."""
     async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
-        await ShardingController(Store(client, keys), config, metrics=metrics, leading=leading).run(stop)
+        publisher = NodeShardPublisher(kube.client(), qps=kube.qps, burst=kube.burst) if kube is not None else None
+        try:
+            await ShardingController(Store(client, keys), config, metrics=metrics, leading=leading,
+                                     publish=publisher.publish if publisher is not None else None).run(stop)
+        finally:
+            if publisher is not None:
+                publisher.close()
 
     return body
 
@@ -86,5 +94,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera sharding") -> i
         return 2
     registry = CollectorRegistry()
     metrics = ShardMetrics(registry)
-    uvloop.run(serve(args, "sharding", registry, controller_body(config.controller, metrics), kube=config.kube))
+    uvloop.run(serve(args, "sharding", registry, controller_body(config.controller, metrics, config.kube),
+                     kube=config.kube))
     return 0

@@ -1,0 +1,104 @@
+"""All four processes on a Kubernetes cluster (the in-repo API server), each with --kubeconfig, the
+workload created with the official client as `kubectl apply` would."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import kubernetes
+
+from cluster.audit import audit
+from cluster.redis_server import RedisServer
+from cluster.store import Store
+from tests.kubeapi.fixtures import kube_api  # noqa: F401
+from tests.kubeapi.server import KubeAPIServer
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: "%s"}}]
+users: [{name: test, user: {}}]
+contexts: [{name: test, context: {cluster: test, user: test}}]
+current-context: test
+"""
+
+
+def caldera(*args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    return subprocess.Popen([sys.executable, "-m", "caldera", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+
+
+def pod(name: str, scheduler: str, cpu: str, gpu: int = 0, group: str = "") -> dict[str, object]:
+    requests: dict[str, str] = {"cpu": cpu, "memory": "1Gi"}
+    if gpu:
+        requests["nvidia.com/gpu"] = str(gpu)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "work",
+                         "annotations": {"scheduling.k8s.io/group-name": group} if group else {}},
+            "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "image": "x", "resources": {
+                "requests": requests, "limits": {"nvidia.com/gpu": str(gpu)} if gpu else {}}}]}}
+
+
+async def test_all_four_processes_bind_gangs_and_agent_pods_in_kubernetes(
+        store: Store, redis_server: RedisServer, kube_api: KubeAPIServer, tmp_path: Path) -> None:  # noqa: F811
+    config = tmp_path / "kubeconfig"
+    config.write_text(KUBECONFIG % kube_api.url)
+    api = kubernetes.client.ApiClient(kube_api.configuration())
+    core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
+    for i in range(4):
+        core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"}, "status": {
+            "allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "4", "pods": "110"}}})
+    custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "work", "podgroups", {
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "train", "namespace": "work"},
+        "spec": {"minMember": 4}})
+    names = []
+    for i in range(4):
+        core.create_namespaced_pod("work", pod(f"train-{i}", "volcano", "2", gpu=2, group="train"))
+        names.append(f"train-{i}")
+    for i in range(20):
+        core.create_namespaced_pod("work", pod(f"agent-{i}", "agent-scheduler", "500m"))
+        names.append(f"agent-{i}")
+    common = ["--kubeconfig", str(config), "--redis-url", redis_server.url, "--cluster", store.keys.cluster,
+              "--metrics-port", "0"]
+    procs = {"mirror": caldera("mirror", *common, "--watch-timeout", "5s"),
+             "sharding": caldera("sharding", *common, "--shard-sync-period", "2s"),
+             "batch": caldera("batch-scheduler", *common, "--schedule-period", "300ms"),
+             "agent": caldera("agent-scheduler", *common, "--workers", "1")}
+    try:
+        deadline = time.monotonic() + 150
+        while True:
+            nodes = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod("work").items}
+            if all(nodes[n] for n in names):
+                break
+            dead = {k: p.stderr.read() if p.stderr else "" for k, p in procs.items() if p.poll() is not None}
+            assert not dead and time.monotonic() < deadline, (dead, {n: v for n, v in nodes.items() if not v})
+            await asyncio.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while True:
+            group = custom.get_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "work", "podgroups", "train")
+            shards = custom.list_cluster_custom_object("shard.volcano.sh", "v1alpha1", "nodeshards")["items"]
+            if (group.get("status") or {}).get("phase") == "Running" and len(shards) == 2:
+                break
+            assert time.monotonic() < deadline, (group.get("status"), shards)
+            await asyncio.sleep(0.3)
+        assert {s["metadata"]["name"] for s in shards} == {"volcano", "agent-scheduler"}
+        assert sorted(n for s in shards for n in s["spec"]["nodesDesired"]) == ["n0", "n1", "n2", "n3"]
+        records = {r.name: r.node for r in await store.list_pods()}
+        assert records == nodes  # the store agrees with the server
+        assert await audit(store) == []
+        for p in procs.values():
+            p.send_signal(signal.SIGTERM)
+        for name, p in procs.items():
+            p.wait(timeout=30)
+            assert p.returncode == 0, (name, p.stderr.read() if p.stderr else "")
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
