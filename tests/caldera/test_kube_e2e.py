@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import kubernetes
@@ -100,5 +101,56 @@ async def test_all_four_processes_bind_gangs_and_agent_pods_in_kubernetes(
             assert p.returncode == 0, (name, p.stderr.read() if p.stderr else "")
     finally:
         for p in procs.values():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+async def test_two_agent_scheduler_replicas_one_binds_and_the_other_takes_over(
+        store: Store, redis_server: RedisServer, kube_api: KubeAPIServer, tmp_path: Path) -> None:  # noqa: F811
+    config = tmp_path / "kubeconfig"
+    config.write_text(KUBECONFIG % kube_api.url)
+    api = kubernetes.client.ApiClient(kube_api.configuration())
+    core, coordination = kubernetes.client.CoreV1Api(api), kubernetes.client.CoordinationV1Api(api)
+    core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"},
+                      "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}})
+    common = ["--kubeconfig", str(config), "--redis-url", redis_server.url, "--cluster", store.keys.cluster,
+              "--metrics-port", "0"]
+    lease = ["--leader-elect", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+             "--leader-elect-retry-period", "500ms"]
+    mirror = caldera("mirror", *common, "--watch-timeout", "5s")
+    replicas = [caldera("agent-scheduler", *common, *lease, "--workers", "1") for _ in range(2)]
+
+    async def bound(prefix: str, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while sum(1 for p in core.list_namespaced_pod("work").items if p.metadata.name.startswith(prefix)
+                  and p.spec.node_name) < count:
+            assert time.monotonic() < deadline, f"{prefix} pods not bound"
+            await asyncio.sleep(0.2)
+
+    try:
+        for i in range(10):
+            core.create_namespaced_pod("work", pod(f"first-{i}", "agent-scheduler", "1"))
+        await bound("first-", 10, 120)
+        holder = coordination.read_namespaced_lease("agent-scheduler", "caldera-system").spec.holder_identity
+        leader = next(p for p in replicas if holder.endswith(f"-{p.pid}"))
+        other = next(p for p in replicas if p is not leader)
+        port = int(other.stdout.readline().split("port")[1])  # type: ignore[union-attr]
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'volcano_schedule_attempts_total{result="scheduled"}' not in metrics  # the follower bound nothing
+        os.killpg(leader.pid, signal.SIGKILL)  # the leader, its Ray and workers, all at once
+        died = time.monotonic()
+        for i in range(10):
+            core.create_namespaced_pod("work", pod(f"second-{i}", "agent-scheduler", "1"))
+        await bound("second-", 10, 4 + 30)
+        assert time.monotonic() - died < 4 + 10
+        assert coordination.read_namespaced_lease("agent-scheduler", "caldera-system").spec.holder_identity.endswith(
+            f"-{other.pid}")
+        assert await audit(store) == []  # no pod bound twice, no node over-committed
+        for p in (mirror, other):
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=30)
+            assert p.returncode == 0, p.stderr.read() if p.stderr else ""
+    finally:
+        for p in [mirror, *replicas]:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
