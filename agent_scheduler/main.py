@@ -21,6 +21,7 @@ from binder.metrics import BinderMetrics
 from cluster.flags import Parser
 from cluster.keys import Keys
 from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
+from cluster.kube.shards import ShardStatusReporter
 from cluster.process import add_common_flags, config_or_none, serve
 from cluster.shard import ShardingMode
 from cluster.store import Store
@@ -107,9 +108,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler
                 workers.append(RayWorker(f"w{i}", spec))
             await asyncio.gather(*(w.start() for w in workers))
             print(f"agent-scheduler: {len(workers)} workers ready", flush=True)
-            loop = AgentLoop(Store(client, keys), workers, LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
+            store = Store(client, keys)
+            loop = AgentLoop(store, workers, LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
                              metrics=metrics, binder_metrics=binder_metrics, leading=leading)
-            await loop.run(stop)
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(loop.run(stop))
+                if agent.kube is not None:
+                    reporter = ShardStatusReporter(agent.kube.client(), args.scheduler_name, store, qps=agent.kube.qps,
+                                                   burst=agent.kube.burst)
+                    tg.create_task(reporter.run(stop))
         finally:
             await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
             stop_ray()

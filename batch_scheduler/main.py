@@ -31,6 +31,7 @@ from cluster.feed import Informer
 from cluster.flags import Parser, parse_duration
 from cluster.keys import Keys
 from cluster.kube.connect import add_kube_flags, kube_connection
+from cluster.kube.shards import ShardStatusReporter
 from cluster.process import add_common_flags, config_or_none, serve
 from cluster.shard import ShardingMode
 from cluster.sim.cluster import SimBindTarget, SimEvictor
@@ -113,7 +114,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
         print(f"batch-scheduler: serving {', '.join(config.names)} in {where}; actions {', '.join(scheduler.conf.actions)}",
               flush=True)
         try:
-            await run_scheduler(scheduler, Informer(store, KINDS, block_ms=200), config.period, stop, leading)
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(run_scheduler(scheduler, Informer(store, KINDS, block_ms=200), config.period, stop, leading))
+                if config.kube is not None:
+                    reporter = ShardStatusReporter(config.kube.client(), config.names[0], store, qps=config.kube.qps,
+                                                   burst=config.kube.burst)
+                    tg.create_task(reporter.run(stop))
         finally:
             if kube is not None:
                 kube.close()

@@ -91,6 +91,15 @@ async def test_all_four_processes_bind_gangs_and_agent_pods_in_kubernetes(
             await asyncio.sleep(0.3)
         assert {s["metadata"]["name"] for s in shards} == {"volcano", "agent-scheduler"}
         assert sorted(n for s in shards for n in s["spec"]["nodesDesired"]) == ["n0", "n1", "n2", "n3"]
+        deadline = time.monotonic() + 20
+        while True:  # each scheduler reports the nodes it holds on its NodeShard's status
+            shards = custom.list_cluster_custom_object("shard.volcano.sh", "v1alpha1", "nodeshards")["items"]
+            reported = {s["metadata"]["name"]: (s.get("status") or {}).get("nodesInUse") for s in shards}
+            desired = {s["metadata"]["name"]: s["spec"]["nodesDesired"] for s in shards}
+            if reported == desired:
+                break
+            assert time.monotonic() < deadline, (reported, desired)
+            await asyncio.sleep(0.3)
         records = {r.name: r.node for r in await store.list_pods()}
         assert records == nodes  # the store agrees with the server
         assert await audit(store) == []
