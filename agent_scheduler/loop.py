@@ -10,6 +10,7 @@ deleted, or bound by someone else.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -61,6 +62,7 @@ class AgentLoop:
         self.bound_at: dict[str, float] = {}  # uid -> clock time the loop learnt it was bound
         self.totals = {"committed": 0, "conflicts": 0, "resolved": 0, "rejected": 0, "unschedulable": 0}
         self._work = asyncio.Event()
+        self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
         self._informer = Informer(store, [Kind.POD], block_ms=50)
 
     def _enqueue(self, uid: str, priority: int) -> None:
@@ -149,6 +151,15 @@ class AgentLoop:
             m.commits.labels("conflict").inc(result.conflicts)
             m.commits.labels("rejected").inc(result.rejected)
             m.conflicts_resolved.inc(result.resolved)
+
+    def stats(self) -> dict[str, object]:
+        """The figures ``caldera status`` shows: pods bound, pods/s lately, the queue's depth."""
+        self._recent.append((self.clock(), len(self.bound)))
+        out: dict[str, object] = {"bound": len(self.bound), "queue": self.queue.depth(), "failed_workers": len(self.failed_workers)}
+        (t0, n0), (t1, n1) = self._recent[0], self._recent[-1]
+        if t1 > t0:
+            out["pods_per_s"] = round((n1 - n0) / (t1 - t0), 1)
+        return out
 
     async def run(self, stop: asyncio.Event) -> None:
         follower = asyncio.create_task(self.follow(), name="agent-follow")

@@ -94,6 +94,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler
     registry = CollectorRegistry()
     metrics, binder_metrics = AgentMetrics(registry), BinderMetrics(registry)
 
+    loops: list[AgentLoop] = []  # the loop, once built, for the heartbeat's figures
+
     async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
         start_ray(args.ray_address, num_cpus=os.cpu_count() or 2)
         # Ray installs its own SIGTERM handler (which aborts the process): take SIGTERM back.
@@ -111,6 +113,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler
             store = Store(client, keys)
             loop = AgentLoop(store, workers, LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
                              metrics=metrics, binder_metrics=binder_metrics, leading=leading)
+            loops.append(loop)
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(loop.run(stop))
                 if agent.kube is not None:
@@ -121,5 +124,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler
             await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
             stop_ray()
 
-    uvloop.run(serve(args, "agent-scheduler", registry, body, kube=agent.kube))
+    uvloop.run(serve(args, "agent-scheduler", registry, body, kube=agent.kube,
+                     stats=lambda: loops[0].stats() if loops else {}))
     return 0

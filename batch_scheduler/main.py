@@ -103,6 +103,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
     registry = CollectorRegistry()
     metrics, binder_metrics = BatchMetrics(registry), BinderMetrics(registry)
 
+    figures: list[BatchScheduler] = []  # the scheduler, once built, for the heartbeat's figures
+
     async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
         store = Store(client, keys)
         kube = KubeTarget(config.kube.client(), qps=config.kube.qps, burst=config.kube.burst) if config.kube else None
@@ -110,6 +112,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
         evictor: Evictor = kube if kube is not None else SimEvictor(store)
         scheduler = BatchScheduler(store, load_conf(config.conf_path), config, bind_target=target,
                                    evictor=evictor, metrics=metrics, binder_metrics=binder_metrics)
+        figures.append(scheduler)
         where = "Kubernetes" if kube is not None else "the simulator"
         print(f"batch-scheduler: serving {', '.join(config.names)} in {where}; actions {', '.join(scheduler.conf.actions)}",
               flush=True)
@@ -124,5 +127,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
             if kube is not None:
                 kube.close()
 
-    uvloop.run(serve(args, "batch-scheduler", registry, body, kube=config.kube))
+    uvloop.run(serve(args, "batch-scheduler", registry, body, kube=config.kube,
+                     stats=lambda: figures[0].stats() if figures else {}))
     return 0

@@ -12,12 +12,13 @@ changed.
 from __future__ import annotations
 
 import datetime
-from collections import Counter
+from collections import Counter, deque
 import logging
 import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -97,6 +98,9 @@ class BatchScheduler:
         self.reasons: dict[str, dict[str, str]] = {name: {} for name in config.names}
         self.version = 0
         self._conf_mtime = self._mtime()
+        self.sessions = 0
+        self.last: SessionReport | None = None
+        self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods committed) per session
 
     # -- cache ------------------------------------------------------------------------
 
@@ -178,7 +182,33 @@ class BatchScheduler:
         await self._write_back(ssn, report)
         report.seconds = self.clock() - start
         self._observe(ssn, report)
+        self.sessions += 1
+        self.last = report
+        self._recent.append((self.clock(), report.committed))
         return report
+
+    def stats(self) -> dict[str, Any]:
+        """The figures ``caldera status`` shows: sessions, the last one, pods/s, and each queue."""
+        out: dict[str, Any] = {"sessions": self.sessions}
+        if len(self._recent) > 1:
+            span = self._recent[-1][0] - self._recent[0][0]
+            out["pods_per_s"] = round(sum(n for _, n in list(self._recent)[1:]) / span, 1) if span > 0 else 0.0
+        report = self.last
+        if report is None or report.session is None:
+            return out
+        ssn = report.session
+        out.update(last_session_ms=round(report.seconds * 1000, 1), pending=report.pending)
+        deserved: dict[str, Any] = next((getattr(p, "deserved") for tier in ssn.tiers.tiers for p in tier
+                                         if isinstance(getattr(p, "deserved", None), dict)), {})
+        queues = {}
+        for name, q in ssn.queues.items():
+            status = queue_status(q, ssn.jobs.values())
+            queues[name] = {"weight": q.weight, "allocated": q.allocated.to_quantities(),
+                            "capability": q.capability.to_quantities(),
+                            "deserved": Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
+                            "pending_jobs": status.pending + status.inqueue, "running_jobs": status.running}
+        out["queues"] = queues
+        return out
 
     async def _evict(self, ssn: Session, report: SessionReport) -> None:
         if not ssn.evictions:

@@ -6,7 +6,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from caldera import audit_cmd, bench_agent, bench_batch, bench_binder, bench_sharding, demo, dry_run
+from caldera import audit_cmd, bench_agent, bench_batch, bench_binder, bench_sharding, demo, dry_run, status_cmd
 from cluster.flags import Parser
 from agent_scheduler.main import main as agent_main
 from sharding.main import main as sharding_main
@@ -34,6 +34,7 @@ def build_parser() -> Parser:
     bench_batch.add_parser(bench_sub)
     demo.add_parser(sub)
     dry_run.add_parser(sub)
+    status_cmd.add_parser(sub)
     # Process subcommands own their flags; main() hands them the rest of the command line.
     for name, help_text in PROCESSES.items():
         sub.add_parser(name, help=help_text, add_help=False)

@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 from prometheus_client import CollectorRegistry
 
 from cluster.keys import Keys
+from cluster import heartbeat
 from cluster.flags import parse_duration
 from cluster.kube.connect import KubeConnection
 from cluster.kube.lease import KubeLease
@@ -115,11 +116,12 @@ def config_or_none(prog: str, args: argparse.Namespace, build: Callable[[argpars
 
 async def serve(args: argparse.Namespace, component: str, registry: CollectorRegistry,
                 body: Callable[[aioredis.Redis, Keys, Callable[[], bool], asyncio.Event], Coroutine[Any, Any, None]],
-                *, kube: KubeConnection | None = None) -> None:
+                *, kube: KubeConnection | None = None, stats: Callable[[], Mapping[str, Any]] = dict) -> None:
     """Connect, serve /metrics and /healthz, take the lease if asked, run ``body`` until SIGTERM/SIGINT.
 
     With ``kube`` the lease is a Kubernetes Lease, else a key in Redis; ``body`` acts only
     while ``leading()`` (checked before each decision, so a lost lease stops it at once).
+    A heartbeat with ``stats()`` goes to the store every few seconds (``caldera status``).
     """
     keys = Keys(args.cluster)
     stop = asyncio.Event()
@@ -129,8 +131,9 @@ async def serve(args: argparse.Namespace, component: str, registry: CollectorReg
     client = aioredis.Redis.from_url(args.redis_url)
     settings: LeaseConfig = getattr(args, "lease", LeaseConfig(enabled=args.leader_elect))
     lease: RedisLease | KubeLease | None = None
+    holder = f"{socket.gethostname()}-{os.getpid()}"
     if settings.enabled:
-        holder, name = f"{socket.gethostname()}-{os.getpid()}", settings.name or component
+        name = settings.name or component
         if kube is not None:
             lease = KubeLease(kube.client(), name, settings.namespace, holder, lease_duration=settings.duration,
                               renew_deadline=settings.renew_deadline, retry_period=settings.retry_period)
@@ -144,6 +147,7 @@ async def serve(args: argparse.Namespace, component: str, registry: CollectorReg
         async with asyncio.TaskGroup() as tg:
             if lease is not None:
                 tg.create_task(lease.run(stop), name=f"{component}-lease")
+            tg.create_task(heartbeat.run(client, keys, component, holder, leading, stats, stop), name=f"{component}-beat")
             tg.create_task(body(client, keys, leading, stop), name=component)
     finally:
         endpoint.close()

@@ -81,6 +81,9 @@ class ShardingController:
         self.index = {c.name: i for i, c in enumerate(config.configs)}
         self.synced = asyncio.Event()  # set after each sync (tests and the bench wait on it)
         self.last_sync = -1.0
+        self.syncs = 0
+        self.moves = 0
+        self.sizes: dict[str, int] = {}
         self._trigger = asyncio.Event()
         self._informer = Informer(store, [Kind.NODE], block_ms=100)
 
@@ -141,8 +144,18 @@ class ShardingController:
                 self.metrics.nodes.labels(name).set(size)
             self.metrics.nodes.labels("none").set(int((result.owner == UNOWNED).sum()))
         self.last_sync = self.clock()
+        self.syncs += 1
+        self.moves += len(moved)
+        self.sizes = sizes
         self.synced.set()
         return SyncResult(moves=len(moved), sizes=sizes)
+
+    def stats(self) -> dict[str, object]:
+        """The figures ``caldera status`` shows: shard sizes, syncs, nodes moved, seconds since the last sync."""
+        out: dict[str, object] = {"syncs": self.syncs, "moves": self.moves, "sizes": dict(self.sizes)}
+        if self.last_sync >= 0:
+            out["last_sync_s_ago"] = round(self.clock() - self.last_sync, 1)
+        return out
 
     def _check_edges(self, changed: list[str]) -> None:
         """Set the trigger when a changed node's band signature differs from the last sync's."""

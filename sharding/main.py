@@ -63,14 +63,19 @@ def parse_config(args: argparse.Namespace) -> ControllerConfig:
 
 
 def controller_body(
-    config: ControllerConfig, metrics: ShardMetrics, kube: KubeConnection | None = None
+    config: ControllerConfig, metrics: ShardMetrics, kube: KubeConnection | None = None,
+    built: list[ShardingController] | None = None,
 ) -> Callable[[aioredis.Redis, Keys, Callable[[], bool], asyncio.Event], Coroutine[Any, Any, None]]:
-    """The controller's task; with ``kube`` it also writes the NodeShard custom resources."""
+    """The controller's task; with ``kube`` it also writes the NodeShard custom resources. The
+    controller is appended to ``built`` (for the heartbeat's figures)."""
     async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
         publisher = NodeShardPublisher(kube.client(), qps=kube.qps, burst=kube.burst) if kube is not None else None
         try:
-            await ShardingController(Store(client, keys), config, metrics=metrics, leading=leading,
-                                     publish=publisher.publish if publisher is not None else None).run(stop)
+            controller = ShardingController(Store(client, keys), config, metrics=metrics, leading=leading,
+                                            publish=publisher.publish if publisher is not None else None)
+            if built is not None:
+                built.append(controller)
+            await controller.run(stop)
         finally:
             if publisher is not None:
                 publisher.close()
@@ -94,6 +99,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera sharding") -> i
         return 2
     registry = CollectorRegistry()
     metrics = ShardMetrics(registry)
-    uvloop.run(serve(args, "sharding", registry, controller_body(config.controller, metrics, config.kube),
-                     kube=config.kube))
+    built: list[ShardingController] = []
+    uvloop.run(serve(args, "sharding", registry, controller_body(config.controller, metrics, config.kube, built),
+                     kube=config.kube, stats=lambda: built[0].stats() if built else {}))
     return 0

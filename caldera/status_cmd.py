@@ -1,0 +1,159 @@
+"""``caldera status``: what the system is doing, from the store — shards, queues, processes, and why
+the top pending jobs wait.
+
+Shards: each scheduler's nodes and their cpu / GPU utilization. Processes: every process's
+heartbeat (up, leading, its figures). Queues: weight, deserved, allocated, capability and
+jobs, as the leading batch scheduler last saw them. Pending: the jobs (PodGroups, or lone
+pods) with the most waiting pods, and the reason each waits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+import msgspec
+import uvloop
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from caldera.connect import client
+from cluster import heartbeat
+from cluster.keys import Keys
+from cluster.model import Queue
+from cluster.store import Store
+
+PENDING_SCAN = 5000  # pending pods read to group by job
+
+
+class Report(msgspec.Struct):
+    shards: list[dict[str, Any]]
+    processes: list[dict[str, Any]]
+    queues: list[dict[str, Any]]
+    pending: list[dict[str, Any]]
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("status", help="shards, queues, processes, and why the top pending jobs wait")
+    p.add_argument("--redis-url", required=True, help="the store, e.g. redis://127.0.0.1:6379/0")
+    p.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
+    p.add_argument("-o", "--output", default="table", choices=["table", "json"], help="table or json (default: table)")
+    p.add_argument("--top", type=int, default=10, help="pending jobs shown (default: 10)")
+    p.add_argument("--watch", action="store_true", help="refresh every 2 s until Ctrl-C")
+    p.set_defaults(run=run)
+
+
+def _fraction(used: int, total: int) -> float:
+    return round(used / total, 3) if total else 0.0
+
+
+async def collect(store: Store, top: int) -> Report:
+    now = time.time()
+    nodes = await store.list_nodes()
+    by_owner: dict[str, dict[str, int]] = {}
+    for n in nodes:
+        row = by_owner.setdefault(n.owner or "(unowned)", Counter())
+        row["nodes"] += 1
+        for r in ("cpu", "nvidia.com/gpu"):
+            row[f"a:{r}"] += n.allocatable.get(r, 0)
+            row[f"u:{r}"] += n.allocated.get(r, 0)
+    shards = [{"scheduler": owner, "nodes": row["nodes"], "cpu": _fraction(row["u:cpu"], row["a:cpu"]),
+               "gpu": _fraction(row["u:nvidia.com/gpu"], row["a:nvidia.com/gpu"])} for owner, row in sorted(by_owner.items())]
+    beats = await heartbeat.beats(store.client, store.keys)
+    processes = [{"component": b.component, "holder": b.holder, "up": b.up(now), "leading": b.leading,
+                  "seconds_ago": round(now - b.at, 1), "stats": {k: v for k, v in b.stats.items() if k != "queues"}}
+                 for b in beats]
+    batch = next((b for b in beats if b.component == "batch-scheduler" and b.leading and b.up(now) and "queues" in b.stats),
+                 None)
+    if batch is not None:
+        queues = [{"name": name, **info} for name, info in sorted(batch.stats["queues"].items())]
+    else:  # no batch scheduler running: what the Queue objects say
+        queues = [{"name": q.name, "weight": q.spec.weight, "capability": dict(q.spec.capability),
+                   "allocated": dict(q.status.allocated), "deserved": {}, "pending_jobs": q.status.pending + q.status.inqueue,
+                   "running_jobs": q.status.running} for q in (await store.list_objects(Queue)).values()]
+    pending = await _pending(store, top)
+    return Report(shards=shards, processes=processes, queues=queues, pending=pending)
+
+
+async def _pending(store: Store, top: int) -> list[dict[str, Any]]:
+    prefix = store.keys.pending("")
+    schedulers = sorted([k.decode()[len(prefix):] async for k in store.client.scan_iter(match=prefix + "*")])
+    jobs: dict[tuple[str, str], dict[str, Any]] = {}
+    for scheduler in schedulers:
+        uids = (await store.pending(scheduler))[:PENDING_SCAN]
+        reasons = await store.reasons(scheduler)
+        for uid, record in (await store.get_pods(uids)).items():
+            job = record.group or f"{record.namespace}/{record.name}"
+            entry = jobs.setdefault((scheduler, job), {"job": job, "scheduler": scheduler, "waiting": 0, "reason": ""})
+            entry["waiting"] += 1
+            if not entry["reason"]:
+                entry["reason"] = reasons.get(uid, "")
+    ranked = sorted(jobs.values(), key=lambda e: (-e["waiting"], e["job"]))
+    for e in ranked:
+        e["reason"] = e["reason"] or "not tried yet"
+    return ranked[:top]
+
+
+def render(report: Report) -> Group:
+    shards = Table(title="shards")
+    for col in ("scheduler", "nodes", "cpu used", "gpu used"):
+        shards.add_column(col, justify="right" if col != "scheduler" else "left")
+    for s in report.shards:
+        shards.add_row(s["scheduler"], str(s["nodes"]), f"{s['cpu']:.0%}", f"{s['gpu']:.0%}")
+    processes = Table(title="processes")
+    for col in ("process", "up", "leading", "figures"):
+        processes.add_column(col)
+    for p in report.processes:
+        figures = ", ".join(f"{k} {v}" for k, v in p["stats"].items() if not isinstance(v, dict))
+        processes.add_row(f"{p['component']} ({p['holder']})", "yes" if p["up"] else f"no ({p['seconds_ago']:.0f}s)",
+                          "yes" if p["leading"] else "no", figures)
+    queues = Table(title="queues")
+    for col in ("queue", "weight", "deserved", "allocated", "capability", "pending jobs", "running jobs"):
+        queues.add_column(col)
+    for q in report.queues:
+        def fmt(r: dict[str, Any]) -> str:
+            return ", ".join(f"{k}={v}" for k, v in r.items()) or "-"
+        queues.add_row(q["name"], str(q["weight"]), fmt(q["deserved"]), fmt(q["allocated"]), fmt(q["capability"]),
+                       str(q["pending_jobs"]), str(q["running_jobs"]))
+    pending = Table(title="why the top pending jobs wait")
+    for col in ("job", "scheduler", "waiting pods", "reason"):
+        pending.add_column(col, overflow="fold")
+    for e in report.pending:
+        pending.add_row(e["job"], e["scheduler"], str(e["waiting"]), e["reason"])
+    return Group(shards, processes, queues, pending)
+
+
+async def once(url: str, cluster: str, top: int) -> Report:
+    async with client(url) as c:
+        return await collect(Store(c, Keys(cluster)), top)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        Keys(args.cluster)
+        if args.top < 1:
+            raise ValueError(f"--top: {args.top} (expected a positive integer)")
+    except ValueError as e:
+        print(f"caldera status: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        report = uvloop.run(once(args.redis_url, args.cluster, args.top))
+    except OSError as e:
+        print(f"caldera status: error: --redis-url {args.redis_url}: {e}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(json.dumps(msgspec.to_builtins(report)))
+        return 0
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    if not args.watch:
+        console.print(render(report))
+        return 0
+    with Live(render(report), console=console, refresh_per_second=1) as live:
+        while True:
+            time.sleep(2)
+            live.update(render(uvloop.run(once(args.redis_url, args.cluster, args.top))))

@@ -1,0 +1,75 @@
+"""`caldera status`: what the store says about shards, processes, queues, and why jobs wait."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from cluster.redis_server import RedisServer
+from cluster.sim.workload import make_pod, make_podgroup
+from cluster.store import Own, Put, Store
+from tests.builders import node
+
+
+def status(redis_server: RedisServer, store: Store, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "caldera", "status", "--redis-url", redis_server.url,
+                           "--cluster", store.keys.cluster, *args], capture_output=True, text=True, timeout=60)
+
+
+async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(store: Store,
+                                                                              redis_server: RedisServer) -> None:
+    await store.upsert_nodes([node("g1", cpu="8", gpu=4), node("g2", cpu="8", gpu=4), node("c1", cpu="16")])
+    await store.write([Own("g1", "volcano"), Own("g2", "volcano"), Own("c1", "agent-scheduler"),
+                       Put(make_podgroup("big", min_member=3))])
+    gang = [make_pod(f"big-{i}", requests={"cpu": "1", "nvidia.com/gpu": 4}, scheduler="volcano", group="big")
+            for i in range(3)]
+    lone = make_pod("web", requests={"cpu": "1"}, scheduler="agent-scheduler")
+    running = make_pod("busy", requests={"cpu": "4", "nvidia.com/gpu": 2}, scheduler="volcano", node="g1", phase="Running")
+    await store.upsert_pods([*gang, lone, running])
+    await store.set_reasons("volcano", {p.uid: "gang: 2/3 tasks placeable, 1 short: 0/2 nodes have 4 nvidia.com/gpu free"
+                                        for p in gang})
+    # A live batch scheduler, so that processes and queues come from its heartbeat.
+    proc = subprocess.Popen([sys.executable, "-m", "caldera", "batch-scheduler", "--redis-url", redis_server.url,
+                             "--cluster", store.keys.cluster, "--metrics-port", "0", "--schedule-period", "200ms"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            r = status(redis_server, store, "-o", "json")
+            assert r.returncode == 0, r.stderr
+            report = json.loads(r.stdout)
+            batch = [p for p in report["processes"] if p["component"] == "batch-scheduler"]
+            if batch and batch[0]["stats"].get("sessions", 0) > 0 and report["queues"]:
+                break
+            assert time.monotonic() < deadline, report
+            await asyncio.sleep(0.5)
+        shards = {s["scheduler"]: s for s in report["shards"]}
+        assert shards["volcano"]["nodes"] == 2 and shards["volcano"]["gpu"] == 0.25  # 2 of 8 GPUs held
+        assert shards["agent-scheduler"]["nodes"] == 1 and shards["agent-scheduler"]["cpu"] == 0.0
+        assert batch[0]["up"] and batch[0]["leading"]
+        assert [q["name"] for q in report["queues"]] == ["default"]
+        assert report["queues"][0]["weight"] == 1 and report["queues"][0]["allocated"] == {"cpu": "4", "nvidia.com/gpu": "2"}
+        top = report["pending"][0]
+        assert (top["job"], top["scheduler"], top["waiting"]) == ("default/big", "volcano", 3)
+        assert "nvidia.com/gpu" in top["reason"]  # the scheduler's own words, refreshed by its sessions
+        assert {(e["job"], e["scheduler"]) for e in report["pending"]} >= {("default/web", "agent-scheduler")}
+        table = status(redis_server, store)
+        assert table.returncode == 0 and "why the top pending jobs wait" in table.stdout and "default/big" in table.stdout
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        after = json.loads(status(redis_server, store, "-o", "json").stdout)
+        assert not [p for p in after["processes"] if p["component"] == "batch-scheduler"]  # gone when it stops
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_bad_flags_exit_2_with_one_line(redis_server: RedisServer) -> None:
+    r = subprocess.run([sys.executable, "-m", "caldera", "status", "--redis-url", redis_server.url, "--top", "0"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip() == "caldera status: error: --top: 0 (expected a positive integer)"
