@@ -57,9 +57,12 @@ class AgentLoop:
         self.clock = clock
         self.queue = SchedulingQueue(clock)
         self.first_seen: dict[str, float] = {}
-        self.bound: dict[str, str] = {}  # uid -> node, for pods this loop placed
+        # uid -> node for pods this loop placed, and when it learnt so; a pod is forgotten when
+        # it is gone from the store (finished, deleted), so a long-running process does not grow.
+        self.bound: dict[str, str] = {}
+        self.bound_total = 0
         self.failed_workers: list[str] = []
-        self.bound_at: dict[str, float] = {}  # uid -> clock time the loop learnt it was bound
+        self.bound_at: dict[str, float] = {}
         self.totals = {"committed": 0, "conflicts": 0, "resolved": 0, "rejected": 0, "unschedulable": 0}
         self._work = asyncio.Event()
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
@@ -75,11 +78,18 @@ class AgentLoop:
         """Pending pods of this scheduler into the queue; gone ones out; freed capacity wakes backoff."""
         async for update in self._informer.updates():
             freed = False
+            if update.full:  # a listing: pods not in it are gone
+                for uid in [u for u in self.bound if u not in update.pods]:
+                    self.bound.pop(uid, None)
+                    self.bound_at.pop(uid, None)
             for uid, rec in update.pods.items():
                 if rec is not None and rec.pending and rec.scheduler == self.config.scheduler:
                     self._enqueue(uid, rec.priority)
                     continue
                 freed |= rec is None or rec.phase in TERMINAL_PHASES
+                if rec is None:
+                    self.bound.pop(uid, None)
+                    self.bound_at.pop(uid, None)
                 if self.queue.state(uid) not in (None, "inflight"):  # in-flight pods settle with their outcome
                     self.queue.remove(uid)
                     self.first_seen.pop(uid, None)
@@ -119,6 +129,7 @@ class AgentLoop:
             if o.kind is OutcomeKind.BOUND:
                 self.bound[o.uid] = o.node
                 self.bound_at[o.uid] = now
+                self.bound_total += 1
                 started = self.first_seen.pop(o.uid, now)
                 self.queue.done(o.uid)
                 if self.metrics is not None:
@@ -154,8 +165,8 @@ class AgentLoop:
 
     def stats(self) -> dict[str, object]:
         """The figures ``caldera status`` shows: pods bound, pods/s lately, the queue's depth."""
-        self._recent.append((self.clock(), len(self.bound)))
-        out: dict[str, object] = {"bound": len(self.bound), "queue": self.queue.depth(), "failed_workers": len(self.failed_workers)}
+        self._recent.append((self.clock(), self.bound_total))
+        out: dict[str, object] = {"bound": self.bound_total, "queue": self.queue.depth(), "failed_workers": len(self.failed_workers)}
         (t0, n0), (t1, n1) = self._recent[0], self._recent[-1]
         if t1 > t0:
             out["pods_per_s"] = round((n1 - n0) / (t1 - t0), 1)
