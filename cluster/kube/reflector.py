@@ -161,6 +161,10 @@ class Reflector:
         return str(listing.metadata.resource_version)
 
     def _watch(self, version: str) -> str:
+        """Follow events from ``version``; the last version seen. A stream that ends well before its
+        ``timeoutSeconds`` (the server went away, a proxy cut it) raises :class:`Gone`: what the server
+        holds now may not follow from our version (after a restore, say), so list again."""
+        started = self.clock()
         response = self.kind.call(_preload_content=False, watch=True, resource_version=version, allow_watch_bookmarks=True,
                                   timeout_seconds=self.watch_seconds, _request_timeout=(5, self.watch_seconds + 10))
         self._response = response
@@ -177,6 +181,8 @@ class Reflector:
         finally:
             self._response = None
             response.release_conn()
+        if not self._stopping.is_set() and self.clock() - started < self.watch_seconds * 0.9:
+            raise Gone(f"the {self.kind.kind} watch ended after {self.clock() - started:.1f}s of {self.watch_seconds}s")
         return version
 
     def _event(self, line: bytes, version: str) -> str:
