@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -29,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from caldera.connect import client, redis_url
+from caldera.demo_report import Sample, percentiles, write
 from cluster.audit import audit
 from cluster.feed import Informer
 from cluster.keys import Keys, Kind
@@ -55,6 +57,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--duration", type=float, default=30.0, help="seconds of load (default: 30)")
     p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", default=".", help="folder for demo-report.json and demo-report.png (default: .)")
     p.set_defaults(run=run)
 
 
@@ -64,6 +67,7 @@ class Stats:
         self.created: dict[str, tuple[str, float]] = {}
         self.bound: dict[str, float] = {}
         self.jobs: dict[str, list[str]] = {}  # training job -> its pods' uids
+        self.queue_of: dict[str, str] = {}  # training job -> its queue
 
     def latencies(self, scheduler: str) -> list[float]:
         return [(self.bound[u] - t) * 1000 for u, (s, t) in self.created.items() if s == scheduler and u in self.bound]
@@ -79,7 +83,9 @@ async def workload(store: Store, stats: Stats, rng: random.Random, stop: asyncio
         for _ in range(rng.randint(1, 2)):
             gpus, size = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4, 8])
             name, duration_s = f"train-{n}", rng.uniform(8, 25)
-            groups.append(make_podgroup(name, min_member=size, queue=rng.choice(["research", "prod"])))
+            queue = rng.choice(["research", "prod"])
+            stats.queue_of[name] = queue
+            groups.append(make_podgroup(name, min_member=size, queue=queue))
             gang = [make_pod(f"{name}-{i}", scheduler=TRAINING, duration=duration_s, group=name,
                              requests={"cpu": 8 * gpus, "memory": f"{64 * gpus}Gi", "nvidia.com/gpu": gpus})
                     for i in range(size)]
@@ -138,6 +144,27 @@ def stop_process(proc: subprocess.Popen[str]) -> None:
             proc.wait()
 
 
+async def sample(store: Store, stats: Stats, t: float, since: float) -> Sample:
+    """What happened since ``since`` (pods/s and latency per scheduler) and the shards now."""
+    nodes = await store.list_nodes()
+    sizes: dict[str, int] = {}
+    used: dict[str, list[int]] = {}
+    for n in nodes:
+        sizes[n.owner] = sizes.get(n.owner, 0) + 1
+        u = used.setdefault(n.owner, [0, 0])
+        u[0] += n.allocated.get("cpu", 0)
+        u[1] += n.allocatable.get("cpu", 0)
+    pods_per_s, p50, p99 = {}, {}, {}
+    for scheduler in (AGENT, TRAINING):
+        recent = [(stats.bound[u] - c) * 1000 for u, (s, c) in stats.created.items()
+                  if s == scheduler and u in stats.bound and since <= stats.bound[u] < since + t]
+        pods_per_s[scheduler] = round(len(recent) / max(t, 1e-9), 1)
+        p = percentiles(recent)
+        p50[scheduler], p99[scheduler] = p["p50_ms"], p["p99_ms"]
+    return Sample(t=0.0, pods_per_s=pods_per_s, p50_ms=p50, p99_ms=p99, shard_nodes=sizes,
+                  shard_cpu={k: round(v[0] / v[1], 3) if v[1] else 0.0 for k, v in used.items()})
+
+
 async def shard_sizes(store: Store) -> dict[str, int]:
     sizes = {"volcano": 0, AGENT: 0, "": 0}
     for owner in (await store.owners()).values():
@@ -173,9 +200,15 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
         tasks = [asyncio.create_task(sim.run()), asyncio.create_task(workload(store, stats, rng, stop, started, args.duration)),
                  asyncio.create_task(watch_bound(store, stats, stop))]
         moves: list[dict[str, int]] = [initial]
+        samples: list[Sample] = []
         try:
+            last = time.monotonic()
             while time.monotonic() - started < args.duration:
                 await asyncio.sleep(2)
+                now = time.monotonic()
+                taken = await sample(store, stats, now - last, last)
+                samples.append(msgspec.structs.replace(taken, t=round(now - started, 1)))
+                last = now
                 sizes = await shard_sizes(store)
                 moves.append(sizes)
                 bound = {s: sum(1 for u, (sc, _) in stats.created.items() if sc == s and u in stats.bound) for s in (AGENT, TRAINING)}
@@ -214,6 +247,21 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
     console.print(table)
     for line in problems[:20]:
         console.print(line)
+    queues: dict[str, dict[str, int]] = {q: {"started": 0, "waiting": 0} for q in QUEUES}
+    for job, uids in stats.jobs.items():
+        queues[stats.queue_of[job]]["started" if all(u in stats.bound for u in uids) else "waiting"] += 1
+    report = {
+        "duration_s": elapsed,
+        "schedulers": {name: {"pods_bound": len(stats.latencies(name)), "pods_submitted": stats.submitted[name],
+                              "pods_per_s": round(len(stats.latencies(name)) / elapsed, 1),
+                              **percentiles(stats.latencies(name))} for name in (AGENT, TRAINING)},
+        "jobs": queues,
+        "shards": {"start": initial, "end": moves[-1], "largest_agent_shard_change": moved},
+        "pods_completed": sim.completed,
+        "audit": "ok" if not problems else problems,
+    }
+    json_path, png_path = write(Path(args.out), report, samples)
+    console.print(f"report: {json_path} and {png_path}")
     return 0 if not problems else 1
 
 

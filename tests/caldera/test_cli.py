@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -55,8 +56,8 @@ def test_bench_binder_reports_commits_beside_the_ceiling(redis_server: RedisServ
     assert report["single"]["commits"] == report["gang8"]["commits"] == 800
 
 
-def test_demo_runs_the_processes_and_audits() -> None:
-    r = caldera("demo", "--duration", "10")
+def test_demo_runs_the_processes_and_audits(tmp_path: Path) -> None:
+    r = caldera("demo", "--duration", "10", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
 
@@ -67,6 +68,14 @@ def test_demo_runs_the_processes_and_audits() -> None:
     assert int(figure("agent pods bound").split(" of ")[0].replace(",", "")) > 0
     assert int(figure("training pods placed").split(" of ")[0].replace(",", "")) > 0
     assert figure("audit") == "ok"
+    report = json.loads((tmp_path / "demo-report.json").read_text())
+    assert report["audit"] == "ok"
+    agent, batch = report["schedulers"]["agent-scheduler"], report["schedulers"]["volcano"]
+    assert agent["pods_bound"] > 0 and agent["p99_ms"] >= agent["p50_ms"] > 0 and batch["pods_bound"] > 0
+    assert set(report["jobs"]) == {"research", "prod"} and sum(q["started"] for q in report["jobs"].values()) > 0
+    assert len(report["samples"]) >= 3 and report["samples"][-1]["shard_nodes"]
+    png = (tmp_path / "demo-report.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
 
 def test_sigterm_stops_the_demo_and_its_redis_server() -> None:
