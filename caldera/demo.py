@@ -201,6 +201,7 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
                  asyncio.create_task(watch_bound(store, stats, stop))]
         moves: list[dict[str, int]] = [initial]
         samples: list[Sample] = []
+        interrupted = False
         try:
             last = time.monotonic()
             while time.monotonic() - started < args.duration:
@@ -215,6 +216,9 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
                 console.print(f"  t={time.monotonic() - started:4.0f}s  agent pods bound {bound[AGENT]:6d}/{stats.submitted[AGENT]:<6d} "
                               f"training pods placed {bound[TRAINING]:4d}/{stats.submitted[TRAINING]:<4d} "
                               f"shards volcano {sizes['volcano']:3d} agent {sizes[AGENT]:3d}  finished {sim.completed}")
+        except asyncio.CancelledError:  # Ctrl-C or SIGTERM: stop everything, then report what happened so far
+            interrupted = True
+            console.print("interrupted: stopping the processes and writing the report so far")
         finally:
             stop.set()
             sim.stop()
@@ -224,7 +228,7 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
             for t in stuck:
                 t.cancel()
         problems = await audit(store)
-    elapsed = args.duration
+    elapsed = max(time.monotonic() - started, 1e-9) if interrupted else args.duration
     agent_ms = np.array(stats.latencies(AGENT) or [0.0])
     train_ms = np.array(stats.latencies(TRAINING) or [0.0])
     started_jobs = sum(1 for uids in stats.jobs.values() if all(u in stats.bound for u in uids))
@@ -262,6 +266,8 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
     }
     json_path, png_path = write(Path(args.out), report, samples)
     console.print(f"report: {json_path} and {png_path}")
+    if interrupted:
+        return 130
     return 0 if not problems else 1
 
 

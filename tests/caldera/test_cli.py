@@ -78,14 +78,14 @@ def test_demo_runs_the_processes_and_audits(tmp_path: Path) -> None:
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
 
-def test_sigterm_stops_the_demo_and_its_redis_server() -> None:
+def test_sigterm_stops_the_demo_and_its_redis_server_and_writes_the_report_so_far(tmp_path: Path) -> None:
     import os
     import signal
     import time
 
     import psutil
 
-    proc = subprocess.Popen([sys.executable, "-m", "caldera", "demo", "--duration", "60"],
+    proc = subprocess.Popen([sys.executable, "-m", "caldera", "demo", "--duration", "60", "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -95,6 +95,7 @@ def test_sigterm_stops_the_demo_and_its_redis_server() -> None:
             seen += proc.stdout.readline()  # type: ignore[union-attr]
         children = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
         assert len(children) >= 3
+        time.sleep(5)  # a couple of samples
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=40)
     finally:
@@ -110,6 +111,9 @@ def test_sigterm_stops_the_demo_and_its_redis_server() -> None:
             time.sleep(0.1)
         else:
             raise AssertionError(f"child {pid} outlived the demo")
+    report = json.loads((tmp_path / "demo-report.json").read_text())
+    assert report["audit"] == "ok" and report["samples"] and 0 < report["duration_s"] < 60
+    assert (tmp_path / "demo-report.png").stat().st_size > 0
 
 
 def test_bench_sharding_reports_sync_percentiles(redis_server: RedisServer) -> None:
