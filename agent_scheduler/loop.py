@@ -166,7 +166,8 @@ class AgentLoop:
     def stats(self) -> dict[str, object]:
         """The figures ``caldera status`` shows: pods bound, pods/s lately, the queue's depth."""
         self._recent.append((self.clock(), self.bound_total))
-        out: dict[str, object] = {"bound": self.bound_total, "queue": self.queue.depth(), "failed_workers": len(self.failed_workers)}
+        out: dict[str, object] = {"bound": self.bound_total, "queue": self.queue.depth(), "failed_workers": len(self.failed_workers),
+                                  "conflicts": self.totals["conflicts"], "conflicts_resolved": self.totals["resolved"]}
         (t0, n0), (t1, n1) = self._recent[0], self._recent[-1]
         if t1 > t0:
             out["pods_per_s"] = round((n1 - n0) / (t1 - t0), 1)

@@ -99,6 +99,7 @@ class BatchScheduler:
         self.version = 0
         self._conf_mtime = self._mtime()
         self.sessions = 0
+        self.conflicts = 0  # pods of gang commits the binder refused (another scheduler got there first)
         self.last: SessionReport | None = None
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods committed) per session
 
@@ -183,13 +184,14 @@ class BatchScheduler:
         report.seconds = self.clock() - start
         self._observe(ssn, report)
         self.sessions += 1
+        self.conflicts += report.conflicts
         self.last = report
         self._recent.append((self.clock(), report.committed))
         return report
 
     def stats(self) -> dict[str, Any]:
         """The figures ``caldera status`` shows: sessions, the last one, pods/s, and each queue."""
-        out: dict[str, Any] = {"sessions": self.sessions}
+        out: dict[str, Any] = {"sessions": self.sessions, "conflicts": self.conflicts}
         if len(self._recent) > 1:
             span = self._recent[-1][0] - self._recent[0][0]
             out["pods_per_s"] = round(sum(n for _, n in list(self._recent)[1:]) / span, 1) if span > 0 else 0.0

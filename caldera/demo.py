@@ -31,6 +31,7 @@ from rich.table import Table
 
 from caldera.connect import client, redis_url
 from caldera.demo_report import Sample, percentiles, write
+from cluster import heartbeat
 from cluster.audit import audit
 from cluster.feed import Informer
 from cluster.keys import Keys, Kind
@@ -220,6 +221,7 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
             interrupted = True
             console.print("interrupted: stopping the processes and writing the report so far")
         finally:
+            figures = {b.component: b.stats for b in await heartbeat.beats(c, keys)}  # before the processes stop
             stop.set()
             sim.stop()
             for p in procs:
@@ -262,6 +264,10 @@ async def main_async(url: str, args: argparse.Namespace, console: Console, procs
         "jobs": queues,
         "shards": {"start": initial, "end": moves[-1], "largest_agent_shard_change": moved},
         "pods_completed": sim.completed,
+        "conflicts": {"agent-scheduler": {"true": figures.get("agent-scheduler", {}).get("conflicts", 0),
+                                          "resolved": figures.get("agent-scheduler", {}).get("conflicts_resolved", 0)},
+                      "volcano": {"true": figures.get("batch-scheduler", {}).get("conflicts", 0)},
+                      "from_heartbeats_of": sorted(name for name, f in figures.items() if "conflicts" in f)},
         "audit": "ok" if not problems else problems,
     }
     json_path, png_path = write(Path(args.out), report, samples)

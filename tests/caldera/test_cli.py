@@ -74,6 +74,8 @@ def test_demo_runs_the_processes_and_audits(tmp_path: Path) -> None:
     assert agent["pods_bound"] > 0 and agent["p99_ms"] >= agent["p50_ms"] > 0 and batch["pods_bound"] > 0
     assert set(report["jobs"]) == {"research", "prod"} and sum(q["started"] for q in report["jobs"].values()) > 0
     assert len(report["samples"]) >= 3 and report["samples"][-1]["shard_nodes"]
+    # conflicts come from the schedulers' own heartbeats, read before they stopped
+    assert report["conflicts"]["from_heartbeats_of"] == ["agent-scheduler", "batch-scheduler"]
     png = (tmp_path / "demo-report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
