@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import make_room
+from batch_scheduler.actions.victims import evict_for_job
 from batch_scheduler.info import JobInfo, TaskInfo
-from batch_scheduler.statement import Statement
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -28,20 +27,10 @@ def starving(ssn: Session, job: JobInfo) -> bool:
 def run(ssn: Session) -> None:
     for queue, jobs in by_queue(ssn, (j for j in ssn.jobs.values() if starving(ssn, j))).items():
         for job in jobs:
-            stmt = Statement(ssn)
-
             def same_queue(victim: TaskInfo, job: JobInfo = job) -> bool:
                 return ssn.jobs[victim.job].queue == job.queue
 
-            for task in sorted(job.pending(), key=ssn.tiers.task_key()):
-                if not make_room(ssn, stmt, task, same_queue, ssn.tiers.preemptable):
-                    break
-                if ssn.tiers.job_pipelined(job):
-                    break
-            if ssn.tiers.job_pipelined(job) and not stmt.empty:
-                evicted = sum(1 for op in stmt.ops if op[0].value == "evict")
-                stmt.commit()
+            evicted = evict_for_job(ssn, job, same_queue, ssn.tiers.preemptable)
+            if evicted is not None:
                 job.reason, job.reason_kind = (f"preempting {evicted} lower-priority task(s) in queue {queue}; "
                                                "starts once they are gone"), "Preempting"
-            else:
-                stmt.discard()

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.actions.preempt import starving
 from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import make_room
-from batch_scheduler.info import TaskInfo
-from batch_scheduler.statement import Statement
+from batch_scheduler.actions.victims import evict_for_job
+from batch_scheduler.info import QueueInfo, TaskInfo
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -33,19 +32,11 @@ def run(ssn: Session) -> None:
             theirs = ssn.queues.get(ssn.jobs[victim.job].queue)
             return theirs is not None and theirs.name != name and theirs.reclaimable
 
+        def takes(task: TaskInfo, queue: QueueInfo = queue) -> bool:
+            return ssn.tiers.allocatable(queue, task) is None
+
         for job in grouped[name]:
-            stmt = Statement(ssn)
-            for task in sorted(job.pending(), key=ssn.tiers.task_key()):
-                if ssn.tiers.allocatable(queue, task) is not None:
-                    break
-                if not make_room(ssn, stmt, task, other_queue, ssn.tiers.reclaimable):
-                    break
-                if ssn.tiers.job_pipelined(job):
-                    break
-            if ssn.tiers.job_pipelined(job) and not stmt.empty:
-                evicted = sum(1 for op in stmt.ops if op[0].value == "evict")
-                stmt.commit()
+            evicted = evict_for_job(ssn, job, other_queue, ssn.tiers.reclaimable, takes)
+            if evicted is not None:
                 job.reason, job.reason_kind = (f"reclaiming {evicted} task(s) from queues above their deserved share "
                                                f"for queue {name}; starts once they are gone"), "Reclaiming"
-            else:
-                stmt.discard()

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from batch_scheduler.info import TaskInfo, TaskStatus
-from batch_scheduler.statement import Statement
+from batch_scheduler.info import JobInfo, TaskInfo, TaskStatus
+from batch_scheduler.statement import Op, Statement
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -55,3 +55,25 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: Callable[
         stmt.pipeline(task, name)
         return True
     return False
+
+
+def evict_for_job(ssn: Session, job: JobInfo, eligible: Callable[[TaskInfo], bool], vote: Vote,
+                  may_take: Callable[[TaskInfo], bool] = lambda task: True) -> int | None:
+    """Make room for the job's waiting tasks, in task order, until it would be ready.
+
+    The evictions are kept only when the job's placed and pipelined tasks make it ready;
+    then the number of victims, else None (and nothing changed). ``may_take`` stops at the
+    first task its queue may not take.
+    """
+    stmt = Statement(ssn)
+    for task in sorted(job.pending(), key=ssn.tiers.task_key()):
+        if not may_take(task) or not make_room(ssn, stmt, task, eligible, vote):
+            break
+        if ssn.tiers.job_pipelined(job):
+            break
+    if ssn.tiers.job_pipelined(job) and not stmt.empty:
+        evicted = sum(1 for op, _, _ in stmt.ops if op is Op.EVICT)
+        stmt.commit()
+        return evicted
+    stmt.discard()
+    return None
