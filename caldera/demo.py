@@ -1,13 +1,16 @@
-"""``caldera demo``: the system at work on a simulated cluster, then the audit's verdict.
+"""``caldera demo``: the whole system on a simulated cluster, live, then a report and the audit.
 
 What runs: a private redis-server (unless ``--redis-url``); as separate OS processes the
 sharding controller (``caldera sharding``), the batch scheduler (``caldera
 batch-scheduler``, a session every 500 ms) and the agent scheduler (``caldera
-agent-scheduler``, with local Ray workers); and here the simulator (the kubelets) and a
-workload: bursts of short agent pods for the agent scheduler, and GPU training jobs —
-PodGroups of 1–8 pods that must start whole — in two queues (``research`` weight 1,
-``prod`` weight 2) for the batch scheduler. Both schedulers commit through the binder,
-racing for the same nodes in soft sharding mode.
+agent-scheduler``, with local Ray workers); and here the simulator (the kubelets: pods
+start when bound and end after their duration) and the workload (``--workload FILE``, by
+default ``caldera/workloads/default.yaml``: ~1,000 nodes in pools, training gangs in three
+queues, bursts of agent pods on a rising load), or a replayed trace (``--trace``). Both
+schedulers commit through the binder, racing for the same nodes in soft sharding mode.
+
+The processes' output goes to ``<out>/demo-logs/<process>.log``; the summary says if any
+of them logged a traceback. ``caldera bench mixed`` runs the same thing without the view.
 """
 
 from __future__ import annotations
@@ -15,277 +18,353 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
-import numpy as np
 import uvloop
 from rich.console import Console
 from rich.table import Table
 
+from caldera import workload as workloads
 from caldera.connect import client, redis_url
-from caldera.demo_report import Sample, percentiles, write
+from caldera.demo_report import Sample, write
+from caldera.demo_view import Frame, View
+from caldera.tracker import Tracker
+from caldera.workload import AGENT, VOLCANO, WorkloadDriver
 from cluster import heartbeat
 from cluster.audit import audit
-from cluster.feed import Informer
-from cluster.keys import Keys, Kind
+from cluster.keys import Keys
+from cluster.resources import CPU, GPU
 from cluster.sim.cluster import SimCluster
-from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod, make_podgroup
-from cluster.model import Queue
-from cluster.store import Put, Store
+from cluster.store import Store
 
-AGENT = "agent-scheduler"
-TRAINING = "volcano"
-POOLS = [
-    NodePool(name="gpu", count=64, resources={"cpu": 96, "memory": "768Gi", "nvidia.com/gpu": 8}),
-    NodePool(name="cpu", count=176, resources={"cpu": 32, "memory": "128Gi"}),
-    NodePool(name="warm", count=16, resources={"cpu": 32, "memory": "128Gi"}, labels={"node.volcano.sh/warmup": "true"}),
-]
-QUEUES = {"research": 1, "prod": 2}
-SHARDS = "volcano:volcano:0.0:0.6:false:8:256,agent-scheduler:agent:0.6:1.0:true:16:256"
+SAMPLE_EVERY_S = 2.0
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("demo", help="run the system on a simulated cluster and report")
-    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
-    p.add_argument("--duration", type=float, default=30.0, help="seconds of load (default: 30)")
+    p = sub.add_parser("demo", help="run the whole system on a simulated cluster, live, and report")
+    p.add_argument("--duration", type=float, default=60.0, help="seconds of load (default: 60)")
+    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/workloads/default.yaml)")
+    p.add_argument("--trace", default=None, help="replay this OpenB-format pods CSV instead of a workload")
+    p.add_argument("--trace-nodes", default=None, help="the trace's nodes CSV (with --trace)")
+    p.add_argument("--speedup", type=float, default=0.0, help="trace seconds per second; 0 = fit the trace into --duration (default: 0)")
+    p.add_argument("--trace-schedulers", default=None, help="QOS=SCHEDULER,...,*=SCHEDULER for trace pods (default: LS=agent-scheduler,*=volcano)")
     p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", default=".", help="folder for demo-report.json and demo-report.png (default: .)")
+    p.add_argument("--out", default=".", help="folder for demo-report.json, demo-report.png and demo-logs/ (default: .)")
+    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.set_defaults(run=run)
 
 
-class Stats:
-    def __init__(self) -> None:
-        self.submitted = {AGENT: 0, TRAINING: 0}
-        self.created: dict[str, tuple[str, float]] = {}
-        self.bound: dict[str, float] = {}
-        self.jobs: dict[str, list[str]] = {}  # training job -> its pods' uids
-        self.queue_of: dict[str, str] = {}  # training job -> its queue
+class Driver(Protocol):
+    """Where the load comes from: a workload description or a trace."""
 
-    def latencies(self, scheduler: str) -> list[float]:
-        return [(self.bound[u] - t) * 1000 for u, (s, t) in self.created.items() if s == scheduler and u in self.bound]
+    sharding: str
 
-
-async def workload(store: Store, stats: Stats, rng: random.Random, stop: asyncio.Event, started: float, duration: float) -> None:
-    """Agent pods in bursts (seconds long) on a rising tide, and training gangs (GPUs, tens of seconds)."""
-    n = 0
-    while not stop.is_set():
-        tide = min(1.0, (time.monotonic() - started) / max(duration * 0.6, 1.0))
-        pods = []
-        groups = []
-        for _ in range(rng.randint(1, 2)):
-            gpus, size = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4, 8])
-            name, duration_s = f"train-{n}", rng.uniform(8, 25)
-            queue = rng.choice(["research", "prod"])
-            stats.queue_of[name] = queue
-            groups.append(make_podgroup(name, min_member=size, queue=queue))
-            gang = [make_pod(f"{name}-{i}", scheduler=TRAINING, duration=duration_s, group=name,
-                             requests={"cpu": 8 * gpus, "memory": f"{64 * gpus}Gi", "nvidia.com/gpu": gpus})
-                    for i in range(size)]
-            stats.jobs[name] = [p.uid for p in gang]
-            pods += gang
-            n += 1
-        for _ in range(int(rng.randint(100, 300) * (0.3 + tide))):
-            pods.append(make_pod(f"agent-{n}", scheduler=AGENT, duration=rng.uniform(2, 8),
-                                 requests={"cpu": rng.choice(["500m", "1", "2"]), "memory": "1Gi"}))
-            n += 1
-        await store.write([Put(g) for g in groups])
-        await store.upsert_pods(pods)
-        now = time.monotonic()
-        for p in pods:
-            stats.created[p.uid] = (p.scheduler_name, now)
-            stats.submitted[p.scheduler_name] += 1
-        await asyncio.sleep(0.5)
+    def describe(self) -> str: ...
+    def queues(self) -> list[str]: ...
+    async def prepare(self) -> None: ...
+    async def run(self, stop: asyncio.Event) -> None: ...
 
 
-async def watch_bound(store: Store, stats: Stats, stop: asyncio.Event) -> None:
-    informer = Informer(store, [Kind.POD], block_ms=100)
-    async for update in informer.updates():
-        now = time.monotonic()
-        for uid, rec in update.pods.items():
-            if rec is not None and rec.node and uid not in stats.bound:
-                stats.bound[uid] = now
-        if stop.is_set():
-            informer.stop()
+class Options(msgspec.Struct, frozen=True, kw_only=True):
+    duration: float
+    workers: int = 2
+    out: Path = Path(".")
 
 
-def spawn(args: list[str]) -> subprocess.Popen[str]:
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    return subprocess.Popen([sys.executable, "-m", "caldera", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+# -- the processes ---------------------------------------------------------------------------
 
 
-def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float) -> None:
-    name = " ".join(str(a) for a in proc.args[3:4]) if isinstance(proc.args, list) else "process"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline() if proc.stdout else ""
-        if needle in line:
-            return
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited: {proc.stderr.read() if proc.stderr else ''}")
-    raise RuntimeError(f"{name} not ready after {timeout:.0f}s")
+class Child:
+    """One caldera process, its output in a log file."""
+
+    def __init__(self, name: str, args: list[str], logs: Path) -> None:
+        self.name = name
+        self.log = logs / f"{name}.log"
+        env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "caldera", name, *args], stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env)
+
+    def wait_ready(self, needle: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if needle in self.log.read_text(errors="replace"):
+                return
+            if self.proc.poll() is not None:
+                tail = self.log.read_text(errors="replace").strip().splitlines()[-5:]
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: {' | '.join(tail)}")
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} not ready after {timeout:.0f}s (see {self.log})")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def traceback(self) -> bool:
+        return self.log.exists() and "Traceback" in self.log.read_text(errors="replace")
 
 
-def stop_process(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def start_processes(children: list[Child], url: str, keys: Keys, driver: Driver, options: Options, logs: Path) -> None:
+    """Start the three processes into ``children`` (the caller stops them, even when this fails) and wait until they serve."""
+    common = ["--redis-url", url, "--cluster", keys.cluster, "--metrics-port", "0"]
+    children.append(Child("sharding", [*common, "--scheduler-configs", driver.sharding, "--shard-sync-period", "5s",
+                                       "--min-dwell", "20s"], logs))
+    children.append(Child("batch-scheduler", [*common, "--schedule-period", "500ms"], logs))
+    children.append(Child("agent-scheduler", [*common, "--workers", str(options.workers)], logs))
+    children[0].wait_ready("serving", 60)
+    children[1].wait_ready("batch-scheduler: serving", 60)
+    children[2].wait_ready("workers ready", 120)
 
 
-async def sample(store: Store, stats: Stats, t: float, since: float) -> Sample:
-    """What happened since ``since`` (pods/s and latency per scheduler) and the shards now."""
-    nodes = await store.list_nodes()
-    sizes: dict[str, int] = {}
-    used: dict[str, list[int]] = {}
-    for n in nodes:
-        sizes[n.owner] = sizes.get(n.owner, 0) + 1
-        u = used.setdefault(n.owner, [0, 0])
-        u[0] += n.allocated.get("cpu", 0)
-        u[1] += n.allocatable.get("cpu", 0)
-    pods_per_s, p50, p99 = {}, {}, {}
-    for scheduler in (AGENT, TRAINING):
-        recent = [(stats.bound[u] - c) * 1000 for u, (s, c) in stats.created.items()
-                  if s == scheduler and u in stats.bound and since <= stats.bound[u] < since + t]
-        pods_per_s[scheduler] = round(len(recent) / max(t, 1e-9), 1)
-        p = percentiles(recent)
-        p50[scheduler], p99[scheduler] = p["p50_ms"], p["p99_ms"]
-    return Sample(t=0.0, pods_per_s=pods_per_s, p50_ms=p50, p99_ms=p99, shard_nodes=sizes,
-                  shard_cpu={k: round(v[0] / v[1], 3) if v[1] else 0.0 for k, v in used.items()})
+# -- watching the cluster --------------------------------------------------------------------
 
 
-async def shard_sizes(store: Store) -> dict[str, int]:
-    sizes = {"volcano": 0, AGENT: 0, "": 0}
-    for owner in (await store.owners()).values():
-        sizes[owner] = sizes.get(owner, 0) + 1
-    return sizes
+class Monitor:
+    """Once a second: shard sizes and allocation (from the nodes) and the processes' heartbeats."""
+
+    def __init__(self, store: Store, keys: Keys) -> None:
+        self.store, self.keys = store, keys
+        self.owners: dict[str, str] = {}
+        self.start_sizes: dict[str, int] = {}
+        self.shards: dict[str, dict[str, float]] = {}
+        self.figures: dict[str, dict[str, Any]] = {}
+        self.moves = 0
+        self.largest_change: dict[str, int] = {}
+
+    async def poll(self) -> None:
+        nodes = await self.store.list_nodes()
+        shards: dict[str, dict[str, float]] = {}
+        for n in nodes:
+            s = shards.setdefault(n.owner, {"nodes": 0, "cpu_used": 0, "cpu": 0, "gpu_used": 0, "gpus": 0})
+            s["nodes"] += 1
+            s["cpu_used"] += n.allocated.get(CPU, 0)
+            s["cpu"] += n.allocatable.get(CPU, 0)
+            s["gpu_used"] += n.allocated.get(GPU, 0)
+            s["gpus"] += n.allocatable.get(GPU, 0)
+            if self.owners and self.owners.get(n.name, n.owner) != n.owner:
+                self.moves += 1
+            self.owners[n.name] = n.owner
+        self.shards = {name: {"nodes": s["nodes"], "cpu": s["cpu_used"] / s["cpu"] if s["cpu"] else 0.0,
+                              "gpu": s["gpu_used"] / s["gpus"] if s["gpus"] else 0.0, "gpus": s["gpus"]}
+                       for name, s in sorted(shards.items())}
+        if not self.start_sizes:
+            self.start_sizes = {name: int(s["nodes"]) for name, s in self.shards.items()}
+        for name, s in self.shards.items():
+            change = abs(int(s["nodes"]) - self.start_sizes.get(name, 0))
+            self.largest_change[name] = max(self.largest_change.get(name, 0), change)
+        self.figures = {b.component: b.stats for b in await heartbeat.beats(self.store.client, self.keys)}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.poll()
+            try:
+                async with asyncio.timeout(1.0):
+                    await stop.wait()
+            except TimeoutError:
+                pass
+
+    def conflicts(self) -> dict[str, dict[str, int]]:
+        agent, batch = self.figures.get("agent-scheduler", {}), self.figures.get("batch-scheduler", {})
+        return {AGENT: {"true": int(agent.get("conflicts", 0)), "resolved": int(agent.get("conflicts_resolved", 0))},
+                VOLCANO: {"true": int(batch.get("conflicts", 0)), "resolved": 0}}
 
 
-async def main_async(url: str, args: argparse.Namespace, console: Console, procs: list[subprocess.Popen[str]]) -> int:
-    rng = random.Random(args.seed)
-    stats = Stats()
+def queue_rows(tracker: Tracker, monitor: Monitor, names: list[str]) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    seen = monitor.figures.get("batch-scheduler", {}).get("queues", {})
+    for name, jobs in tracker.queues(names).items():
+        q = seen.get(name, {})
+        rows[name] = {**jobs, "weight": q.get("weight", ""), "capability_gpu": q.get("capability", {}).get(GPU, ""),
+                      "allocated_gpu": q.get("allocated", {}).get(GPU, 0), "deserved_gpu": q.get("deserved", {}).get(GPU, "—")}
+    return rows
+
+
+def frame(tracker: Tracker, monitor: Monitor, driver: Driver, t: float, duration: float) -> Frame:
+    lately = tracker.lately()
+    conflicts = monitor.conflicts()
+    agent_queue = monitor.figures.get("agent-scheduler", {}).get("queue")  # urgent, active, backoff and in flight
+    depth = {AGENT: sum(agent_queue.values()) if isinstance(agent_queue, dict) else None,
+             VOLCANO: monitor.figures.get("batch-scheduler", {}).get("pending")}  # pods waiting at the last session
+    schedulers = {name: {**msgspec.structs.asdict(lately[name]), "bound": len(tracker.latencies[name]), "pending": tracker.pending(name),
+                         "queue": depth.get(name), "conflicts": conflicts[name]["true"], "resolved": conflicts[name]["resolved"]}
+                  for name in tracker.schedulers}
+    return Frame(t=t, duration=duration, title=driver.describe(), schedulers=schedulers,
+                 queues=queue_rows(tracker, monitor, driver.queues()), shards=monitor.shards, moves=monitor.moves,
+                 completed=tracker.completed)
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    report: dict[str, Any]
+    samples: list[Sample]
+    interrupted: bool
+
+
+async def run_system(url: str, make_driver: Any, options: Options, view: View) -> Outcome:
+    """Start the processes, drive the load for ``options.duration``, stop everything, audit; the figures."""
+    children: list[Child] = []
+    try:
+        return await _run_system(url, make_driver, options, view, children)
+    finally:
+        for child in children:
+            await asyncio.to_thread(child.stop)
+
+
+async def _run_system(url: str, make_driver: Any, options: Options, view: View, children: list[Child]) -> Outcome:
     keys = Keys("demo")
+    tracker = Tracker([AGENT, VOLCANO])
+    logs = options.out / "demo-logs"
+    logs.mkdir(parents=True, exist_ok=True)
     async with client(url) as c:
         store = Store(c, keys)
-        nodes = [n for pool in POOLS for n in pool_nodes(pool)]
-        await store.upsert_nodes(nodes)
-        await store.write([Put(msgspec.convert({"metadata": {"name": q}, "spec": {"weight": w}}, Queue))
-                           for q, w in QUEUES.items()])
-        console.print(f"cluster: {len(nodes)} nodes ({', '.join(f'{p.count} {p.name}' for p in POOLS)}); starting the sharding "
-                      f"controller, the batch scheduler and the agent scheduler ({args.workers} Ray workers) as their own "
-                      "processes…")
-        common = ["--redis-url", url, "--cluster", keys.cluster, "--metrics-port", "0"]
-        procs.append(spawn(["sharding", *common, "--scheduler-configs", SHARDS, "--shard-sync-period", "5s", "--min-dwell", "20s"]))
-        procs.append(spawn(["batch-scheduler", *common, "--schedule-period", "500ms"]))
-        procs.append(spawn(["agent-scheduler", *common, "--workers", str(args.workers)]))
-        await asyncio.to_thread(wait_for_line, procs[0], "serving", 60)
-        await asyncio.to_thread(wait_for_line, procs[1], "batch-scheduler: serving", 60)
-        await asyncio.to_thread(wait_for_line, procs[2], "workers ready", 120)
-        initial = await shard_sizes(store)
-        console.print(f"shards at start: volcano {initial['volcano']}, agent-scheduler {initial[AGENT]}, unowned {initial['']}")
+        driver: Driver = make_driver(store, tracker)
+        await driver.prepare()
+        view.say(f"cluster: {driver.describe()}; starting the sharding controller, the batch scheduler and the agent "
+                 f"scheduler ({options.workers} Ray workers) as their own processes (logs in {logs})…")
+        await asyncio.to_thread(start_processes, children, url, keys, driver, options, logs)
+        monitor = Monitor(store, keys)
+        await monitor.poll()
+        view.say("shards at start: " + ", ".join(f"{k or 'unowned'} {v}" for k, v in monitor.start_sizes.items()))
         stop = asyncio.Event()
         sim = SimCluster(store)
-        started = time.monotonic()
-        tasks = [asyncio.create_task(sim.run()), asyncio.create_task(workload(store, stats, rng, stop, started, args.duration)),
-                 asyncio.create_task(watch_bound(store, stats, stop))]
-        moves: list[dict[str, int]] = [initial]
+        tasks = [asyncio.create_task(sim.run()), asyncio.create_task(driver.run(stop)),
+                 asyncio.create_task(tracker.watch(store, stop)), asyncio.create_task(monitor.run(stop))]
         samples: list[Sample] = []
         interrupted = False
+        started = time.monotonic()
         try:
-            last = time.monotonic()
-            while time.monotonic() - started < args.duration:
-                await asyncio.sleep(2)
-                now = time.monotonic()
-                taken = await sample(store, stats, now - last, last)
-                samples.append(msgspec.structs.replace(taken, t=round(now - started, 1)))
-                last = now
-                sizes = await shard_sizes(store)
-                moves.append(sizes)
-                bound = {s: sum(1 for u, (sc, _) in stats.created.items() if sc == s and u in stats.bound) for s in (AGENT, TRAINING)}
-                console.print(f"  t={time.monotonic() - started:4.0f}s  agent pods bound {bound[AGENT]:6d}/{stats.submitted[AGENT]:<6d} "
-                              f"training pods placed {bound[TRAINING]:4d}/{stats.submitted[TRAINING]:<4d} "
-                              f"shards volcano {sizes['volcano']:3d} agent {sizes[AGENT]:3d}  finished {sim.completed}")
+            with view:
+                next_sample = started + SAMPLE_EVERY_S
+                while (now := time.monotonic()) - started < options.duration:
+                    view.show(frame(tracker, monitor, driver, now - started, options.duration))
+                    if now >= next_sample:
+                        next_sample += SAMPLE_EVERY_S
+                        samples.append(sample(tracker, monitor, now - started))
+                    await asyncio.sleep(0.25)
         except asyncio.CancelledError:  # Ctrl-C or SIGTERM: stop everything, then report what happened so far
             interrupted = True
-            console.print("interrupted: stopping the processes and writing the report so far")
+            view.say("interrupted: stopping the processes and writing the report so far")
         finally:
-            figures = {b.component: b.stats for b in await heartbeat.beats(c, keys)}  # before the processes stop
+            elapsed = time.monotonic() - started
+            await monitor.poll()  # the heartbeats, before the processes stop
             stop.set()
             sim.stop()
-            for p in procs:
-                await asyncio.to_thread(stop_process, p)
+            for child in children:
+                await asyncio.to_thread(child.stop)
             _, stuck = await asyncio.wait(tasks, timeout=10)
             for t in stuck:
                 t.cancel()
         problems = await audit(store)
-    elapsed = max(time.monotonic() - started, 1e-9) if interrupted else args.duration
-    agent_ms = np.array(stats.latencies(AGENT) or [0.0])
-    train_ms = np.array(stats.latencies(TRAINING) or [0.0])
-    started_jobs = sum(1 for uids in stats.jobs.values() if all(u in stats.bound for u in uids))
-    moved = max(abs(m[AGENT] - initial[AGENT]) for m in moves)
-    table = Table(title="caldera demo")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    for name, value in [
-        ("agent pods bound (agent scheduler)", f"{len(stats.latencies(AGENT)):,} of {stats.submitted[AGENT]:,}"),
-        ("agent pods/s", f"{len(stats.latencies(AGENT)) / elapsed:,.0f}"),
-        ("agent submit → bound p50 / p99 ms", f"{np.percentile(agent_ms, 50):.0f} / {np.percentile(agent_ms, 99):.0f}"),
-        ("training pods placed (batch scheduler)", f"{len(stats.latencies(TRAINING)):,} of {stats.submitted[TRAINING]:,}"),
-        ("training gangs started whole", f"{started_jobs:,} of {len(stats.jobs):,}"),
-        ("training submit → bound p50 / p99 ms", f"{np.percentile(train_ms, 50):.0f} / {np.percentile(train_ms, 99):.0f}"),
-        ("agent shard size: start → end (largest change)", f"{initial[AGENT]} → {moves[-1][AGENT]} ({moved})"),
-        ("pods run to completion", f"{sim.completed:,}"),
-        ("audit", "ok" if not problems else f"{len(problems)} violations"),
-    ]:
-        table.add_row(name, value)
-    console.print(table)
-    for line in problems[:20]:
-        console.print(line)
-    queues: dict[str, dict[str, int]] = {q: {"started": 0, "waiting": 0} for q in QUEUES}
-    for job, uids in stats.jobs.items():
-        queues[stats.queue_of[job]]["started" if all(u in stats.bound for u in uids) else "waiting"] += 1
     report = {
-        "duration_s": elapsed,
-        "schedulers": {name: {"pods_bound": len(stats.latencies(name)), "pods_submitted": stats.submitted[name],
-                              "pods_per_s": round(len(stats.latencies(name)) / elapsed, 1),
-                              **percentiles(stats.latencies(name))} for name in (AGENT, TRAINING)},
-        "jobs": queues,
-        "shards": {"start": initial, "end": moves[-1], "largest_agent_shard_change": moved},
-        "pods_completed": sim.completed,
-        "conflicts": {"agent-scheduler": {"true": figures.get("agent-scheduler", {}).get("conflicts", 0),
-                                          "resolved": figures.get("agent-scheduler", {}).get("conflicts_resolved", 0)},
-                      "volcano": {"true": figures.get("batch-scheduler", {}).get("conflicts", 0)},
-                      "from_heartbeats_of": sorted(name for name, f in figures.items() if "conflicts" in f)},
+        "duration_s": round(elapsed, 1),
+        "cluster": driver.describe(),
+        "schedulers": tracker.totals(elapsed),
+        "jobs": tracker.queues(driver.queues()),
+        "shards": {"start": monitor.start_sizes, "end": {k: int(v["nodes"]) for k, v in monitor.shards.items()},
+                   "moves": monitor.moves, "largest_change": monitor.largest_change},
+        "pods_completed": tracker.completed,
+        "conflicts": {**monitor.conflicts(), "from_heartbeats_of": sorted(n for n, f in monitor.figures.items() if "conflicts" in f)},
+        "tracebacks": [c.name for c in children if c.traceback()],
         "audit": "ok" if not problems else problems,
     }
-    json_path, png_path = write(Path(args.out), report, samples)
-    console.print(f"report: {json_path} and {png_path}")
-    if interrupted:
-        return 130
-    return 0 if not problems else 1
+    return Outcome(report=report, samples=samples, interrupted=interrupted)
+
+
+def sample(tracker: Tracker, monitor: Monitor, t: float) -> Sample:
+    lately = tracker.lately()
+    return Sample(t=round(t, 1), pods_per_s={k: v.pods_per_s for k, v in lately.items()},
+                  p50_ms={k: v.p50_ms for k, v in lately.items()}, p99_ms={k: v.p99_ms for k, v in lately.items()},
+                  shard_nodes={k: int(v["nodes"]) for k, v in monitor.shards.items()},
+                  shard_cpu={k: round(v["cpu"], 3) for k, v in monitor.shards.items()},
+                  shard_gpu={k: round(v["gpu"], 3) for k, v in monitor.shards.items() if v["gpus"]})
+
+
+def summary(report: dict[str, Any]) -> Table:
+    table = Table(title="caldera demo: summary")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    elapsed = report["duration_s"]
+    for name, s in report["schedulers"].items():
+        table.add_row(f"{name}: pods bound", f"{s['pods_bound']:,} of {s['pods_submitted']:,} in {elapsed:.0f} s")
+        table.add_row(f"{name}: pods/s", f"{s['pods_per_s']:,.0f}")
+        table.add_row(f"{name}: submit → bound p50 / p99 ms", f"{s['p50_ms']:,.0f} / {s['p99_ms']:,.0f}")
+        c = report["conflicts"].get(name, {})
+        table.add_row(f"{name}: conflicts resolved / true", f"{c.get('resolved', 0):,} / {c.get('true', 0):,}")
+    for queue, j in report["jobs"].items():
+        table.add_row(f"queue {queue}: gang jobs started / waiting", f"{j['started']:,} / {j['waiting']:,} (of {j['submitted']:,})")
+    shards = report["shards"]
+    sizes = ", ".join(f"{k or 'unowned'} {shards['start'].get(k, 0)} → {v}" for k, v in shards["end"].items())
+    table.add_row("shard sizes: start → end", sizes)
+    table.add_row("nodes moved between shards", f"{shards['moves']:,}")
+    table.add_row("pods run to completion", f"{report['pods_completed']:,}")
+    table.add_row("processes that logged a traceback", ", ".join(report["tracebacks"]) or "none")
+    audit_ = report["audit"]
+    table.add_row("audit", "ok" if audit_ == "ok" else f"{len(audit_)} violations")
+    return table
+
+
+def make_driver(args: argparse.Namespace) -> Any:
+    """A function of (store, tracker) giving the driver the flags ask for; ValueError on bad input."""
+    if args.trace or args.trace_nodes:
+        if not (args.trace and args.trace_nodes):
+            raise ValueError("--trace and --trace-nodes go together (a pods CSV and its nodes CSV)")
+        from caldera.trace_replay import TraceDriver, load_trace
+
+        trace = load_trace(args.trace, args.trace_nodes, args.trace_schedulers, args.speedup, args.duration)
+        return lambda store, tracker: TraceDriver(trace, store, tracker)
+    w = workloads.load(args.workload)
+    return lambda store, tracker: WorkloadDriver(w, store, tracker, seed=args.seed, duration=args.duration)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration <= 0 or args.workers < 1:
-        print(f"caldera demo: error: --duration {args.duration}, --workers {args.workers} (expected positive numbers)")
+    if args.duration <= 0 or args.workers < 1 or args.speedup < 0:
+        print(f"caldera demo: error: --duration {args.duration:g}, --workers {args.workers}, --speedup {args.speedup:g} "
+              "(expected a positive duration, at least one worker, a speedup of 0 or more)")
+        return 2
+    if (args.trace or args.trace_nodes) and args.workload:
+        print("caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)")
+        return 2
+    if args.trace_schedulers and not args.trace:
+        print("caldera demo: error: --trace-schedulers needs --trace")
+        return 2
+    try:
+        driver = make_driver(args)
+    except ValueError as e:
+        print(f"caldera demo: error: {e}")
         return 2
     console = Console()
-    procs: list[subprocess.Popen[str]] = []
-    try:
-        with redis_url(args.redis_url) as url:
-            return uvloop.run(main_async(url, args, console, procs))
-    finally:
-        for p in procs:
-            stop_process(p)
+    options = Options(duration=args.duration, workers=args.workers, out=Path(args.out))
+    with redis_url(args.redis_url) as url:
+        try:
+            return uvloop.run(demo(url, driver, options, console))
+        except KeyboardInterrupt:  # the report was written before the interrupt surfaced here
+            return 130
+
+
+async def demo(url: str, driver: Any, options: Options, console: Console) -> int:
+    """The run, its summary, the report files; the exit status."""
+    outcome = await run_system(url, driver, options, View(console))
+    report = outcome.report
+    console.print(summary(report))
+    for problem in (report["audit"] if report["audit"] != "ok" else [])[:20]:
+        console.print(problem, highlight=False)
+    json_path, png_path = await asyncio.to_thread(write, options.out, report, outcome.samples)
+    console.print(f"caldera audit: {'ok' if report['audit'] == 'ok' else 'violations (above)'}")
+    console.print(f"report: {json_path} and {png_path}")
+    if outcome.interrupted:
+        return 130
+    return 0 if report["audit"] == "ok" and not report["tracebacks"] else 1

@@ -12,6 +12,7 @@ A pool description is YAML (or the same data in Python)::
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -56,21 +57,35 @@ def parse_pools(data: str | dict[str, Any]) -> list[NodePool]:
 
 def pool_nodes(pool: NodePool, *, start: int = 0) -> list[Node]:
     """The nodes of a pool, named ``<pool>-<index>``; ``pods`` defaults to the kubelet's 110."""
-    allocatable = {k: str(v) for k, v in pool.resources.items()}
-    allocatable.setdefault(PODS, str(DEFAULT_MAX_PODS))
-    nodes = []
-    for i in range(start, start + pool.count):
-        name = f"{pool.name}-{i:05d}"
-        nodes.append(
-            msgspec.convert(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "caldera.io/pool": pool.name, **pool.labels}},
-                    "spec": {"unschedulable": pool.unschedulable, "taints": [msgspec.to_builtins(t) for t in pool.taints]},
-                    "status": {"allocatable": allocatable, "capacity": allocatable},
-                },
-                Node,
-            )
-        )
-    return nodes
+    labels = {"caldera.io/pool": pool.name, **pool.labels}
+    return [
+        make_node(f"{pool.name}-{i:05d}", allocatable=pool.resources, labels=labels, taints=pool.taints,
+                  unschedulable=pool.unschedulable)
+        for i in range(start, start + pool.count)
+    ]
+
+
+def make_node(
+    name: str,
+    *,
+    allocatable: Mapping[str, str | int | float],
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[TaintSpec] = (),
+    unschedulable: bool = False,
+) -> Node:
+    """A Node as a simulated kubelet reports it: capacity = allocatable, ``pods`` 110 unless given.
+
+    It carries ``kubernetes.io/hostname: <name>`` unless ``labels`` says otherwise.
+    """
+    resources = {k: str(v) for k, v in allocatable.items()}
+    resources.setdefault(PODS, str(DEFAULT_MAX_PODS))
+    return msgspec.convert(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+            "spec": {"unschedulable": unschedulable, "taints": [msgspec.to_builtins(t) for t in taints]},
+            "status": {"allocatable": resources, "capacity": resources},
+        },
+        Node,
+    )

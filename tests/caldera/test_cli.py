@@ -1,9 +1,8 @@
-"""The command line as users run it: `caldera audit`, `caldera bench binder`, `caldera demo`."""
+"""The command line as users run it: `caldera audit` and `caldera bench` (the demo: test_demo.py)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import subprocess
 import sys
 
@@ -54,68 +53,6 @@ def test_bench_binder_reports_commits_beside_the_ceiling(redis_server: RedisServ
         assert figures["commits_per_s"] > 0 and figures["ceiling_per_s"] > 0
         assert 0 < figures["ratio"] == min(report["single"]["ratio"], report["gang8"]["ratio"]) or figures is not report
     assert report["single"]["commits"] == report["gang8"]["commits"] == 800
-
-
-def test_demo_runs_the_processes_and_audits(tmp_path: Path) -> None:
-    r = caldera("demo", "--duration", "10", "--out", str(tmp_path))
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
-
-    def figure(name: str) -> str:
-        line = next(line for line in r.stdout.splitlines() if name in line and line.startswith("│"))
-        return line.split("│")[2].strip()
-
-    assert int(figure("agent pods bound").split(" of ")[0].replace(",", "")) > 0
-    assert int(figure("training pods placed").split(" of ")[0].replace(",", "")) > 0
-    assert figure("audit") == "ok"
-    report = json.loads((tmp_path / "demo-report.json").read_text())
-    assert report["audit"] == "ok"
-    agent, batch = report["schedulers"]["agent-scheduler"], report["schedulers"]["volcano"]
-    assert agent["pods_bound"] > 0 and agent["p99_ms"] >= agent["p50_ms"] > 0 and batch["pods_bound"] > 0
-    assert set(report["jobs"]) == {"research", "prod"} and sum(q["started"] for q in report["jobs"].values()) > 0
-    assert len(report["samples"]) >= 3 and report["samples"][-1]["shard_nodes"]
-    # conflicts come from the schedulers' own heartbeats, read before they stopped
-    assert report["conflicts"]["from_heartbeats_of"] == ["agent-scheduler", "batch-scheduler"]
-    png = (tmp_path / "demo-report.png").read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-
-
-def test_sigterm_stops_the_demo_and_its_redis_server_and_writes_the_report_so_far(tmp_path: Path) -> None:
-    import os
-    import signal
-    import time
-
-    import psutil
-
-    proc = subprocess.Popen([sys.executable, "-m", "caldera", "demo", "--duration", "60", "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        seen = ""
-        while "shards at start" not in seen:  # redis, the sharding controller and the agent scheduler (with Ray) are up
-            assert time.monotonic() < deadline and proc.poll() is None, seen
-            seen += proc.stdout.readline()  # type: ignore[union-attr]
-        children = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-        assert len(children) >= 3
-        time.sleep(5)  # a couple of samples
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=40)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode in (0, 1, 130), proc.stderr.read() if proc.stderr else ""
-    for pid in children:
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError(f"child {pid} outlived the demo")
-    report = json.loads((tmp_path / "demo-report.json").read_text())
-    assert report["audit"] == "ok" and report["samples"] and 0 < report["duration_s"] < 60
-    assert (tmp_path / "demo-report.png").stat().st_size > 0
 
 
 def test_bench_sharding_reports_sync_percentiles(redis_server: RedisServer) -> None:

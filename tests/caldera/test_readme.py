@@ -1,35 +1,72 @@
-"""The README documents every flag of every process, with its default."""
+"""The README's flag tables are generated from the parsers, and say what the parsers say."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+import pytest
+
 from agent_scheduler.main import build_parser as agent_parser
 from batch_scheduler.main import build_parser as batch_parser
+from caldera import flag_docs
+from cluster.flags import Parser, duration
 from cluster.kube.main import build_parser as mirror_parser
 from sharding.main import build_parser as sharding_parser
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def test_every_process_flag_is_in_the_readme_with_its_default() -> None:
-    section = {"sharding": README.split("`caldera sharding`:")[1].split("\n\n`")[0],
-               "agent": README.split("`caldera agent-scheduler`:")[1].split("\n\n`")[0],
-               "batch": README.split("`caldera batch-scheduler`:")[1].split("\n\n`")[0],
-               "mirror": README.split("`caldera mirror`:")[1].split("## ")[0]}
-    for name, parser in (("sharding", sharding_parser()), ("agent", agent_parser()), ("batch", batch_parser()),
-                         ("mirror", mirror_parser())):
-        check(parser, section[name])
+def test_the_readme_flag_tables_are_what_the_parsers_render() -> None:
+    assert flag_docs.block(README.read_text()) == flag_docs.render(), (
+        f"README.md's flag tables are out of date: run `{flag_docs.COMMAND}`")
 
 
-def check(parser: argparse.ArgumentParser, table: str) -> None:
+@pytest.mark.parametrize("parser", [sharding_parser(), agent_parser(), batch_parser(), mirror_parser()],
+                         ids=lambda p: p.prog)
+def test_every_process_flag_is_in_its_readme_table(parser: argparse.ArgumentParser) -> None:
+    table = flag_docs.block(README.read_text()).split(f"`{parser.prog}`:\n")[1].split("\n\n`")[0]
     for action in parser._actions:
-        if isinstance(action, argparse._HelpAction):
-            continue
-        flag = action.option_strings[-1]
-        row = next((line for line in table.splitlines() if line.startswith(f"| `{flag}` |")), None)
-        assert row is not None, f"{flag} is not in the README's flag table"
-        if action.default not in (None, False, ""):
-            shown = row.split("|")[2]
-            assert f"`{action.default}`" in shown, (flag, action.default, row)
+        for flag in action.option_strings:
+            if flag not in ("-h", "--help"):
+                assert f"`{flag}`" in table, f"{flag} of {parser.prog} is not in the README"
+
+
+def test_a_table_shows_defaults_as_typed_and_help_without_its_default_note() -> None:
+    p = Parser(prog="x")
+    p.add_argument("--period", type=duration, default="60s", help="how often (default: 60s)")
+    p.add_argument("--ratio", type=float, default=0.0, help="a | b")
+    p.add_argument("--conf", default=None, help="conf file (default: the built-in one)")
+    p.add_argument("--name", default="", help="a name")
+    p.add_argument("--mode", default="soft", choices=["hard", "soft"], help="sharing")
+    p.add_argument("-o", "--output", default="table", choices=["table", "json"], help="table or json")
+    p.add_argument("--dry", action="store_true", help="only print")
+    assert flag_docs.flag_table(p).splitlines() == [
+        "| flag | default | what |",
+        "|---|---|---|",
+        "| `--period` | `60s` | how often |",
+        "| `--ratio` | `0.0` | a \\| b |",
+        "| `--conf` | the built-in one | conf file |",
+        "| `--name` | — | a name |",
+        "| `--mode` | `soft` | sharing (`hard` or `soft`) |",
+        "| `--output`, `-o` | `table` | table or json |",
+        "| `--dry` | off | only print |",
+    ]
+
+
+def test_check_fails_on_a_hand_edit_and_write_repairs_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\nprose\n\n{flag_docs.BEGIN}\n| `--by-hand` | |\n{flag_docs.END}\n\n## Next\n")
+    assert flag_docs.main(["--check", str(readme)]) == 1
+    assert flag_docs.COMMAND in capsys.readouterr().err
+    assert flag_docs.main(["--write", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("# x\n\nprose\n\n") and text.endswith(f"{flag_docs.END}\n\n## Next\n")
+    assert flag_docs.block(text) == flag_docs.render()
+    assert flag_docs.main(["--check", str(readme)]) == 0
+
+
+def test_a_file_without_the_markers_is_refused(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers\n")
+    assert flag_docs.main(["--check", str(readme)]) == 2

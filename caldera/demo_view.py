@@ -1,0 +1,115 @@
+"""The demo's live view: a few tables refreshed four times a second, or plain lines.
+
+On a terminal the view is a ``rich`` Live display: per scheduler (pods/s and latency
+lately, totals, queue depth, conflicts), per Volcano queue (weight, capability, jobs
+started/running/waiting, GPUs allocated and deserved), per shard (nodes, cpu and GPU
+allocated) and shard moves. When stdout is not a terminal (a log, CI) it prints one plain
+line every two seconds instead.
+"""
+
+from __future__ import annotations
+
+import time
+from types import TracebackType
+from typing import Any
+
+import msgspec
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+GPU = "nvidia.com/gpu"
+
+
+class Frame(msgspec.Struct, kw_only=True):
+    """Everything the view shows at one moment."""
+
+    t: float
+    duration: float
+    title: str
+    schedulers: dict[str, dict[str, Any]]  # per scheduler: lately, totals, queue depth, conflicts
+    queues: dict[str, dict[str, Any]]  # per queue: weight, capability, jobs, GPUs allocated/deserved
+    shards: dict[str, dict[str, float]]  # per shard: nodes, cpu and gpu shares allocated
+    moves: int
+    completed: int
+
+
+def ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def render(frame: Frame) -> Group:
+    head = Text.assemble(("caldera demo", "bold"), f"  {frame.t:5.1f} s of {frame.duration:.0f} s  ·  {frame.title}  ·  "
+                         f"pods run to completion {frame.completed:,}")
+    sched = Table(title="schedulers (pods/s and latency over the last 2 s)", title_justify="left")
+    for col in ("scheduler", "pods/s", "p50 ms", "p99 ms", "bound", "pending", "queue depth", "conflicts resolved / true"):
+        sched.add_column(col, justify="left" if col == "scheduler" else "right")
+    for name, s in frame.schedulers.items():
+        sched.add_row(name, f"{s['pods_per_s']:,.0f}", ms(s["p50_ms"]), ms(s["p99_ms"]), f"{s['bound']:,}",
+                      f"{s['pending']:,}", f"{s['queue']:,}" if s.get("queue") is not None else "—",
+                      f"{s.get('resolved', 0):,} / {s.get('conflicts', 0):,}")
+    parts: list[Any] = [head, sched]
+    if frame.queues:
+        queues = Table(title="Volcano queues (batch scheduler)", title_justify="left")
+        for col in ("queue", "weight", "capability GPUs", "jobs started", "running", "waiting", "GPUs allocated", "deserved"):
+            queues.add_column(col, justify="left" if col == "queue" else "right")
+        for name, q in frame.queues.items():
+            queues.add_row(name, str(q.get("weight", "")), str(q.get("capability_gpu") or "—"), f"{q['started']:,}",
+                           f"{q['running']:,}", f"{q['waiting']:,}", str(q.get("allocated_gpu", 0)), str(q.get("deserved_gpu", "—")))
+        parts.append(queues)
+    shards = Table(title=f"shards (nodes moved between shards so far: {frame.moves:,})", title_justify="left")
+    for col in ("shard", "nodes", "cpu allocated", "GPUs allocated"):
+        shards.add_column(col, justify="left" if col == "shard" else "right")
+    for name, s in frame.shards.items():
+        shards.add_row(name or "unowned", f"{int(s['nodes']):,}", f"{100 * s['cpu']:.0f}%", f"{100 * s['gpu']:.0f}%" if s["gpus"] else "—")
+    parts.append(shards)
+    return Group(*parts)
+
+
+def line(frame: Frame) -> str:
+    """The frame as one plain line, for logs."""
+    scheds = "  ".join(f"{name} {s['pods_per_s']:,.0f}/s p99 {ms(s['p99_ms'])} ms bound {s['bound']:,} pending {s['pending']:,}"
+                       for name, s in frame.schedulers.items())
+    jobs = " ".join(f"{name} {q['started']}/{q['waiting']}" for name, q in frame.queues.items())
+    shards = " ".join(f"{name or 'unowned'} {int(s['nodes'])}" for name, s in frame.shards.items())
+    return (f"t={frame.t:5.1f}s  {scheds}  jobs started/waiting {jobs or '—'}  shards {shards}  moves {frame.moves}"
+            f"  finished {frame.completed:,}")
+
+
+class View:
+    """Shows frames: live tables on a terminal, a line every ``every_s`` elsewhere, nothing when quiet."""
+
+    def __init__(self, console: Console, *, quiet: bool = False, every_s: float = 2.0) -> None:
+        self.console = console
+        self.quiet = quiet
+        self.live = console.is_terminal and not quiet
+        self.every_s = every_s
+        self._last_line = 0.0
+        self._display: Live | None = None
+
+    def __enter__(self) -> View:
+        if self.live:
+            self._display = Live(console=self.console, refresh_per_second=4, transient=False)
+            self._display.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        if self._display is not None:
+            self._display.__exit__(kind, value, tb)
+            self._display = None
+
+    def show(self, frame: Frame) -> None:
+        if self.quiet:
+            return
+        if self._display is not None:
+            self._display.update(render(frame))
+            return
+        now = time.monotonic()
+        if now - self._last_line >= self.every_s:
+            self._last_line = now
+            self.console.print(line(frame), highlight=False, soft_wrap=True)
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(text, highlight=False, soft_wrap=True)

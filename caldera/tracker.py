@@ -1,0 +1,161 @@
+"""What the demo saw: every pod from submission to binding (or deletion), every gang job.
+
+The tracker is fed by the workload (what it submitted, which pods form which job) and by a
+watch of the store (when each pod was bound, when it went away). Latency is submit →
+bound as the store shows it. Figures "lately" are over a sliding window, for the live view
+and the report's samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+
+import msgspec
+import numpy as np
+
+from cluster.feed import Informer
+from cluster.keys import Kind
+from cluster.model import Pod
+from cluster.store import Store
+
+
+class Lately(msgspec.Struct, frozen=True):
+    """One scheduler over the last window: pods bound per second, p50 and p99 ms (None when none was bound)."""
+
+    pods_per_s: float
+    p50_ms: float | None
+    p99_ms: float | None
+
+
+class Job:
+    __slots__ = ("queue", "uids", "need", "bound", "gone", "started_at")
+
+    def __init__(self, queue: str, uids: list[str], need: int) -> None:
+        self.queue, self.uids, self.need = queue, uids, need
+        self.bound = 0
+        self.gone = 0
+        self.started_at: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.gone >= len(self.uids)
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    a = np.fromiter(values, dtype=float)
+    return round(float(np.percentile(a, q)), 1) if a.size else 0.0
+
+
+class Tracker:
+    def __init__(self, schedulers: Iterable[str], *, window_s: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.schedulers = list(schedulers)
+        self.clock = clock
+        self.window_s = window_s
+        self.created: dict[str, tuple[str, float]] = {}
+        self.bound_at: dict[str, float] = {}
+        self.latencies: dict[str, list[float]] = {s: [] for s in self.schedulers}
+        self.submitted_n = dict.fromkeys(self.schedulers, 0)
+        self.gone_unbound = dict.fromkeys(self.schedulers, 0)
+        self.completed = 0
+        self.recent: deque[tuple[float, str, float]] = deque()  # (bound at, scheduler, latency ms)
+        self.jobs: dict[str, Job] = {}
+        self.job_of: dict[str, Job] = {}
+
+    # -- feeding -------------------------------------------------------------------------
+
+    def submitted(self, pods: Iterable[Pod]) -> None:
+        now = self.clock()
+        for p in pods:
+            name = p.scheduler_name if p.scheduler_name in self.submitted_n else self.schedulers[-1]
+            self.created[p.uid] = (name, now)
+            self.submitted_n[name] += 1
+
+    def job(self, name: str, queue: str, uids: list[str], need: int) -> None:
+        job = Job(queue, uids, need)
+        self.jobs[name] = job
+        for u in uids:
+            self.job_of[u] = job
+
+    def bound(self, uid: str, now: float) -> None:
+        entry = self.created.get(uid)
+        if entry is None or uid in self.bound_at:
+            return
+        scheduler, t0 = entry
+        self.bound_at[uid] = now
+        ms = (now - t0) * 1000
+        self.latencies[scheduler].append(ms)
+        self.recent.append((now, scheduler, ms))
+        job = self.job_of.get(uid)
+        if job is not None:
+            job.bound += 1
+            if job.started_at is None and job.bound >= job.need:
+                job.started_at = now
+
+    def gone(self, uid: str) -> None:
+        entry = self.created.get(uid)
+        if entry is None:
+            return
+        if uid in self.bound_at:
+            self.completed += 1
+        else:
+            self.gone_unbound[entry[0]] += 1
+        job = self.job_of.pop(uid, None)
+        if job is not None:
+            job.gone += 1
+
+    async def watch(self, store: Store, stop: asyncio.Event) -> None:
+        """Follow the store's pods until ``stop``: bindings and deletions."""
+        informer = Informer(store, [Kind.POD], block_ms=100)
+        async for update in informer.updates():
+            now = self.clock()
+            for uid, rec in update.pods.items():
+                if rec is None:
+                    self.gone(uid)
+                elif rec.node:
+                    self.bound(uid, now)
+            if stop.is_set():
+                informer.stop()
+
+    # -- figures -------------------------------------------------------------------------
+
+    def lately(self) -> dict[str, Lately]:
+        """Per scheduler over the last window."""
+        now = self.clock()
+        while self.recent and self.recent[0][0] < now - self.window_s:
+            self.recent.popleft()
+        out = {}
+        for s in self.schedulers:
+            ms = [m for _, name, m in self.recent if name == s]
+            out[s] = Lately(round(len(ms) / self.window_s, 1), percentile(ms, 50) if ms else None,
+                            percentile(ms, 99) if ms else None)
+        return out
+
+    def totals(self, elapsed: float) -> dict[str, dict[str, float]]:
+        """Per scheduler over the whole run."""
+        out = {}
+        for s in self.schedulers:
+            lat = self.latencies[s]
+            out[s] = {"pods_submitted": self.submitted_n[s], "pods_bound": len(lat), "pending": self.pending(s),
+                      "pods_per_s": round(len(lat) / max(elapsed, 1e-9), 1),
+                      **{f"p{q}_ms": percentile(lat, q) for q in (50, 90, 99)}}
+        return out
+
+    def pending(self, scheduler: str) -> int:
+        return self.submitted_n[scheduler] - len(self.latencies[scheduler]) - self.gone_unbound[scheduler]
+
+    def queues(self, names: Iterable[str]) -> dict[str, dict[str, int]]:
+        """Per queue: jobs submitted, started (whole, at least once), running now, waiting now."""
+        out = {q: {"submitted": 0, "started": 0, "running": 0, "waiting": 0} for q in names}
+        for job in self.jobs.values():
+            row = out.setdefault(job.queue, {"submitted": 0, "started": 0, "running": 0, "waiting": 0})
+            row["submitted"] += 1
+            if job.started_at is not None:
+                row["started"] += 1
+                if not job.finished:
+                    row["running"] += 1
+            elif not job.finished:
+                row["waiting"] += 1
+        return out

@@ -1,0 +1,268 @@
+"""The demo's workload description (YAML) and the driver that submits it.
+
+A workload names the cluster (node pools), the Volcano queues and PriorityClasses, the
+training job classes for the batch scheduler and the agent pod classes for the agent
+scheduler, how the load rises over the run, and the sharding controller's bands. The
+default ships in the package (``caldera/workloads/default.yaml``, documented there and in
+the README); ``caldera demo --workload FILE`` takes another. A bad file is one line naming
+the file, the field, the value and what is accepted; nothing starts.
+
+Arrivals are Poisson with the class's mean gap ``every_s``, scaled by the ramp: a job or
+burst due at time ``t`` of the run arrives ``ramp(t)`` times as often.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+import yaml
+
+from caldera.tracker import Tracker
+from cluster.model import Node, PriorityClass, Queue
+from cluster.resources import Resources
+from cluster.sim.pools import NodePool, pool_nodes
+from cluster.sim.workload import make_pod, make_podgroup
+from cluster.store import Put, Store
+
+AGENT = "agent-scheduler"
+VOLCANO = "volcano"
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+Quantities = dict[str, str | int | float]
+
+
+class TolerationSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def __post_init__(self) -> None:
+        if self.operator not in ("Equal", "Exists"):
+            raise ValueError(f"tolerations: operator {self.operator!r} (expected Equal or Exists)")
+
+
+class QueueSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    weight: Annotated[int, msgspec.Meta(ge=1)] = 1
+    capability: Quantities = {}
+
+    def __post_init__(self) -> None:
+        Resources.from_quantities(self.capability, field=f"queues[{self.name}].capability")
+
+
+class PriorityClassSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    value: int
+
+
+class PodShape(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a class's pods look like; shared by training and agent classes."""
+
+    name: str
+    every_s: Positive
+    duration_s: tuple[Positive, Positive]
+    tolerations: list[TolerationSpec] = []
+    node_selector: dict[str, str] = {}
+    priority_class: str = ""
+
+    def check_shape(self, kind: str) -> None:
+        low, high = self.duration_s
+        if low > high:
+            raise ValueError(f"{kind}[{self.name}].duration_s: [{low}, {high}] (expected [low, high] with low <= high)")
+
+
+class TrainingClass(PodShape, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Training jobs: a PodGroup of ``pods`` (drawn from the list) that starts with ``min_available`` of them."""
+
+    queue: str
+    pods: list[Annotated[int, msgspec.Meta(ge=1)]]
+    min_available: Annotated[float, msgspec.Meta(gt=0, le=1)] = 1.0
+    requests: Quantities
+
+    def __post_init__(self) -> None:
+        self.check_shape("training")
+        if not self.pods:
+            raise ValueError(f"training[{self.name}].pods: [] (expected at least one gang size)")
+        Resources.from_quantities(self.requests, field=f"training[{self.name}].requests")
+
+
+class AgentClass(PodShape, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Agent pods: a burst of ``burst`` pods (low to high) every ``every_s``, each with one of ``requests``."""
+
+    burst: tuple[Annotated[int, msgspec.Meta(ge=1)], Annotated[int, msgspec.Meta(ge=1)]]
+    requests: list[Quantities]
+
+    def __post_init__(self) -> None:
+        self.check_shape("agents")
+        if not self.requests:
+            raise ValueError(f"agents[{self.name}].requests: [] (expected at least one pod size)")
+        if self.burst[0] > self.burst[1]:
+            raise ValueError(f"agents[{self.name}].burst: {list(self.burst)} (expected [low, high] with low <= high)")
+        for i, r in enumerate(self.requests):
+            Resources.from_quantities(r, field=f"agents[{self.name}].requests[{i}]")
+
+
+class Ramp(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Load goes from ``start`` to ``end`` times the classes' rates over the first ``over`` of the run."""
+
+    start: Annotated[float, msgspec.Meta(ge=0)] = 1.0
+    end: Annotated[float, msgspec.Meta(ge=0)] = 1.0
+    over: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.0
+
+    def at(self, share: float) -> float:
+        if self.over <= 0 or share >= self.over:
+            return self.end
+        return self.start + (self.end - self.start) * share / self.over
+
+
+class Workload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pools: list[NodePool]
+    queues: list[QueueSpec] = []
+    priority_classes: list[PriorityClassSpec] = []
+    training: list[TrainingClass] = []
+    agents: list[AgentClass] = []
+    ramp: Ramp = Ramp()
+    sharding: str = "volcano:volcano:0.0:0.6:false:2:1000,agent-scheduler:agent:0.6:1.0:true:2:1000"
+
+    def __post_init__(self) -> None:
+        queues = {q.name for q in self.queues}
+        classes = {p.name for p in self.priority_classes}
+        for c in self.training:
+            if c.queue not in queues:
+                raise ValueError(f"training[{c.name}].queue: {c.queue!r} is not a queue of the workload (expected one of {sorted(queues)})")
+        shapes: list[PodShape] = [*self.training, *self.agents]
+        for shape in shapes:
+            if shape.priority_class and shape.priority_class not in classes:
+                raise ValueError(f"{shape.name}.priority_class: {shape.priority_class!r} is not declared in priority_classes "
+                                 f"(expected one of {sorted(classes)})")
+        if not any(p.count for p in self.pools):
+            raise ValueError("pools: no nodes (expected at least one pool with count > 0)")
+
+    def nodes(self) -> list[Node]:
+        return [n for pool in self.pools for n in pool_nodes(pool)]
+
+    def queue_objects(self) -> list[Queue]:
+        return [msgspec.convert({"metadata": {"name": q.name}, "spec": {"weight": q.weight, "capability":
+                                 {k: str(v) for k, v in q.capability.items()}}}, Queue) for q in self.queues]
+
+    def priority_class_objects(self) -> list[PriorityClass]:
+        return [msgspec.convert({"metadata": {"name": p.name}, "value": p.value}, PriorityClass) for p in self.priority_classes]
+
+    def describe(self) -> str:
+        return f"{sum(p.count for p in self.pools):,} nodes ({', '.join(f'{p.count} {p.name}' for p in self.pools)})"
+
+
+DEFAULT = "default.yaml"
+
+
+def load(path: str | None) -> Workload:
+    """The workload in ``path``, or the packaged default; ValueError with one line when it is malformed."""
+    name = path or f"caldera/workloads/{DEFAULT}"
+    try:
+        text = Path(path).read_text() if path else resources.files("caldera").joinpath("workloads", DEFAULT).read_text()
+    except OSError as e:
+        raise ValueError(f"workload {name}: {e.strerror}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ValueError(f"workload {name}: not YAML: {str(e).splitlines()[0]}") from None
+    try:
+        return msgspec.convert(raw, Workload)
+    except (msgspec.ValidationError, ValueError) as e:
+        raise ValueError(f"workload {name}: {e}") from None
+
+
+def arrivals(rng: random.Random, every_s: float, ramp: Ramp, duration: float) -> Iterator[float]:
+    """Arrival times (seconds into the run) of a Poisson stream whose rate follows the ramp."""
+    t = 0.0
+    while True:
+        scale = ramp.at(t / duration) if duration > 0 else 1.0
+        t += rng.expovariate(max(scale, 1e-6) / every_s)
+        yield t
+
+
+class WorkloadDriver:
+    """Submits a workload's jobs and bursts at their arrival times, and tells the tracker."""
+
+    def __init__(self, workload: Workload, store: Store, tracker: Tracker, *, seed: int, duration: float) -> None:
+        self.workload, self.store, self.tracker = workload, store, tracker
+        self.sharding = workload.sharding
+        self.rng = random.Random(seed)
+        self.duration = duration
+        self.serial = 0
+
+    def describe(self) -> str:
+        return self.workload.describe()
+
+    def queues(self) -> list[str]:
+        return [q.name for q in self.workload.queues]
+
+    async def prepare(self) -> None:
+        w = self.workload
+        nodes = w.nodes()
+        for i in range(0, len(nodes), 1000):
+            await self.store.upsert_nodes(nodes[i : i + 1000])
+        await self.store.write([Put(q) for q in w.queue_objects()] + [Put(p) for p in w.priority_class_objects()])
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Until ``stop``: every 100 ms, submit what arrived since the last round."""
+        w = self.workload
+        streams: list[tuple[PodShape, Iterator[float]]] = [
+            (c, arrivals(self.rng, c.every_s, w.ramp, self.duration)) for c in [*w.training, *w.agents]]
+        due = [next(s) for _, s in streams]
+        started = time.monotonic()
+        while not stop.is_set():
+            now = time.monotonic() - started
+            groups: list[Any] = []
+            pods: list[Any] = []
+            for i, (c, stream) in enumerate(streams):
+                while due[i] <= now:
+                    due[i] = next(stream)
+                    if isinstance(c, TrainingClass):
+                        group, gang = self.job(c)
+                        groups.append(group)
+                        pods += gang
+                    elif isinstance(c, AgentClass):
+                        pods += self.burst(c)
+            if groups:
+                await self.store.write([Put(g) for g in groups])
+            if pods:
+                await self.store.upsert_pods(pods)
+                self.tracker.submitted(pods)
+            try:
+                async with asyncio.timeout(0.1):
+                    await stop.wait()
+            except TimeoutError:
+                pass
+
+    def _name(self, prefix: str) -> str:
+        self.serial += 1
+        return f"{prefix}-{self.serial}"
+
+    def _pod(self, c: PodShape, name: str, scheduler: str, requests: Quantities, group: str = "") -> Any:
+        return make_pod(name, scheduler=scheduler, duration=self.rng.uniform(*c.duration_s), group=group, requests=requests,
+                        tolerations=[msgspec.to_builtins(t) for t in c.tolerations], node_selector=c.node_selector,
+                        priority_class=c.priority_class)
+
+    def job(self, c: TrainingClass) -> tuple[Any, list[Any]]:
+        name = self._name(c.name)
+        size = self.rng.choice(c.pods)
+        need = max(1, round(size * c.min_available))
+        group = make_podgroup(name, min_member=need, queue=c.queue, priority_class=c.priority_class)
+        duration = self.rng.uniform(*c.duration_s)  # a job's pods run together, so they end together
+        pods = [make_pod(f"{name}-{i}", scheduler=VOLCANO, duration=duration, group=name, requests=c.requests,
+                         tolerations=[msgspec.to_builtins(t) for t in c.tolerations], node_selector=c.node_selector,
+                         priority_class=c.priority_class) for i in range(size)]
+        self.tracker.job(name, c.queue, [p.uid for p in pods], need)
+        return group, pods
+
+    def burst(self, c: AgentClass) -> list[Any]:
+        return [self._pod(c, self._name(c.name), AGENT, self.rng.choice(c.requests))
+                for _ in range(self.rng.randint(*c.burst))]

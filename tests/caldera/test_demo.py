@@ -1,0 +1,224 @@
+"""`caldera demo` as a newcomer runs it: a workload file or a trace, the report, and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from caldera import workload
+from cluster.keys import Keys
+from cluster.redis_server import RedisServer
+from cluster.store import Store
+
+SMALL = """
+pools:
+  - {name: gpu, count: 8, resources: {cpu: 32, memory: 256Gi, nvidia.com/gpu: 8},
+     taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]}
+  - {name: cpu, count: 24, resources: {cpu: 16, memory: 64Gi}}
+  - {name: warm, count: 4, resources: {cpu: 16, memory: 64Gi}, labels: {node.volcano.sh/warmup: "true"}}
+queues:
+  - {name: prod, weight: 4}
+  - {name: research, weight: 2}
+  - {name: experiments, weight: 1, capability: {nvidia.com/gpu: 8}}
+priority_classes: [{name: high, value: 100}]
+training:
+  - {name: big, queue: prod, priority_class: high, every_s: 2, pods: [2, 4], duration_s: [3, 6],
+     requests: {cpu: 4, memory: 32Gi, nvidia.com/gpu: 4}, tolerations: [{key: nvidia.com/gpu, operator: Exists}]}
+  - {name: mid, queue: research, every_s: 1.5, pods: [2], duration_s: [3, 6],
+     requests: {cpu: 2, memory: 16Gi, nvidia.com/gpu: 2}, tolerations: [{key: nvidia.com/gpu, operator: Exists}]}
+  - {name: small, queue: experiments, every_s: 1, pods: [2, 4], min_available: 0.5, duration_s: [2, 4],
+     requests: {cpu: 1, memory: 8Gi, nvidia.com/gpu: 1}, tolerations: [{key: nvidia.com/gpu, operator: Exists}]}
+agents:
+  - {name: sandbox, every_s: 0.5, burst: [20, 60], duration_s: [2, 5], requests: [{cpu: 500m, memory: 512Mi}, {cpu: "1", memory: 1Gi}]}
+ramp: {start: 0.5, end: 2.0, over: 0.5}
+sharding: volcano:volcano:0.0:0.6:false:4:100,agent-scheduler:agent:0.6:1.0:true:4:100
+"""
+
+
+def caldera_demo(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "caldera", "demo", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def run_watching_children(proc: subprocess.Popen[str], timeout: float) -> tuple[str, set[int]]:
+    """Wait for the demo, noting every process it started on the way; its output and those pids."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, "demo did not finish"
+        try:
+            seen |= {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+        except psutil.NoSuchProcess:
+            pass
+        time.sleep(0.5)
+    return proc.stdout.read() if proc.stdout else "", seen
+
+
+def assert_all_gone(pids: set[int]) -> None:
+    for pid in pids:
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"child {pid} ({psutil.Process(pid).cmdline()[:4]}) outlived the demo")
+
+
+def test_demo_runs_a_workload_file_and_reports(tmp_path: Path) -> None:
+    (tmp_path / "small.yaml").write_text(SMALL)
+    out, children = run_watching_children(
+        caldera_demo("--duration", "20", "--workload", str(tmp_path / "small.yaml"), "--out", str(tmp_path)), 240)
+    assert "Traceback" not in out, out
+    assert "caldera audit: ok" in out, out
+    # redis-server, the sharding controller, the batch and agent schedulers, Ray's processes
+    assert len(children) >= 4
+    assert_all_gone(children)
+    report = json.loads((tmp_path / "demo-report.json").read_text())
+    assert report["audit"] == "ok" and report["tracebacks"] == []
+    assert 19 < report["duration_s"] < 25
+    agent, batch = report["schedulers"]["agent-scheduler"], report["schedulers"]["volcano"]
+    assert agent["pods_bound"] > 100 and agent["pods_per_s"] > 0 and agent["p99_ms"] >= agent["p50_ms"] > 0
+    assert batch["pods_bound"] > 0 and batch["pods_per_s"] > 0
+    assert set(report["jobs"]) == {"prod", "research", "experiments"}
+    assert all(q["started"] > 0 for q in report["jobs"].values()), report["jobs"]
+    assert report["shards"]["moves"] > 0 and report["shards"]["largest_change"]["agent-scheduler"] > 0
+    assert report["conflicts"]["from_heartbeats_of"] == ["agent-scheduler", "batch-scheduler"]
+    assert len(report["samples"]) >= 8
+    last = report["samples"][-1]
+    assert set(last["shard_nodes"]) >= {"agent-scheduler", "volcano"} and "volcano" in last["shard_gpu"]
+    assert all((tmp_path / "demo-logs" / f"{p}.log").stat().st_size > 0 for p in ("sharding", "batch-scheduler", "agent-scheduler"))
+    png = (tmp_path / "demo-report.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+
+
+NODES_CSV = """sn,cpu_milli,memory_mib,gpu,model
+n-cpu-0,32000,131072,0,
+n-cpu-1,32000,131072,0,
+n-t4-0,32000,131072,2,T4
+n-v100-0,64000,262144,8,V100M32
+n-v100-1,64000,262144,8,V100M32
+"""
+
+
+def pods_csv() -> str:
+    rows = ["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"]
+    for i in range(60):  # agent-scheduler pods: latency sensitive, cpu only, short-lived
+        rows.append(f"ls-{i},1000,2048,0,0,,LS,Running,{100 * i},{100 * i + 300},{100 * i}")
+    for i in range(20):  # batch pods, some sharing a GPU; never deleted
+        rows.append(f"be-{i},2000,4096,1,{500 if i % 2 else 1000},,BE,Running,{300 * i},,")
+    rows.append("pinned,1000,1024,1,1000,T4,BE,Running,50,,")  # only the T4 node will do
+    return "\n".join(rows) + "\n"
+
+
+def test_demo_replays_a_trace_with_pods_created_and_deleted_at_their_times(tmp_path: Path, redis_server: RedisServer) -> None:
+    (tmp_path / "nodes.csv").write_text(NODES_CSV)
+    (tmp_path / "pods.csv").write_text(pods_csv())
+    proc = caldera_demo("--duration", "12", "--trace", str(tmp_path / "pods.csv"), "--trace-nodes", str(tmp_path / "nodes.csv"),
+                        "--redis-url", redis_server.url, "--out", str(tmp_path))
+    out, _ = run_watching_children(proc, 240)
+    assert proc.returncode == 0 and "caldera audit: ok" in out, out
+    assert "5 nodes" in out and "81 pods" in out
+    report = json.loads((tmp_path / "demo-report.json").read_text())
+    agent, batch = report["schedulers"]["agent-scheduler"], report["schedulers"]["volcano"]
+    assert agent["pods_submitted"] == 60 and batch["pods_submitted"] == 21
+    assert agent["pods_bound"] > 0 and batch["pods_bound"] > 0
+    assert report["pods_completed"] > 0  # agent pods were deleted at their (compressed) deletion times
+
+    import asyncio
+
+    import redis.asyncio as aioredis
+
+    async def placements() -> dict[str, str]:
+        c = aioredis.Redis.from_url(redis_server.url)
+        try:
+            return {r.name: r.node for r in await Store(c, Keys("demo")).list_pods()}
+        finally:
+            await c.aclose()
+
+    nodes = asyncio.run(placements())
+    assert nodes["pinned"] == "n-t4-0"  # gpu_spec T4 → required node affinity on the model label
+    assert not any(name.startswith("ls-") for name in nodes)  # every agent pod was deleted by the trace
+    shared = [nodes[f"be-{i}"] for i in range(1, 20, 2)]
+    assert all(n.startswith(("n-t4", "n-v100")) for n in shared if n)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("pools: []\n", "pools: no nodes (expected at least one pool with count > 0)"),
+    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nqueues: [{name: q, weight: 0}]\n",
+     "Expected `int` >= 1 - at `$.queues[0].weight`"),
+    ("pools: [{name: a, count: 1, resources: {cpu: lots}}]\n", "pools[a].resources"),
+    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\ntraining: [{name: t, queue: nope, every_s: 1, pods: [1],"
+     " duration_s: [1, 2], requests: {cpu: 1}}]\n", "training[t].queue: 'nope' is not a queue of the workload (expected one of [])"),
+    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nagents: [{name: s, every_s: 1, burst: [5, 2], duration_s: [1, 2],"
+     " requests: [{cpu: 1}]}]\n", "agents[s].burst: [5, 2] (expected [low, high] with low <= high)"),
+    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nagents: [{name: s, every_s: 0, burst: [1, 2], duration_s: [1, 2],"
+     " requests: [{cpu: 1}]}]\n", "Expected `float` > 0.0 - at `$.agents[0].every_s`"),
+    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nspeed: 3\n", "Object contains unknown field `speed`"),
+    ("pools: [\n", "not YAML"),
+])
+def test_a_bad_workload_is_one_line_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as e:
+        workload.load(str(path))
+    assert str(e.value).startswith(f"workload {path}: ") and message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_packaged_default_workload_loads() -> None:
+    w = workload.load(None)
+    assert 900 <= len(w.nodes()) <= 1100
+    assert len(w.queues) == 3 and any(q.capability for q in w.queues)
+    assert {c.queue for c in w.training} == {q.name for q in w.queues}
+    assert any("node.volcano.sh/warmup" in p.labels for p in w.pools) and any(p.taints for p in w.pools)
+
+
+def test_demo_refuses_bad_input_before_starting_anything(tmp_path: Path) -> None:
+    (tmp_path / "w.yaml").write_text("pools: []\n")
+    for args, needle in [
+        (["--workload", str(tmp_path / "w.yaml")], "pools: no nodes"),
+        (["--workload", str(tmp_path / "missing.yaml")], "No such file"),
+        (["--trace", str(tmp_path / "p.csv")], "--trace and --trace-nodes go together"),
+        (["--duration", "0"], "--duration 0"),
+        (["--trace", "a.csv", "--trace-nodes", "b.csv", "--workload", "w.yaml"], "give one"),
+    ]:
+        r = subprocess.run([sys.executable, "-m", "caldera", "demo", *args, "--out", str(tmp_path)], capture_output=True,
+                           text=True, timeout=60)
+        out = (r.stdout + r.stderr).strip()
+        assert r.returncode == 2 and len(out.splitlines()) == 1 and needle in out, (args, out)
+    assert not (tmp_path / "demo-report.json").exists()
+
+
+def test_sigterm_stops_the_demo_and_everything_it_started_and_writes_the_report_so_far(tmp_path: Path) -> None:
+    (tmp_path / "small.yaml").write_text(SMALL)
+    proc = subprocess.Popen([sys.executable, "-m", "caldera", "demo", "--duration", "60", "--workload",
+                             str(tmp_path / "small.yaml"), "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        seen = ""
+        while "shards at start" not in seen:  # redis, the sharding controller and the schedulers (with Ray) are up
+            assert time.monotonic() < deadline and proc.poll() is None, seen
+            seen += proc.stdout.readline()  # type: ignore[union-attr]
+        children = {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+        assert len(children) >= 4
+        time.sleep(5)  # a couple of samples
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert_all_gone(children)
+    report = json.loads((tmp_path / "demo-report.json").read_text())
+    assert report["audit"] == "ok" and report["samples"] and 0 < report["duration_s"] < 60
+    assert (tmp_path / "demo-report.png").stat().st_size > 0
