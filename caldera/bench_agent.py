@@ -16,18 +16,20 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 import numpy as np
 import uvloop
 
-from agent_scheduler.core import CoreConfig
+from agent_scheduler.core import CoreConfig, ScoreKind
 from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.worker import WorkerConfig
 from caldera.connect import client, redis_url
 from cluster.audit import audit
 from cluster.keys import Keys
+from cluster.model import Node, Pod
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.sim.workload import make_pod
 from cluster.store import Store
@@ -62,10 +64,10 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-async def submit(store: Store, pods: list[Any], rate: float, created: dict[str, float]) -> None:
+async def submit(store: Store, pods: list[Any], rate: float, created: dict[str, float], size: int = 1000) -> None:
     if rate <= 0:
-        for i in range(0, len(pods), 1000):
-            chunk = pods[i : i + 1000]
+        for i in range(0, len(pods), size):
+            chunk = pods[i : i + size]
             await store.upsert_pods(chunk)
             now = time.monotonic()
             created.update((p.uid, now) for p in chunk)
@@ -84,46 +86,70 @@ async def submit(store: Store, pods: list[Any], rate: float, created: dict[str, 
 
 
 async def one_run(url: str, args: argparse.Namespace, name: str, workers: int, coarse: bool) -> Run:
+    nodes = pool_nodes(NodePool(name="n", count=args.nodes, resources={"cpu": 16, "memory": "64Gi", "pods": 110}))
+    cpu = max(1, int(args.fill * args.nodes * 16000 / args.pods))
+    pods = [make_pod(f"{name}-{i}", scheduler=AGENT, requests={"cpu": f"{cpu}m", "memory": "256Mi"}) for i in range(args.pods)]
+    return await place(url, name, nodes, pods, workers=workers, coarse=coarse, rate=args.rate, batch_size=args.batch_size,
+                       inflight=args.inflight)
+
+
+async def place(url: str, name: str, nodes: list[Node], pods: list[Pod], *, workers: int, coarse: bool = False,
+                score: ScoreKind = ScoreKind.BINPACK, weights: dict[str, float] | None = None, rate: float = 0.0, chunk: int = 1000, batch_size: int = 256,
+                inflight: int = 2, until: Callable[[Store, AgentLoop], Awaitable[bool]] | None = None) -> Run:
+    """Place ``pods`` on a fresh cluster of ``nodes`` with the agent loop and ``workers`` Ray workers; the figures.
+
+    Pods are submitted in chunks of ``chunk`` (or at ``rate`` pods/s). The run ends when
+    every pod is bound, when nothing more was bound for STALL_S, or when ``until`` (asked
+    every 50 ms) says so; the figures are up to that moment.
+    """
     from agent_scheduler.actors import ActorSpec, RayWorker  # ray is heavy: import it only to use it
 
     async with client(url) as c:
         store = Store(c, Keys(f"bench-agent-{name}"))
-        nodes = pool_nodes(NodePool(name="n", count=args.nodes, resources={"cpu": 16, "memory": "64Gi", "pods": 110}))
         for i in range(0, len(nodes), 2000):
             await store.upsert_nodes(nodes[i : i + 2000])
-        cpu = max(1, int(args.fill * args.nodes * 16000 / args.pods))
-        pods = [make_pod(f"{name}-{i}", scheduler=AGENT, requests={"cpu": f"{cpu}m", "memory": "256Mi"}) for i in range(args.pods)]
-        handles = [RayWorker(f"w{i}", ActorSpec(redis_url=url, cluster=store.keys.cluster,
-                                                worker=WorkerConfig(core=CoreConfig(worker=i, workers=workers), seed=i, coarse=coarse)))
-                   for i in range(workers)]
+        core = CoreConfig(worker=0, workers=workers, score=score)
+        if weights:
+            core = msgspec.structs.replace(core, weights=weights)
+        handles = [RayWorker(f"w{i}", ActorSpec(redis_url=url, cluster=store.keys.cluster, worker=WorkerConfig(
+                       core=msgspec.structs.replace(core, worker=i), seed=i, coarse=coarse))) for i in range(workers)]
         await asyncio.gather(*(h.start() for h in handles))
-        loop = AgentLoop(store, handles, LoopConfig(batch_size=args.batch_size, inflight=args.inflight))
+        loop = AgentLoop(store, handles, LoopConfig(batch_size=batch_size, inflight=inflight))
         stop = asyncio.Event()
         created: dict[str, float] = {}
         runner = asyncio.create_task(loop.run(stop))
         start = time.monotonic()
-        await submit(store, pods, args.rate, created)
+        submitter = asyncio.create_task(submit(store, pods, rate, created, chunk))
         # Until every pod is bound, or nothing more was bound for STALL_S (pods too big for
         # any node's free room stay pending: reported as placed < pods, not waited for).
-        last, progress = len(loop.bound), time.monotonic()
-        while len(loop.bound) < args.pods and time.monotonic() - progress < STALL_S:
+        last, progress, checked = len(loop.bound), time.monotonic(), 0.0
+        end = None
+        while len(loop.bound) < len(pods) and time.monotonic() - progress < STALL_S:
             await asyncio.sleep(0.01)
             if len(loop.bound) != last:
                 last, progress = len(loop.bound), time.monotonic()
-        end = max(loop.bound_at.values()) if loop.bound_at else time.monotonic()
+            if until is not None and time.monotonic() - checked > 0.05:
+                checked = time.monotonic()
+                if await until(store, loop):
+                    end = checked
+                    break
+        submitter.cancel()
+        if end is None:
+            end = max(loop.bound_at.values()) if loop.bound_at else time.monotonic()
+        placed = {u: t for u, t in loop.bound_at.items() if t <= end}
         stop.set()
         await runner
         await asyncio.gather(*(h.stop() for h in handles))
         problems = await audit(store)
-        lat = np.array([(loop.bound_at[u] - created[u]) * 1000 for u in loop.bound_at if u in created] or [0.0])
+        lat = np.array([(t - created[u]) * 1000 for u, t in placed.items() if u in created] or [0.0])
         t = loop.totals
         tries = t["committed"] + t["conflicts"] + t["rejected"]
         await c.delete(*[k async for k in c.scan_iter(match=store.keys.prefix + "*")])
-        return Run(pods_per_s=round(len(loop.bound) / max(end - start, 1e-9), 1),
+        return Run(pods_per_s=round(len(placed) / max(end - start, 1e-9), 1),
                    p50_ms=round(float(np.percentile(lat, 50)), 2), p99_ms=round(float(np.percentile(lat, 99)), 2),
                    attempts_per_pod=round(tries / max(t["committed"], 1), 4),
                    conflict_rate=round(t["conflicts"] / max(t["committed"], 1), 4), resolved_conflicts=t["resolved"],
-                   placed=len(loop.bound), audit="ok" if not problems else f"{len(problems)} violations")
+                   placed=len(placed), audit="ok" if not problems else f"{len(problems)} violations")
 
 
 async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:

@@ -6,7 +6,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from caldera import audit_cmd, bench_agent, bench_batch, bench_binder, bench_sharding, demo, dry_run, status_cmd
+from caldera import (audit_cmd, bench_agent, bench_batch, bench_binder, bench_mixed, bench_peer, bench_sharding, bench_suite,
+                     bench_trace, demo, dry_run, status_cmd)
 from cluster.flags import Parser
 from agent_scheduler.main import main as agent_main
 from sharding.main import main as sharding_main
@@ -26,12 +27,16 @@ def build_parser() -> Parser:
     parser = Parser(prog="caldera", description="caldera: a Kubernetes scheduler for AI clusters.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     audit_cmd.add_parser(sub)
-    bench = sub.add_parser("bench", help="benchmarks; figures are ratios measured in the same run")
-    bench_sub = bench.add_subparsers(dest="bench", required=True, parser_class=Parser)
+    bench = sub.add_parser("bench", help="the benchmark suite (or one bench); each figure beside a baseline from the same run")
+    bench_suite.add_arguments(bench)
+    bench_sub = bench.add_subparsers(dest="bench", required=False, parser_class=Parser)
     bench_binder.add_parser(bench_sub)
     bench_sharding.add_parser(bench_sub)
     bench_agent.add_parser(bench_sub)
     bench_batch.add_parser(bench_sub)
+    bench_mixed.add_parser(bench_sub)
+    bench_peer.add_parser(bench_sub)
+    bench_trace.add_parser(bench_sub)
     demo.add_parser(sub)
     dry_run.add_parser(sub)
     status_cmd.add_parser(sub)

@@ -1,0 +1,64 @@
+"""``caldera bench mixed``: the demo's workload without the view — both schedulers at once.
+
+The same processes as ``caldera demo`` (sharding controller, batch scheduler, agent
+scheduler with Ray workers) and the same workload (``--workload``, default the packaged
+one) for ``--duration`` seconds; the figures are the demo report's, printed instead of
+drawn: per scheduler pods/s and submit → bound percentiles, gang jobs started per queue,
+nodes moved between shards, conflicts and the audit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import uvloop
+from rich.console import Console
+
+from caldera import workload as workloads
+from caldera.connect import redis_url
+from caldera.demo import Options, run_system
+from caldera.demo_view import View
+from caldera.workload import WorkloadDriver
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("mixed", help="the demo's workload without the view: both schedulers, the sharding controller")
+    p.add_argument("--duration", type=float, default=30.0, help="seconds of load (default: 30)")
+    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/workloads/default.yaml)")
+    p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run)
+
+
+async def measure(url: str, w: workloads.Workload, duration: float, workers: int, seed: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="caldera-bench-mixed-") as out:
+        outcome = await run_system(url, lambda store, tracker: WorkloadDriver(w, store, tracker, seed=seed, duration=duration),
+                                   Options(duration=duration, workers=workers, out=Path(out)), View(Console(), quiet=True))
+    report = outcome.report
+    return {k: report[k] for k in ("duration_s", "cluster", "schedulers", "jobs", "shards", "conflicts", "tracebacks", "audit")}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.duration <= 0 or args.workers < 1:
+        print(f"caldera bench mixed: error: --duration {args.duration:g}, --workers {args.workers} "
+              "(expected a positive duration and at least one worker)")
+        return 2
+    try:
+        w = workloads.load(args.workload)
+    except ValueError as e:
+        print(f"caldera bench mixed: error: {e}")
+        return 2
+    with redis_url(args.redis_url) as url:
+        report = uvloop.run(measure(url, w, args.duration, args.workers, args.seed))
+    if args.json:
+        print(json.dumps(report))
+    else:
+        for k, v in report.items():
+            print(f"{k:12} {v}")
+    return 0 if report["audit"] == "ok" and not report["tracebacks"] else 1

@@ -1,0 +1,195 @@
+"""``caldera bench``: the whole suite, one table, each figure beside its ceiling or baseline.
+
+In one process, one private redis-server and one Ray start: ``binder`` (beside the raw
+script over a socket), ``sharding`` (beside the policy alone), ``batch`` (a session at
+5,000 nodes beside one at 1,000), ``mixed`` (the demo's workload; its own processes),
+``agent`` (2 workers beside 1 worker, the fine binder beside the coarse one), ``peer``
+(Volcano's published shape beside Volcano's published figures) and ``trace`` (binpack
+beside least-allocated; only with ``--trace`` and ``--trace-nodes``). Every baseline is
+measured in the same run, on this machine, except the published one. Each bench runs at
+its own command's defaults; ``caldera bench NAME --help`` tells them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import uvloop
+from rich.console import Console
+from rich.table import Table
+
+from caldera import bench_agent, bench_batch, bench_binder, bench_mixed, bench_peer, bench_sharding, bench_trace
+from caldera import workload as workloads
+from caldera.connect import redis_url
+
+Row = tuple[str, str, str, str]  # figure, value, beside it, what "beside" is
+QUICK = {"binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"], "sharding": ["--nodes", "500", "--syncs", "5"],
+         "batch": ["--nodes", "200", "--pending", "400", "--sessions", "2"], "batch-small": ["--nodes", "100", "--pending", "400",
+         "--sessions", "2"], "agent": ["--nodes", "200", "--pods", "1000"]}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trace", default=None, help="an OpenB-format pods CSV for the trace bench (default: the trace bench is skipped)")
+    p.add_argument("--trace-nodes", default=None, help="its nodes CSV")
+    p.add_argument("--mixed-duration", type=float, default=30.0, help="seconds of the mixed bench's load (default: 30)")
+    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the suite runs; the figures mean little")
+    p.add_argument("--json", action="store_true", help="print one JSON object: every bench's full report and the table")
+    p.set_defaults(run=run)
+
+
+def defaults(module: Any, name: str, *argv: str) -> argparse.Namespace:
+    """The flags a bench command would have with ``argv``: its own defaults otherwise."""
+    parser = argparse.ArgumentParser()
+    module.add_parser(parser.add_subparsers())
+    return parser.parse_args([name, *argv])
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}×" if b else "—"
+
+
+def binder_rows(r: dict[str, Any]) -> list[Row]:
+    return [(f"commits/s, {name}", f"{r[key]['commits_per_s']:,.0f}", f"{r[key]['ceiling_per_s']:,.0f}",
+             f"raw script ceiling ({r[key]['ratio']:.0%} of it)") for name, key in (("single pods", "single"), ("gangs of 8", "gang8"))]
+
+
+def sharding_rows(r: Any) -> list[Row]:
+    return [(f"full resync p50 / p99 at {r.nodes:,} nodes", f"{r.sync_ms_p50:,.0f} / {r.sync_ms_p99:,.0f} ms",
+             f"{r.policy_ms_p50:,.1f} ms", "the policy alone, p50")]
+
+
+def batch_rows(big: Any, small: Any) -> list[Row]:
+    return [(f"session p50 / p99, {big.nodes:,} nodes, {big.pending:,} pending (steady)",
+             f"{big.steady.session_s_p50:.2f} / {big.steady.session_s_p99:.2f} s",
+             f"{small.steady.session_s_p50:.2f} / {small.steady.session_s_p99:.2f} s", f"at {small.nodes:,} nodes"),
+            (f"session p50, {big.nodes:,} nodes, all {big.pending:,} placed (burst)", f"{big.burst.session_s_p50:.2f} s",
+             f"{small.burst.session_s_p50:.2f} s", f"at {small.nodes:,} nodes"),
+            ("placed pods/s of session time (burst)", f"{big.burst.pods_per_s:,.0f}", f"{small.burst.pods_per_s:,.0f}",
+             f"at {small.nodes:,} nodes")]
+
+
+def mixed_rows(r: dict[str, Any]) -> list[Row]:
+    agent, batch = r["schedulers"]["agent-scheduler"], r["schedulers"]["volcano"]
+    started = sum(q["started"] for q in r["jobs"].values())
+    return [("agent pods/s, p50 / p99", f"{agent['pods_per_s']:,.0f}, {agent['p50_ms']:,.0f} / {agent['p99_ms']:,.0f} ms", "", ""),
+            ("training pods/s, p50 / p99", f"{batch['pods_per_s']:,.0f}, {batch['p50_ms']:,.0f} / {batch['p99_ms']:,.0f} ms", "", ""),
+            ("gang jobs started, nodes moved between shards", f"{started:,}, {r['shards']['moves']:,}", "", ""),
+            ("audit", r["audit"] if r["audit"] == "ok" else f"{len(r['audit'])} violations", "", "")]
+
+
+def agent_rows(r: dict[str, Any]) -> list[Row]:
+    return [(f"pods/s, {r['nodes']:,} nodes, {r['pods']:,} pods, {r['workers']} workers", f"{r['pods_per_s']:,.0f}",
+             f"{r['baseline_one_worker_pods_per_s']:,.0f}", f"1 worker ({ratio(r['pods_per_s'], r['baseline_one_worker_pods_per_s'])})"),
+            ("submit → bound p50 / p99 (burst)", f"{r['p50_ms']:,.0f} / {r['p99_ms']:,.0f} ms", "", ""),
+            ("true conflicts ÷ commits", f"{r['conflict_rate']:.2%}", f"{r['coarse_conflict_rate']:.2%}", "coarse binder"),
+            ("attempts per pod", f"{r['attempts_per_pod']:.3f}", f"{r['coarse_attempts_per_pod']:.3f}", "coarse binder")]
+
+
+def peer_rows(r: Any) -> list[Row]:
+    return [(f"pods/s, {r.nodes:,} nodes, {r.pods:,} pods, {r.workers} workers", f"{r.pods_per_s:,.0f}",
+             f"{r.volcano_pods_per_s:,.0f}", f"Volcano, published ({r.volcano_host})"),
+            ("create → bound p99", f"{r.p99_ms / 1000:.2f} s", f"{r.volcano_p99_ms / 1000:.2f} s", f"Volcano, published ({r.volcano_host})")]
+
+
+def trace_rows(r: Any) -> list[Row]:
+    return [(f"GPUs allocated at the first GPU pod that fits nowhere ({r.trace}, {r.nodes:,} nodes, {r.gpus:,} GPUs)",
+             f"{r.binpack.gpu_allocated:.1%}", f"{r.least_allocated.gpu_allocated:.1%}", "least-allocated (spread)"),
+            ("pods/s, p99 until then", f"{r.pods_per_s:,.0f}, {r.p99_ms:,.0f} ms",
+             f"{r.least_allocated.pods_per_s:,.0f}, {r.least_allocated.p99_ms:,.0f} ms", "least-allocated (spread)")]
+
+
+async def measure(url: str, args: argparse.Namespace, progress: Callable[[str], None]) -> dict[str, Any]:
+    """Every bench in turn: ``{name: {"report": …, "rows": […], "seconds": …}}``."""
+    from agent_scheduler.actors import start_ray, stop_ray
+
+    out: dict[str, Any] = {}
+
+    def flags(name: str) -> list[str]:
+        return QUICK.get(name, []) if args.quick else []
+
+    async def bench(name: str, go: Any, rows: Callable[..., list[Row]]) -> None:
+        progress(name)
+        t = time.monotonic()
+        reports = await go()
+        out[name] = {"report": [msgspec.to_builtins(r) for r in reports] if len(reports) > 1 else msgspec.to_builtins(reports[0]),
+                     "rows": rows(*reports), "seconds": round(time.monotonic() - t, 1)}
+
+    async def both_batches() -> tuple[Any, Any]:
+        return (await bench_batch.measure(url, defaults(bench_batch, "batch", *flags("batch"))),
+                await bench_batch.measure(url, defaults(bench_batch, "batch", "--nodes", "1000", *flags("batch-small"))))
+
+    async def one(x: Any) -> tuple[Any]:
+        return (await x,)
+
+    await bench("binder", lambda: one(bench_binder.measure_both(url, defaults(bench_binder, "binder", *flags("binder")))), binder_rows)
+    await bench("sharding", lambda: one(bench_sharding.measure(url, defaults(bench_sharding, "sharding", *flags("sharding")))), sharding_rows)
+    await bench("batch", both_batches, batch_rows)
+    mixed = defaults(bench_mixed, "mixed", "--duration", str(min(args.mixed_duration, 8.0) if args.quick else args.mixed_duration))
+    await bench("mixed", lambda: one(bench_mixed.measure(url, workloads.load(None), mixed.duration, mixed.workers, mixed.seed)),
+                mixed_rows)
+    start_ray("", num_cpus=os.cpu_count() or 2)  # after mixed: its agent scheduler process starts its own
+    try:
+        await bench("agent", lambda: one(bench_agent.measure(url, defaults(bench_agent, "agent", *flags("agent")))), agent_rows)
+        await bench("peer", lambda: one(bench_peer.measure(url, jobs=2 if args.quick else bench_peer.JOBS)), peer_rows)
+        if args.trace:
+            nodes, pods = bench_trace.load(args.trace, args.trace_nodes)
+            trace = defaults(bench_trace, "trace", "--trace", args.trace, "--trace-nodes", args.trace_nodes)
+            await bench("trace", lambda: one(bench_trace.measure(url, os.path.basename(args.trace), nodes, pods, trace.workers)),
+                        trace_rows)
+    finally:
+        stop_ray()
+    return out
+
+
+def table(results: dict[str, Any], seconds: float) -> Table:
+    t = Table(title=f"caldera bench — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, {seconds:.0f} s "
+                    "(a shared machine: figures drift; the ratios, measured in the same run, hold better)")
+    for col in ("bench", "figure", "value", "beside it", "which is"):
+        t.add_column(col, justify="right" if col in ("value", "beside it") else "left")
+    for name, result in results.items():
+        for i, (figure, value, beside, what) in enumerate(result["rows"]):
+            t.add_row(name if i == 0 else "", figure, value, beside, what, end_section=i == len(result["rows"]) - 1)
+    return t
+
+
+def run(args: argparse.Namespace) -> int:
+    if bool(args.trace) != bool(args.trace_nodes):
+        print("caldera bench: error: --trace and --trace-nodes go together (a pods CSV and its nodes CSV)")
+        return 2
+    if args.mixed_duration <= 0:
+        print(f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)")
+        return 2
+    if args.trace:
+        try:
+            bench_trace.load(args.trace, args.trace_nodes)
+        except (OSError, ValueError) as e:
+            print(f"caldera bench: error: {e}")
+            return 2
+    console = Console(stderr=args.json)
+    if not console.is_terminal:
+        console = Console(stderr=args.json, width=150)
+    started = time.monotonic()
+    with redis_url(args.redis_url) as url:
+        results = uvloop.run(measure(url, args, lambda name: console.print(f"bench {name}…", highlight=False)))
+    seconds = time.monotonic() - started
+    if args.json:
+        print(json.dumps({"seconds": round(seconds, 1), "cores": os.cpu_count(), "benches": results}))
+    else:
+        console.print(table(results, seconds))
+    return 0 if all(a == "ok" for a in audits(results)) else 1
+
+
+def audits(report: Any) -> list[Any]:
+    """Every audit verdict anywhere in the reports."""
+    if isinstance(report, dict):
+        return [v for k, v in report.items() if k == "audit"] + [a for k, v in report.items() if k != "audit" for a in audits(v)]
+    if isinstance(report, list):
+        return [a for v in report for a in audits(v)]
+    return []
