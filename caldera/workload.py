@@ -7,8 +7,8 @@ default ships in the package (``caldera/workloads/default.yaml``, documented the
 the README); ``caldera demo --workload FILE`` takes another. A bad file is one line naming
 the file, the field, the value and what is accepted; nothing starts.
 
-Arrivals are Poisson with the class's mean gap ``every_s``, scaled by the ramp: a job or
-burst due at time ``t`` of the run arrives ``ramp(t)`` times as often.
+Arrivals are Poisson with the class's mean gap ``every_s``, its rate scaled by the ramp:
+at time ``t`` of the run, jobs and bursts arrive ``ramp(t)`` times as often.
 """
 
 from __future__ import annotations
@@ -179,12 +179,23 @@ def load(path: str | None) -> Workload:
         raise ValueError(f"workload {name}: {e}") from None
 
 
-def arrivals(rng: random.Random, every_s: float, ramp: Ramp, duration: float) -> Iterator[float]:
-    """Arrival times (seconds into the run) of a Poisson stream whose rate follows the ramp."""
+def arrivals(rng: random.Random, every_s: float, ramp: Ramp, duration: float, step: float = 0.05) -> Iterator[float]:
+    """Arrival times (seconds into the run) of a Poisson stream whose rate follows the ramp.
+
+    Non-homogeneous: each gap is a unit exponential spent against the rate integrated over
+    time in ``step``-long pieces, so a rate that rises mid-gap shortens it.
+    """
     t = 0.0
     while True:
-        scale = ramp.at(t / duration) if duration > 0 else 1.0
-        t += rng.expovariate(max(scale, 1e-6) / every_s)
+        need = rng.expovariate(1.0)
+        while need > 0:
+            rate = (ramp.at(t / duration) if duration > 0 else ramp.end) / every_s
+            if rate * step >= need:
+                t += need / rate
+                need = 0.0
+            else:
+                need -= rate * step
+                t += step
         yield t
 
 
