@@ -1,4 +1,4 @@
-"""The README's flag tables are generated from the parsers, and say what the parsers say."""
+"""The README documents what users type and watch: flag tables generated from the parsers, every metric."""
 
 from __future__ import annotations
 
@@ -70,3 +70,29 @@ def test_a_file_without_the_markers_is_refused(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("# no markers\n")
     assert flag_docs.main(["--check", str(readme)]) == 2
+
+
+def test_every_metric_the_processes_declare_is_in_the_readme() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from agent_scheduler.metrics import AgentMetrics
+    from batch_scheduler.metrics import BatchMetrics
+    from binder.metrics import BinderMetrics
+    from sharding.metrics import ShardMetrics
+
+    registry = CollectorRegistry()
+    for metrics in (AgentMetrics, BinderMetrics, ShardMetrics):
+        metrics(registry)
+    names = {m.name for m in registry.collect()}
+    batch = CollectorRegistry()
+    BatchMetrics(batch)  # shares some of Volcano's names with the agent scheduler: its own registry
+    names |= {m.name for m in batch.collect()}
+    mirror_source = (Path(__file__).resolve().parents[2] / "cluster" / "kube" / "main.py").read_text()
+    names |= {n for n in ("caldera_mirror_lists", "caldera_mirror_status_patches", "caldera_mirror_events") if f'"{n}"' in mirror_source}
+    section = README.read_text().split("## Metrics")[1].split("\n## ")[0]
+    phases = "volcano_queue_pod_group_{pending,inqueue,running,unknown,completed}_count"
+    assert len(names) > 20
+    for name in sorted(names):
+        # Counters are collected without their _total suffix
+        shown = name.startswith("volcano_queue_pod_group_") and phases in section
+        assert shown or f"`{name}" in section, f"metric {name} is not in the README's Metrics section"
