@@ -120,14 +120,17 @@ class Worker:
                     placements.append(Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version))
             results = await self.binder.commit(placements) if placements else []
             tasks = []
+            fresh: list[Committed | Conflict] = []  # nodes that moved: their figures as the commit left them
             for p, r in zip(placements, results):
                 task = by_uid[p.uid]
                 if isinstance(r, Committed):
                     committed.append((task, r, attempt))
                     resolved += r.resolved
+                    if r.allocatable is not None:
+                        fresh.append(r)
                 elif isinstance(r, Conflict):
                     conflicts += 1
-                    self.columns.set_figures(r.node, r.allocatable, r.allocated, r.version, r.unschedulable)
+                    fresh.append(r)
                     tasks.append(task)
                 else:
                     rejected += 1
@@ -136,6 +139,9 @@ class Worker:
                         tasks.append(task)
                     else:
                         outcomes.append(Outcome(uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(), attempts=attempt))
+            for f in fresh:  # last: they already count this call's placements, and undo nothing
+                if f.allocatable is not None and f.allocated is not None:
+                    self.columns.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable)
         outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt) for t in tasks]
         if committed:
             bindings = [Binding(uid=t.uid, namespace=t.pod.namespace, name=t.pod.name, node=c.node) for t, c, _ in committed]

@@ -22,25 +22,30 @@ from cluster.scripts import Arg, Script, run_loaded
 from cluster.store import DEFAULT_FEED_MAXLEN
 
 
+def _figures(raw: list[object]) -> tuple[Resources, Resources]:
+    """Allocatable and allocated from the script's (name, allocatable, allocated) triples."""
+    alloc: dict[str, int] = {}
+    used: dict[str, int] = {}
+    for i in range(0, len(raw), 3):
+        name = raw[i].decode()  # type: ignore[attr-defined]
+        alloc[name] = int(raw[i + 1])  # type: ignore[call-overload]
+        used[name] = int(raw[i + 2])  # type: ignore[call-overload]
+    return Resources(alloc), Resources(used)
+
+
 def decode_result(node: str, raw: list[object]) -> Result:
     code = int(raw[0])  # type: ignore[call-overload]
     if code == 1:
-        return Committed(node=node, version=int(raw[1]), resolved=raw[2] == 1, idempotent=raw[3] == 1)  # type: ignore[call-overload]
+        version, resolved, idempotent = int(raw[1]), raw[2] == 1, raw[3] == 1  # type: ignore[call-overload]
+        if len(raw) > 4:
+            allocatable, allocated = _figures(raw[5:])
+            return Committed(node=node, version=version, resolved=resolved, idempotent=idempotent,
+                             allocatable=allocatable, allocated=allocated, unschedulable=raw[4] == 1)
+        return Committed(node=node, version=version, resolved=resolved, idempotent=idempotent)
     if code == 2:
-        alloc: dict[str, int] = {}
-        used: dict[str, int] = {}
-        figures = raw[3:]
-        for i in range(0, len(figures), 3):
-            name = figures[i].decode()  # type: ignore[attr-defined]
-            alloc[name] = int(figures[i + 1])  # type: ignore[call-overload]
-            used[name] = int(figures[i + 2])  # type: ignore[call-overload]
-        return Conflict(
-            node=node,
-            version=int(raw[1]),  # type: ignore[call-overload]
-            allocatable=Resources(alloc),
-            allocated=Resources(used),
-            unschedulable=raw[2] == 1,
-        )
+        allocatable, allocated = _figures(raw[3:])
+        return Conflict(node=node, version=int(raw[1]), allocatable=allocatable, allocated=allocated,  # type: ignore[call-overload]
+                        unschedulable=raw[2] == 1)
     text = raw[1].decode()  # type: ignore[attr-defined]
     reason, _, detail = text.partition(" ")
     return Rejected(reason=Reason(reason), detail=detail)

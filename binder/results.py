@@ -25,7 +25,9 @@ class Placement(msgspec.Struct, frozen=True, kw_only=True):
 class Committed(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """The pod is bound to ``node`` in the store; ``version`` is the node's new version.
 
-    ``resolved``: the node had moved since the scheduler looked but the pod still fit.
+    ``resolved``: the node had moved since the scheduler looked but the pod still fit; then
+    ``allocatable``/``allocated``/``unschedulable`` are the node's figures as the commit
+    left it (the call's own placements included), to refresh the scheduler's view.
     ``idempotent``: the pod was already bound to this node (a repeated commit).
     """
 
@@ -33,6 +35,9 @@ class Committed(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     version: int
     resolved: bool = False
     idempotent: bool = False
+    allocatable: Resources | None = None
+    allocated: Resources | None = None
+    unschedulable: bool = False
 
 
 class Conflict(msgspec.Struct, frozen=True, kw_only=True, tag=True):

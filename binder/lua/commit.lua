@@ -4,8 +4,12 @@
 --
 -- Result per placement (nested array):
 --   {1, version, resolved, idempotent}                    committed
+--   {1, version, 1, idempotent, unschedulable, name, allocatable, allocated, ...}
+--                                                           committed after a re-check
 --   {2, version, unschedulable, name, allocatable, allocated, ...}   conflict
 --   {3, reason}                                             rejected
+-- The figures on a conflict or a re-checked commit are the node's as this call leaves it
+-- (this call's own placements included), so the caller's replica of that node ends exact.
 -- fine: when the node's version moved, re-check the fit against the current figures and
 -- commit if it still fits (a resolved conflict); coarse: any version move is a conflict.
 -- gang: check every placement first, apply nothing unless all pass.
@@ -58,7 +62,7 @@ local function check(p)
   if not n[1] then return {3, 'unknown-node'}, false end
   if hard and n[2] ~= sched then return {3, 'not-owner'}, false end
   local moved = (before[p.node] or n[1]) ~= p.version
-  if moved and mode == 'coarse' then return conflict(key, tonumber(n[1]), tonumber(n[3])), false end
+  if moved and mode == 'coarse' then return {2}, false end
   local fits = n[3] ~= '1'
   local short = {}
   local taken = extra[p.node] or {}
@@ -73,7 +77,7 @@ local function check(p)
   if fits then
     return {1, 0, moved and 1 or 0, 0}, true
   end
-  if moved then return conflict(key, tonumber(n[1]), tonumber(n[3])), false end
+  if moved then return {2}, false end
   if n[3] == '1' then return {3, 'unschedulable'}, false end
   return {3, 'insufficient ' .. table.concat(short, ',')}, false
 end
@@ -114,6 +118,27 @@ else
   for i, p in ipairs(placements) do
     if oks[i] then
       if all_ok then apply(p, results[i]) else results[i] = {3, 'gang-member-failed'} end
+    end
+  end
+end
+-- Conflicts and re-checked commits get the node's figures as the call leaves it.
+local figures = {}
+for i, p in ipairs(placements) do
+  local r = results[i]
+  if r[1] == 2 or (r[1] == 1 and r[3] == 1) then
+    local f = figures[p.node]
+    if not f then
+      local key = node_key(p.node)
+      local n = redis.call('HMGET', key, 'version', 'unsched')
+      f = conflict(key, tonumber(n[1]), tonumber(n[2]) or 0)
+      figures[p.node] = f
+    end
+    if r[1] == 2 then
+      results[i] = f
+    else
+      local out = {1, r[2], 1, r[4], f[3]}
+      for j = 4, #f do out[#out + 1] = f[j] end
+      results[i] = out
     end
   end
 end

@@ -115,6 +115,26 @@ async def test_true_conflict_returns_current_figures(store: Store) -> None:
     assert "uid-b" in await store.pending("s")
 
 
+async def test_figures_on_a_moved_node_are_as_the_call_leaves_it(store: Store) -> None:
+    """A scheduler that refreshes its view from these figures ends exact, its own batch included."""
+    await store.upsert_nodes([node("n1", cpu="4")])
+    await store.upsert_pods([pod("x"), pod("a"), pod("b", cpu="3"), pod("c")])
+    seen = (await store.get_nodes(["n1"]))["n1"].version
+    binder = Binder(store.client, store.keys, "s")
+    await Binder(store.client, store.keys, "other").commit([await placement(store, "uid-x", "n1")])  # the node moves
+    # one batch decided on the old version: a fits (re-checked), b (3 cpu) no longer fits, c still fits
+    results = await binder.commit([await placement(store, u, "n1", version=seen) for u in ("uid-a", "uid-b", "uid-c")])
+    a, b, c = results
+    assert isinstance(a, Committed) and a.resolved and isinstance(c, Committed) and c.resolved
+    assert isinstance(b, Conflict)
+    after = (await store.get_nodes(["n1"]))["n1"]
+    for r in (a, b, c):
+        assert r.allocated == after.allocated and r.allocatable == after.allocatable and r.version == after.version
+    assert after.allocated["cpu"] == 3000 and after.allocated["pods"] == 3
+    [plain] = await binder.commit([await placement(store, "uid-b", "n1")])  # not moved: no figures to carry
+    assert isinstance(plain, Rejected) and plain.reason is Reason.INSUFFICIENT
+
+
 async def test_hard_mode_refuses_nodes_of_other_owners(store: Store) -> None:
     await store.upsert_nodes([node("mine"), node("theirs"), node("nobody")])
     await store.write([Own("mine", "s"), Own("theirs", "other")])

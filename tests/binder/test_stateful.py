@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+import msgspec
 import redis.asyncio as aioredis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -186,6 +187,7 @@ class Machine(RuleBasedStateMachine):
                 assert r.reason is e.reason, (p, r, e)  # type: ignore[union-attr]
             if isinstance(e, Committed):
                 assert r.resolved == e.resolved and r.idempotent == e.idempotent, (p, r, e)  # type: ignore[union-attr]
+                assert (r.allocated, r.allocatable) == (e.allocated, e.allocatable), (p, r, e)  # type: ignore[union-attr]
             if isinstance(r, Conflict):
                 assert (r.allocated, r.allocatable) == (e.allocated, e.allocatable), (p, r, e)  # type: ignore[union-attr]
 
@@ -244,6 +246,12 @@ class Machine(RuleBasedStateMachine):
                     m.account(p.uid, p.node)
                 elif ok:
                     out[i] = Rejected(reason=Reason.GANG_MEMBER_FAILED)
+        # A node that moved under the scheduler is described as the call leaves it.
+        for i, (p, r) in enumerate(zip(placements, out)):
+            if isinstance(r, Conflict):
+                out[i] = msgspec.structs.replace(r, allocatable=m.alloc[p.node], allocated=m.used[p.node])
+            elif isinstance(r, Committed) and r.resolved:
+                out[i] = msgspec.structs.replace(r, allocatable=m.alloc[p.node], allocated=m.used[p.node])
         return out
 
     @precondition(lambda self: self.model.pods)
