@@ -300,6 +300,8 @@ def summary(report: dict[str, Any]) -> Table:
     elapsed = report["duration_s"]
     for name, s in report["schedulers"].items():
         table.add_row(f"{name}: pods bound", f"{s['pods_bound']:,} of {s['pods_submitted']:,} in {elapsed:.0f} s")
+        if s["deleted_before_bound"]:
+            table.add_row(f"{name}: pods deleted before they were bound", f"{s['deleted_before_bound']:,}")
         table.add_row(f"{name}: pods/s", f"{s['pods_per_s']:,.0f}")
         table.add_row(f"{name}: submit → bound p50 / p99 ms", f"{s['p50_ms']:,.0f} / {s['p99_ms']:,.0f}")
         c = report["conflicts"].get(name, {})

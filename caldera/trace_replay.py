@@ -10,8 +10,10 @@ its own implicit PodGroup, as in Volcano. See ``cluster/sim/trace.py`` for the f
 how GPU sharing is requested.
 
 The public OpenB trace (Alibaba's ``cluster-trace-gpu-v2023``) keeps few pods alive at
-once — at its own pace, at most ~55 — so a replay shows latency on a mostly idle cluster;
-``caldera bench trace`` is the saturation run (submit until the cluster is full).
+once — at its own pace, at most ~55 — and fitting its 149 days into a minute makes its
+pods live about a millisecond, so most are deleted before they could be placed (the
+demo counts them); ``caldera bench trace`` is the saturation run (submit until the
+cluster is full).
 """
 
 from __future__ import annotations

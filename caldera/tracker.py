@@ -95,7 +95,9 @@ class Tracker:
                 job.started_at = now
 
     def gone(self, uid: str) -> None:
-        entry = self.created.get(uid)
+        """The pod is no longer in the store; counted once (a pod created and deleted between
+        two reads of the feed is reported gone for each of its changes)."""
+        entry = self.created.pop(uid, None)
         if entry is None:
             return
         if uid in self.bound_at:
@@ -139,6 +141,7 @@ class Tracker:
         for s in self.schedulers:
             lat = self.latencies[s]
             out[s] = {"pods_submitted": self.submitted_n[s], "pods_bound": len(lat), "pending": self.pending(s),
+                      "deleted_before_bound": self.gone_unbound[s],
                       "pods_per_s": round(len(lat) / max(elapsed, 1e-9), 1),
                       **{f"p{q}_ms": percentile(lat, q) for q in (50, 90, 99)}}
         return out

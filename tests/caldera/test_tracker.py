@@ -1,0 +1,42 @@
+"""The demo's tracker: what it reports per scheduler and per queue adds up."""
+
+from __future__ import annotations
+
+from caldera.tracker import Tracker
+from cluster.sim.workload import make_pod
+
+
+def test_each_pod_is_counted_once_however_often_the_feed_reports_it_gone() -> None:
+    now = [0.0]
+    t = Tracker(["agent-scheduler", "volcano"], clock=lambda: now[0])
+    pods = [make_pod(f"p{i}", scheduler="agent-scheduler", requests={"cpu": "1"}) for i in range(4)]
+    t.submitted(pods)
+    now[0] = 0.5
+    t.bound(pods[0].uid, now[0])
+    t.bound(pods[0].uid, 0.9)  # seen bound again: the first time counts
+    for _ in range(3):  # created and deleted between two reads: reported gone for each change
+        t.gone(pods[1].uid)
+    t.gone(pods[0].uid)
+    t.gone(pods[0].uid)
+    totals = t.totals(elapsed=1.0)["agent-scheduler"]
+    assert (totals["pods_submitted"], totals["pods_bound"], totals["deleted_before_bound"], totals["pending"]) == (4, 1, 1, 2)
+    assert totals["p50_ms"] == 500.0 and t.completed == 1
+
+
+def test_a_gang_starts_when_min_available_pods_are_bound_and_waits_otherwise() -> None:
+    t = Tracker(["agent-scheduler", "volcano"], clock=lambda: 0.0)
+    a = [make_pod(f"a{i}", scheduler="volcano", requests={"cpu": "1"}) for i in range(4)]
+    b = [make_pod(f"b{i}", scheduler="volcano", requests={"cpu": "1"}) for i in range(2)]
+    t.submitted(a + b)
+    t.job("a", "prod", [p.uid for p in a], need=2)
+    t.job("b", "research", [p.uid for p in b], need=2)
+    t.bound(a[0].uid, 1.0)
+    assert t.queues(["prod", "research"])["prod"] == {"submitted": 1, "started": 0, "running": 0, "waiting": 1}
+    t.bound(a[1].uid, 1.0)  # two of four: minAvailable reached
+    t.bound(b[0].uid, 1.0)
+    q = t.queues(["prod", "research"])
+    assert q["prod"] == {"submitted": 1, "started": 1, "running": 1, "waiting": 0}
+    assert q["research"] == {"submitted": 1, "started": 0, "running": 0, "waiting": 1}
+    for p in a:
+        t.gone(p.uid)
+    assert t.queues(["prod"])["prod"] == {"submitted": 1, "started": 1, "running": 0, "waiting": 0}
