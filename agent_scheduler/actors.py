@@ -78,10 +78,6 @@ class WorkerActor:
         await self.worker.start()
         return os.getpid()
 
-    async def schedule(self, uids: list[str]) -> bytes:
-        assert self.worker is not None, "start() first"
-        return msgspec.msgpack.encode(await self.worker.schedule(uids))
-
     async def serve(self, inbox: str, outbox: str) -> None:
         """Answer the batches pushed to ``inbox`` into ``outbox`` until :meth:`stop`."""
         assert self.worker is not None and self.client is not None, "start() first"

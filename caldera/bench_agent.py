@@ -16,8 +16,8 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
@@ -35,6 +35,7 @@ from cluster.sim.workload import make_pod
 from cluster.store import Store
 
 AGENT = "agent-scheduler"
+T = TypeVar("T")
 STALL_S = 15.0
 
 
@@ -165,6 +166,18 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def with_ray(redis: str | None, measure: Callable[[str], Coroutine[Any, Any, T]]) -> T:
+    """Run ``measure(redis_url)`` with a Redis (``redis``, or a private one) and a local Ray around it."""
+    from agent_scheduler.actors import start_ray, stop_ray
+
+    with redis_url(redis) as url:
+        start_ray("", num_cpus=os.cpu_count() or 2)
+        try:
+            return uvloop.run(measure(url))
+        finally:
+            stop_ray()
+
+
 def run(args: argparse.Namespace) -> int:
     for flag in ("nodes", "pods", "workers", "batch_size", "inflight"):
         if getattr(args, flag) < 1:
@@ -178,14 +191,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"caldera bench agent: error: --pods {args.pods}: too few to fill {args.fill:g} of {args.nodes} nodes' cpu "
               f"with pods that fit a 16-cpu node (expected at least {need})")
         return 2
-    from agent_scheduler.actors import start_ray, stop_ray
-
-    with redis_url(args.redis_url) as url:
-        start_ray("", num_cpus=os.cpu_count() or 2)
-        try:
-            report = uvloop.run(measure(url, args))
-        finally:
-            stop_ray()
+    report = with_ray(args.redis_url, lambda url: measure(url, args))
     if args.json:
         print(json.dumps(report))
     else:

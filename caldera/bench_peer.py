@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 import msgspec
-import uvloop
 
-from caldera.bench_agent import AGENT, Run, place
-from caldera.connect import redis_url
+from caldera.bench_agent import AGENT, Run, place, with_ray
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.sim.workload import make_pod
 
@@ -57,14 +54,7 @@ async def measure(url: str, jobs: int = JOBS) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_scheduler.actors import start_ray, stop_ray
-
-    with redis_url(args.redis_url) as url:
-        start_ray("", num_cpus=os.cpu_count() or 2)
-        try:
-            report = uvloop.run(measure(url))
-        finally:
-            stop_ray()
+    report = with_ray(args.redis_url, measure)
     if args.json:
         print(json.dumps(msgspec.to_builtins(report)))
     else:

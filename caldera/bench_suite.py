@@ -27,6 +27,7 @@ from rich.table import Table
 from caldera import bench_agent, bench_batch, bench_binder, bench_mixed, bench_peer, bench_sharding, bench_trace
 from caldera import workload as workloads
 from caldera.connect import redis_url
+from cluster.model import Node, Pod
 
 Row = tuple[str, str, str, str]  # figure, value, beside it, what "beside" is
 QUICK = {"binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"], "sharding": ["--nodes", "500", "--syncs", "5"],
@@ -105,7 +106,8 @@ def trace_rows(r: Any) -> list[Row]:
              f"{r.least_allocated.pods_per_s:,.0f}, {r.least_allocated.p99_ms:,.0f} ms", "least-allocated (spread)")]
 
 
-async def measure(url: str, args: argparse.Namespace, progress: Callable[[str], None]) -> dict[str, Any]:
+async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], list[Pod]] | None,
+                  progress: Callable[[str], None]) -> dict[str, Any]:
     """Every bench in turn: ``{name: {"report": …, "rows": […], "seconds": …}}``."""
     from agent_scheduler.actors import start_ray, stop_ray
 
@@ -138,10 +140,10 @@ async def measure(url: str, args: argparse.Namespace, progress: Callable[[str], 
     try:
         await bench("agent", lambda: one(bench_agent.measure(url, defaults(bench_agent, "agent", *flags("agent")))), agent_rows)
         await bench("peer", lambda: one(bench_peer.measure(url, jobs=2 if args.quick else bench_peer.JOBS)), peer_rows)
-        if args.trace:
-            nodes, pods = bench_trace.load(args.trace, args.trace_nodes)
-            trace = defaults(bench_trace, "trace", "--trace", args.trace, "--trace-nodes", args.trace_nodes)
-            await bench("trace", lambda: one(bench_trace.measure(url, os.path.basename(args.trace), nodes, pods, trace.workers)),
+        if trace is not None:
+            nodes, pods = trace
+            workers = defaults(bench_trace, "trace", "--trace", args.trace, "--trace-nodes", args.trace_nodes).workers
+            await bench("trace", lambda: one(bench_trace.measure(url, os.path.basename(args.trace), nodes, pods, workers)),
                         trace_rows)
     finally:
         stop_ray()
@@ -166,9 +168,10 @@ def run(args: argparse.Namespace) -> int:
     if args.mixed_duration <= 0:
         print(f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)")
         return 2
+    trace = None
     if args.trace:
         try:
-            bench_trace.load(args.trace, args.trace_nodes)
+            trace = bench_trace.load(args.trace, args.trace_nodes)
         except (OSError, ValueError) as e:
             print(f"caldera bench: error: {e}")
             return 2
@@ -177,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         console = Console(stderr=args.json, width=150)
     started = time.monotonic()
     with redis_url(args.redis_url) as url:
-        results = uvloop.run(measure(url, args, lambda name: console.print(f"bench {name}…", highlight=False)))
+        results = uvloop.run(measure(url, args, trace, lambda name: console.print(f"bench {name}…", highlight=False)))
     seconds = time.monotonic() - started
     if args.json:
         print(json.dumps({"seconds": round(seconds, 1), "cores": os.cpu_count(), "benches": results}))

@@ -18,12 +18,10 @@ import os
 from typing import Any
 
 import msgspec
-import uvloop
 
 from agent_scheduler.core import ScoreKind
 from agent_scheduler.loop import AgentLoop
-from caldera.bench_agent import AGENT, Run, place
-from caldera.connect import redis_url
+from caldera.bench_agent import AGENT, Run, place, with_ray
 from cluster.model import Node, Pod
 from cluster.resources import GPU
 from cluster.sim.trace import GPU_MILLI, read_nodes, read_pods, to_pod
@@ -106,14 +104,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"caldera bench trace: error: {e}")
         return 2
-    from agent_scheduler.actors import start_ray, stop_ray
-
-    with redis_url(args.redis_url) as url:
-        start_ray("", num_cpus=os.cpu_count() or 2)
-        try:
-            report = uvloop.run(measure(url, os.path.basename(args.trace), nodes, pods, args.workers))
-        finally:
-            stop_ray()
+    report = with_ray(args.redis_url, lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers))
     if args.json:
         print(json.dumps(msgspec.to_builtins(report)))
     else:

@@ -25,7 +25,7 @@ import msgspec
 import yaml
 
 from caldera.tracker import Tracker
-from cluster.model import Node, PriorityClass, Queue
+from cluster.model import Node, Pod, PriorityClass, Queue
 from cluster.resources import Resources
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.sim.workload import make_pod, make_podgroup
@@ -257,8 +257,8 @@ class WorkloadDriver:
         self.serial += 1
         return f"{prefix}-{self.serial}"
 
-    def _pod(self, c: PodShape, name: str, scheduler: str, requests: Quantities, group: str = "") -> Any:
-        return make_pod(name, scheduler=scheduler, duration=self.rng.uniform(*c.duration_s), group=group, requests=requests,
+    def _pod(self, c: PodShape, name: str, scheduler: str, requests: Quantities, duration: float, group: str = "") -> Pod:
+        return make_pod(name, scheduler=scheduler, duration=duration, group=group, requests=requests,
                         tolerations=[msgspec.to_builtins(t) for t in c.tolerations], node_selector=c.node_selector,
                         priority_class=c.priority_class)
 
@@ -268,12 +268,10 @@ class WorkloadDriver:
         need = max(1, round(size * c.min_available))
         group = make_podgroup(name, min_member=need, queue=c.queue, priority_class=c.priority_class)
         duration = self.rng.uniform(*c.duration_s)  # a job's pods run together, so they end together
-        pods = [make_pod(f"{name}-{i}", scheduler=VOLCANO, duration=duration, group=name, requests=c.requests,
-                         tolerations=[msgspec.to_builtins(t) for t in c.tolerations], node_selector=c.node_selector,
-                         priority_class=c.priority_class) for i in range(size)]
+        pods = [self._pod(c, f"{name}-{i}", VOLCANO, c.requests, duration, group=name) for i in range(size)]
         self.tracker.job(name, c.queue, [p.uid for p in pods], need)
         return group, pods
 
     def burst(self, c: AgentClass) -> list[Any]:
-        return [self._pod(c, self._name(c.name), AGENT, self.rng.choice(c.requests))
+        return [self._pod(c, self._name(c.name), AGENT, self.rng.choice(c.requests), self.rng.uniform(*c.duration_s))
                 for _ in range(self.rng.randint(*c.burst))]
