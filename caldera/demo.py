@@ -52,7 +52,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/workloads/default.yaml)")
     p.add_argument("--trace", default=None, help="replay this OpenB-format pods CSV instead of a workload")
     p.add_argument("--trace-nodes", default=None, help="the trace's nodes CSV (with --trace)")
-    p.add_argument("--speedup", type=float, default=0.0, help="trace seconds per second; 0 = fit the trace into --duration (default: 0)")
+    p.add_argument("--speedup", type=float, default=0.0, help="trace seconds per second; 0 = fit the trace into 90%% of --duration (default: 0)")
     p.add_argument("--trace-schedulers", default=None, help="QOS=SCHEDULER,...,*=SCHEDULER for trace pods (default: LS=agent-scheduler,*=volcano)")
     p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--seed", type=int, default=1)

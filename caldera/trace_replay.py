@@ -3,7 +3,8 @@
 The cluster is the trace's nodes (GPU model as the ``caldera.io/gpu-model`` label). Each
 pod is created at its creation time and deleted at its deletion time, both measured from
 the trace's first pod and divided by ``--speedup`` (0: the whole trace, to its last
-creation or deletion, fits into ``--duration``); a pod the trace never deletes runs to the end. By qos class, pods go to
+creation or deletion, fits into the first 90% of ``--duration``, so its last deletions
+are seen done); a pod the trace never deletes runs to the end. By qos class, pods go to
 the agent scheduler or to the batch scheduler (``--trace-schedulers``, default
 ``LS=agent-scheduler,*=volcano``); batch pods are lone pods in the ``default`` queue, each
 its own implicit PodGroup, as in Volcano. See ``cluster/sim/trace.py`` for the format and
@@ -34,6 +35,7 @@ from cluster.store import Put, Store
 
 SHARDING = "volcano:volcano:0.0:0.6:false:64:4000,agent-scheduler:agent:0.6:1.0:true:32:2000"
 QUEUE = "default"
+FIT = 0.9  # with the default speedup, the trace takes this share of --duration
 
 
 class Trace(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,8 +57,8 @@ def load_trace(pods_csv: str, nodes_csv: str, mapping: str | None, speedup: floa
         raise ValueError(f"--trace-nodes {nodes_csv}: no nodes (expected at least one row)")
     end = max((t for p in pods for t in (p.created, p.deleted) if t is not None), default=0.0)
     span = end - pods[0].created if pods else 0.0
-    if speedup <= 0:
-        speedup = max(span / duration, 1.0)
+    if speedup <= 0:  # the trace ends a little before the run does, so its last deletions are seen done
+        speedup = max(span / (FIT * duration), 1.0)
     return Trace(name=Path(pods_csv).name, nodes=nodes, pods=pods, mapping=schedulers, speedup=speedup)
 
 
