@@ -236,4 +236,7 @@ def start_ray(address: str, num_cpus: int) -> None:
 
 
 def stop_ray() -> None:
-    ray.shutdown()
+    """Disconnect from Ray; a local Ray this process started is stopped, and its processes
+    (raylet, GCS, monitor, log monitor, workers) have exited when this returns, so that a
+    process stopped by SIGTERM leaves none of them behind."""
+    ray.shutdown(wait_for_processes=True)
