@@ -28,6 +28,8 @@ from binder.bind import BindTarget
 from binder.commit import Binder
 from binder.kube import KubeTarget
 from cluster.keys import Keys
+from cluster.records import PodRecord
+from cluster.resources import Resources
 from cluster.kube.connect import KubeConnection
 from cluster.sim.cluster import SimBindTarget
 from cluster.store import Store
@@ -45,7 +47,22 @@ class ActorSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 class Call(msgspec.Struct, frozen=True, array_like=True):
     id: int
-    uids: list[str]
+    pods: list[PodRecord]
+
+
+def _encode_resources(value: Any) -> Any:
+    if isinstance(value, Resources):
+        return dict(value)
+    raise NotImplementedError(f"cannot encode {type(value).__name__}")
+
+
+def _decode_resources(kind: type, value: Any) -> Any:
+    if kind is Resources:
+        return Resources(value)
+    raise NotImplementedError(f"cannot decode {kind.__name__}")
+
+
+CALLS = msgspec.msgpack.Encoder(enc_hook=_encode_resources)
 
 
 class Answer(msgspec.Struct, frozen=True, array_like=True):
@@ -84,7 +101,7 @@ class WorkerActor:
         blocking = aioredis.Redis.from_url(self.spec.redis_url)  # a blocking pop holds its connection
         slots = asyncio.Semaphore(CONCURRENCY)
         running: set[asyncio.Task[None]] = set()
-        decoder = msgspec.msgpack.Decoder(Call)
+        decoder = msgspec.msgpack.Decoder(Call, dec_hook=_decode_resources)
         try:
             while not self.stopping.is_set():
                 item = await blocking.blpop([inbox], timeout=0.5)
@@ -104,7 +121,7 @@ class WorkerActor:
     async def _answer(self, call: Call, outbox: str, slots: asyncio.Semaphore) -> None:
         assert self.worker is not None and self.client is not None
         try:
-            answer = Answer(call.id, await self.worker.schedule(call.uids))
+            answer = Answer(call.id, await self.worker.schedule(call.pods))
         except Exception as e:  # the loop treats this worker as failed and requeues the batch
             answer = Answer(call.id, None, f"{type(e).__name__}: {e}")
         finally:
@@ -126,7 +143,7 @@ class WorkerFailed(RuntimeError):
 
 
 class RayWorker:
-    """The loop's handle on one actor: ``await schedule(uids)``, with a timeout on every call.
+    """The loop's handle on one actor: ``await schedule(pods)``, with a timeout on every call.
 
     Batches go to the actor's inbox list and answers come back on this handle's outbox
     list (both named per handle, so a restarted process never reads an old batch); the
@@ -190,15 +207,15 @@ class RayWorker:
         finally:
             await blocking.aclose()
 
-    async def schedule(self, uids: list[str]) -> BatchResult:
+    async def schedule(self, pods: list[PodRecord]) -> BatchResult:
         if self.failure is not None:
             raise self.failure
         assert self.client is not None, "start() first"
-        call = Call(next(self.ids), uids)
+        call = Call(next(self.ids), pods)
         future: asyncio.Future[BatchResult] = asyncio.get_running_loop().create_future()
         self.waiting[call.id] = future
         try:
-            await self.client.rpush(self.inbox, msgspec.msgpack.encode(call))
+            await self.client.rpush(self.inbox, CALLS.encode(call))
             async with asyncio.timeout(self.timeout):
                 return await future
         finally:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from cluster.model import Pod
 from cluster.predicates import filter_nodes
@@ -65,17 +66,27 @@ class NoFit(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
+def _standing(columns: NodeColumns, config: CoreConfig) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int8], npt.NDArray[np.float64]]:
+    """What does not change from pod to pod or batch to batch: the nodes the shard allows,
+    their shard rank, and their bonus (warmup label, this worker's partition)."""
+    allowed = shard_feasible(columns, config.scheduler, config.sharding)
+    rank = shard_rank(columns, config.scheduler, config.sharding)
+    bonus = label_bonus(columns, WARMUP_LABEL, "true") * config.warmup_bonus
+    if config.workers > 1:
+        bonus = bonus + (columns.name_hash[: len(columns)] % config.workers == config.worker) * config.partition_bonus
+    for shared in (allowed, rank, bonus):  # kept across batches: nothing may write to them
+        shared.flags.writeable = False
+    return allowed, rank, bonus
+
+
 def decide(columns: NodeColumns, tasks: Sequence[Task], config: CoreConfig, rng: random.Random) -> list[Choice | NoFit]:
     """A node for each task (applied to ``columns``), or why none fits."""
     out: list[Choice | NoFit] = []
     if not len(columns):
         return [NoFit(uid=t.uid, reason="0/0 nodes are available: the cluster has no nodes.") for t in tasks]
-    allowed = shard_feasible(columns, config.scheduler, config.sharding)
-    rank = shard_rank(columns, config.scheduler, config.sharding)
+    key = ("agent-core", config.scheduler, config.sharding, config.warmup_bonus, config.worker, config.workers, config.partition_bonus)
+    allowed, rank, bonus = columns.derived(key, lambda: _standing(columns, config))
     score_fn = most_allocated if config.score is ScoreKind.BINPACK else least_allocated
-    bonus = label_bonus(columns, WARMUP_LABEL, "true") * config.warmup_bonus
-    if config.workers > 1:
-        bonus = bonus + (columns.name_hash[: len(columns)] % config.workers == config.worker) * config.partition_bonus
     for task in tasks:
         filtered = filter_nodes(columns, task.pod, task.request, allowed=allowed)
         idx = np.flatnonzero(filtered.mask)

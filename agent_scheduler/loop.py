@@ -1,6 +1,10 @@
 """The agent scheduler's loop: pending pods from the feed into the queue, micro-batches
 out to the workers, outcomes back into the queue, reasons into the store.
 
+Batches carry the pods' records as the loop last saw them, so a worker needs no round
+trip to read them; the binder's commit checks each pod again (still there, still
+unbound, same request), so a record a moment old is safe.
+
 Each worker has up to ``inflight`` batches in flight; a worker that fails (its actor died, a call
 timed out) gives its batch back to the urgent queue, where the other workers take it, and
 is left out from then on. Nothing is lost: a pod leaves the queue only when it is bound,
@@ -24,7 +28,7 @@ from agent_scheduler.worker import BatchResult, OutcomeKind
 from binder.metrics import BinderMetrics
 from cluster.feed import Informer
 from cluster.keys import Kind
-from cluster.records import TERMINAL_PHASES
+from cluster.records import TERMINAL_PHASES, PodRecord
 from cluster.store import Store
 
 log = logging.getLogger("caldera.agent")
@@ -33,7 +37,7 @@ log = logging.getLogger("caldera.agent")
 class WorkerHandle(Protocol):
     name: str
 
-    async def schedule(self, uids: list[str]) -> BatchResult: ...
+    async def schedule(self, pods: list[PodRecord]) -> BatchResult: ...
 
 
 class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +61,7 @@ class AgentLoop:
         self.clock = clock
         self.queue = SchedulingQueue(clock)
         self.first_seen: dict[str, float] = {}
+        self.records: dict[str, PodRecord] = {}  # the newest record of every pod in the queue
         # uid -> node for pods this loop placed, and when it learnt so; a pod is forgotten when
         # it is gone from the store (finished, deleted), so a long-running process does not grow.
         self.bound: dict[str, str] = {}
@@ -68,11 +73,16 @@ class AgentLoop:
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
         self._informer = Informer(store, [Kind.POD], block_ms=50)
 
-    def _enqueue(self, uid: str, priority: int) -> None:
-        if uid not in self.queue:
-            self.first_seen.setdefault(uid, self.clock())
-            self.queue.add(uid, priority)
+    def _enqueue(self, rec: PodRecord) -> None:
+        self.records[rec.uid] = rec
+        if rec.uid not in self.queue:
+            self.first_seen.setdefault(rec.uid, self.clock())
+            self.queue.add(rec.uid, rec.priority)
             self._work.set()
+
+    def _forget(self, uid: str) -> None:
+        self.first_seen.pop(uid, None)
+        self.records.pop(uid, None)
 
     async def follow(self) -> None:
         """Pending pods of this scheduler into the queue; gone ones out; freed capacity wakes backoff."""
@@ -84,15 +94,19 @@ class AgentLoop:
                     self.bound_at.pop(uid, None)
             for uid, rec in update.pods.items():
                 if rec is not None and rec.pending and rec.scheduler == self.config.scheduler:
-                    self._enqueue(uid, rec.priority)
+                    self._enqueue(rec)
                     continue
                 freed |= rec is None or rec.phase in TERMINAL_PHASES
                 if rec is None:
                     self.bound.pop(uid, None)
                     self.bound_at.pop(uid, None)
-                if self.queue.state(uid) not in (None, "inflight"):  # in-flight pods settle with their outcome
+                state = self.queue.state(uid)
+                if state == "inflight":  # settles with its outcome; a retry sends the newest record
+                    if rec is not None:
+                        self.records[uid] = rec
+                elif state is not None:
                     self.queue.remove(uid)
-                    self.first_seen.pop(uid, None)
+                    self._forget(uid)
             if freed and self.queue.activate_backoff():
                 self._work.set()
 
@@ -110,8 +124,9 @@ class AgentLoop:
                 except TimeoutError:
                     pass
                 continue
+            pods = [self.records[uid] for uid in batch]
             try:
-                result = await worker.schedule(batch)
+                result = await worker.schedule(pods)
             except Exception as e:  # the actor died or hung: hand its batch to the others
                 log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
                 for uid in batch:
@@ -130,7 +145,8 @@ class AgentLoop:
                 self.bound[o.uid] = o.node
                 self.bound_at[o.uid] = now
                 self.bound_total += 1
-                started = self.first_seen.pop(o.uid, now)
+                started = self.first_seen.get(o.uid, now)
+                self._forget(o.uid)
                 self.queue.done(o.uid)
                 if self.metrics is not None:
                     self.metrics.e2e_latency.observe((now - started) * 1000)
@@ -147,7 +163,7 @@ class AgentLoop:
                     self.metrics.attempts.labels("error").inc()
             else:
                 self.queue.done(o.uid)
-                self.first_seen.pop(o.uid, None)
+                self._forget(o.uid)
         for key in ("committed", "conflicts", "resolved", "rejected"):
             self.totals[key] += getattr(result, key)
         if reasons:

@@ -134,7 +134,8 @@ async def simulate(objects: Sequence[ClusterObject], conf: SchedulerConf, contro
             agent.columns = NodeColumns(await store.list_nodes())
             pending_agent = await store.pending(AGENT)
             if pending_agent:
-                result = await agent.schedule(pending_agent)
+                records = await store.get_pods(pending_agent)
+                result = await agent.schedule([records[u] for u in pending_agent if u in records])
                 agent_reasons = {o.uid: o.reason for o in result.outcomes if o.reason}
             listing = await informer.listing()
             batch.apply(listing)

@@ -7,6 +7,7 @@ analogue of Kubernetes' 410 Gone).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, cast
 
@@ -77,11 +78,16 @@ class Update(msgspec.Struct, kw_only=True):
 class Informer:
     """Keeps a consumer current: yields one full :class:`Update`, then deltas, forever."""
 
-    def __init__(self, store: Store, kinds: Iterable[Kind], *, block_ms: int = 500, count: int = 2000) -> None:
+    def __init__(self, store: Store, kinds: Iterable[Kind], *, block_ms: int = 500, count: int = 2000,
+                 settle_s: float = 0.0) -> None:
         self.store = store
         self.kinds = frozenset(kinds)
         self.block_ms = block_ms
         self.count = count
+        # After a read that found changes, wait this long before the next one, so that a
+        # busy feed is read in few large steps instead of many small ones (each a wake-up,
+        # a round trip and a fetch); the consumer's view is that much older in exchange.
+        self.settle_s = settle_s
         self.relists = 0
         self._stopping = False
 
@@ -101,6 +107,8 @@ class Informer:
             try:
                 while not self._stopping:
                     changes = await reader.read(block_ms=self.block_ms, count=self.count)
+                    if changes and self.settle_s > 0 and len(changes) < self.count:
+                        await asyncio.sleep(self.settle_s)
                     wanted = [c for c in changes if c.kind in self.kinds]
                     if wanted:
                         yield await self.fetch(reader.position, wanted)

@@ -8,10 +8,11 @@ are built lazily and dropped when a node's labels or taints change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import zlib
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +21,8 @@ from cluster.feed import Update
 from cluster.model import Taint, Toleration
 from cluster.records import NodeRecord
 from cluster.resources import STANDARD_RESOURCES, Resources
+
+T = TypeVar("T")
 
 Mask = npt.NDArray[np.bool_]
 Codes = npt.NDArray[np.int32]
@@ -76,6 +79,7 @@ class NodeColumns:
         self._label_codes: dict[str, LabelCodes] = {}
         self._taint_groups: TaintGroups | None = None
         self._owners: npt.NDArray[np.str_] | None = None
+        self._derived: dict[Hashable, Any] = {}
         for record in records:
             self.upsert(record)
 
@@ -129,6 +133,7 @@ class NodeColumns:
             self.name_hash[i] = zlib.crc32(record.name.encode())
             self.owner.append("")
             self._owners = None
+            self._derived.clear()
             self.labels.append({})
             self.taints.append(())
         alloc = self._vector(record.allocatable)
@@ -142,11 +147,13 @@ class NodeColumns:
         if self.owner[i] != record.owner:
             self.owner[i] = record.owner
             self._owners = None
+            self._derived.clear()
         labels, taints = record.node.labels, tuple(record.node.taints)
         if new or labels != self.labels[i] or taints != self.taints[i]:
             self._label_columns.clear()
             self._label_codes.clear()
             self._taint_groups = None
+            self._derived.clear()
         self.labels[i] = labels
         self.taints[i] = taints
 
@@ -169,6 +176,7 @@ class NodeColumns:
         if i is not None and self.owner[i] != owner:
             self.owner[i] = owner
             self._owners = None
+            self._derived.clear()
 
     def remove(self, name: str) -> None:
         i = self.index.pop(name, None)
@@ -196,6 +204,7 @@ class NodeColumns:
         self._label_codes.clear()
         self._taint_groups = None
         self._owners = None
+        self._derived.clear()
 
     def apply(self, update: Update) -> None:
         """Apply a feed update's nodes (a full update replaces everything)."""
@@ -276,6 +285,14 @@ class NodeColumns:
             self._owners = np.array(self.owner, dtype=np.str_) if self.owner else np.zeros(0, dtype=np.str_)
         return self._owners
 
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, cached under ``key`` until a node is added or removed or changes
+        owner, labels or taints: for values that depend on those and not on the figures
+        (e.g. a scheduler's shard ranks). The value is shared: treat it as read-only."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return cast(T, self._derived[key])
+
     def copy(self) -> NodeColumns:
         """An independent copy (a session's snapshot); label data is shared, it is replaced, not mutated."""
         c = NodeColumns.__new__(NodeColumns)
@@ -295,4 +312,5 @@ class NodeColumns:
         c._label_codes = dict(self._label_codes)
         c._taint_groups = self._taint_groups
         c._owners = self._owners
+        c._derived = dict(self._derived)
         return c

@@ -64,3 +64,25 @@ def test_sharding_modes() -> None:
     assert "another scheduler's shard" in out[2].reason  # type: ignore[union-attr]
     [c] = decide(cols.copy(), [task("n")], CoreConfig(candidates=1, sharding=ShardingMode.NONE), random.Random(0))
     assert isinstance(c, Choice) and c.node in {"free", "theirs"}
+
+
+def test_a_replica_kept_across_batches_follows_owner_label_and_node_changes() -> None:
+    """What decide keeps from batch to batch (shard ranks, bonuses) is redone when the shard or the nodes change."""
+    cols = columns(("a", 8000, 0, "agent-scheduler"), ("b", 8000, 0, "volcano"))
+    hard = CoreConfig(candidates=1, sharding=ShardingMode.HARD)
+    [c] = decide(cols, [task("p1")], hard, random.Random(0))
+    assert isinstance(c, Choice) and c.node == "a"
+    cols.set_owner("a", "volcano")
+    cols.set_owner("b", "agent-scheduler")  # the sharding controller moved both nodes
+    [c] = decide(cols, [task("p2")], hard, random.Random(0))
+    assert isinstance(c, Choice) and c.node == "b"
+    warm = NodeRecord(name="c", allocatable=Resources({"cpu": 8000, "memory": 2**36, "pods": 110}), allocated=Resources(),
+                      version=1, owner="agent-scheduler", unschedulable=False,
+                      node=node("c", labels={"node.volcano.sh/warmup": "true"}))
+    cols.upsert(warm)  # a new warmup node: both are empty-ish, the warmup bonus decides
+    least = CoreConfig(candidates=1, sharding=ShardingMode.HARD, score=ScoreKind.LEAST_ALLOCATED)
+    [c] = decide(cols, [task("p3")], least, random.Random(0))
+    assert isinstance(c, Choice) and c.node == "c"
+    cols.remove("c")
+    [c] = decide(cols, [task("p4")], least, random.Random(0))
+    assert isinstance(c, Choice) and c.node == "b"

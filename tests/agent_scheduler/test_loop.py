@@ -6,8 +6,10 @@ import asyncio
 import time
 
 from agent_scheduler.loop import AgentLoop, LoopConfig
-from agent_scheduler.worker import Worker, WorkerConfig
+from agent_scheduler.worker import OutcomeKind, Worker, WorkerConfig
 from binder.commit import Binder
+from binder.results import Committed, Placement
+from cluster.audit import audit
 from cluster.sim.cluster import SimBindTarget
 from cluster.sim.workload import make_pod
 from cluster.store import Store
@@ -38,4 +40,33 @@ async def test_a_long_running_loop_forgets_pods_once_they_are_gone(store: Store)
     finally:
         stop.set()
         await runner
+        await worker.stop()
+
+
+async def test_a_batch_of_old_records_binds_a_pod_committed_meanwhile_and_drops_a_deleted_one(store: Store) -> None:
+    """Batches carry the records the loop last saw. A pod retried after its first worker died
+    may already be committed (never bound): it is bound where it was committed, not placed twice."""
+    await store.upsert_nodes([node("n0", cpu="16"), node("n1", cpu="16")])
+    worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), SimBindTarget(store), WorkerConfig())
+    await worker.start()
+    try:
+        early = make_pod("early", requests={"cpu": "10"}, scheduler="agent-scheduler")
+        gone = make_pod("gone", requests={"cpu": "2"}, scheduler="agent-scheduler")
+        await store.upsert_pods([early, gone])
+        old = await store.get_pods([early.uid, gone.uid])  # pending, as the loop saw them
+        [done] = await Binder(store.client, store.keys, "agent-scheduler").commit(
+            [Placement(uid=early.uid, node="n1", request=early.request(), version=0)])  # by a worker that then died
+        assert isinstance(done, Committed)
+        await store.delete_pods([gone.uid])
+        deadline = time.monotonic() + 10
+        while worker.columns.free()[worker.columns.column("cpu"), worker.columns.index["n1"]] > 6000:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)  # the replica has seen the commit: only n0 seems to fit
+        result = await worker.schedule([old[early.uid], old[gone.uid]])
+        outcomes = {o.uid: o for o in result.outcomes}
+        assert (outcomes[early.uid].kind, outcomes[early.uid].node) == (OutcomeKind.BOUND, "n1")
+        assert outcomes[gone.uid].kind is OutcomeKind.GONE
+        assert (await store.get_pods([early.uid]))[early.uid].node == "n1"
+        assert await audit(store) == []
+    finally:
         await worker.stop()

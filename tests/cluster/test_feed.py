@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from cluster.feed import FeedReader, FeedTrimmed, Informer
@@ -57,3 +59,33 @@ async def test_informer_lists_then_follows_and_relists_after_a_trim(store: Store
     assert sorted(columns.names) == sorted(["n2"] + [f"m{i}" for i in range(10)])
     informer.stop()
     await updates.aclose()
+
+
+@pytest.mark.parametrize("settle_s, at_most", [(0.0, None), (0.3, 2)])
+async def test_a_settling_informer_reads_a_busy_feed_in_few_steps(store: Store, settle_s: float, at_most: int | None) -> None:
+    """Changes written while the informer settles after a read come in one update, not one each."""
+    informer = Informer(store, [Kind.POD], block_ms=50, settle_s=settle_s)
+    updates = informer.updates()
+    await anext(updates)  # the listing
+    seen: list[set[str]] = []
+
+    async def follow() -> None:
+        async for update in updates:
+            seen.append(set(update.pods))
+
+    task = asyncio.create_task(follow())
+    try:
+        pods = [pod(f"p{i}") for i in range(6)]
+        for p in pods:
+            await store.upsert_pods([p])
+            await asyncio.sleep(0.03)
+        async with asyncio.timeout(10):
+            while set().union(*seen) != {p.uid for p in pods}:
+                await asyncio.sleep(0.01)
+    finally:
+        informer.stop()
+        await task
+    if at_most is None:
+        assert len(seen) >= 3  # without settling, about one read per write
+    else:
+        assert len(seen) <= at_most
