@@ -257,6 +257,9 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
                     await asyncio.sleep(0.25)
         except asyncio.CancelledError:  # Ctrl-C or SIGTERM: stop everything, then report what happened so far
             interrupted = True
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()  # handled here: the clean-up's own timeouts must work as timeouts
             view.say("interrupted: stopping the processes and writing the report so far")
         finally:
             elapsed = time.monotonic() - started
@@ -358,8 +361,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def demo(url: str, driver: Any, options: Options, console: Console) -> int:
-    """The run, its summary, the report files; the exit status."""
-    outcome = await run_system(url, driver, options, View(console))
+    """The run, its summary, the report files; the exit status.
+
+    SIGTERM cancels the run like Ctrl-C does (asyncio's runner cancels on SIGINT): the
+    processes are stopped and the report so far is written. Raising KeyboardInterrupt from
+    a signal handler instead can land inside any task, and a task group re-raises it while
+    the runner is cancelling the rest, which cut the clean-up short and left the
+    schedulers running.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    previous = signal.getsignal(signal.SIGTERM)
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        outcome = await run_system(url, driver, options, View(console))
+    except asyncio.CancelledError:  # before the run began; every process started is stopped
+        console.print("caldera demo: interrupted while starting; everything it started is stopped")
+        return 130
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     report = outcome.report
     console.print(summary(report))
     for problem in (report["audit"] if report["audit"] != "ok" else [])[:20]:

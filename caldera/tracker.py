@@ -111,15 +111,22 @@ class Tracker:
     async def watch(self, store: Store, stop: asyncio.Event) -> None:
         """Follow the store's pods until ``stop``: bindings and deletions."""
         informer = Informer(store, [Kind.POD], block_ms=100)
-        async for update in informer.updates():
-            now = self.clock()
-            for uid, rec in update.pods.items():
-                if rec is None:
-                    self.gone(uid)
-                elif rec.node:
-                    self.bound(uid, now)
-            if stop.is_set():
-                informer.stop()
+
+        async def stopper() -> None:  # a quiet feed yields nothing: stop it from outside
+            await stop.wait()
+            informer.stop()
+
+        stopping = asyncio.create_task(stopper())
+        try:
+            async for update in informer.updates():
+                now = self.clock()
+                for uid, rec in update.pods.items():
+                    if rec is None:
+                        self.gone(uid)
+                    elif rec.node:
+                        self.bound(uid, now)
+        finally:
+            stopping.cancel()
 
     # -- figures -------------------------------------------------------------------------
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from caldera.tracker import Tracker
 from cluster.sim.workload import make_pod
+from cluster.store import Store
 
 
 def test_each_pod_is_counted_once_however_often_the_feed_reports_it_gone() -> None:
@@ -40,3 +43,17 @@ def test_a_gang_starts_when_min_available_pods_are_bound_and_waits_otherwise() -
     for p in a:
         t.gone(p.uid)
     assert t.queues(["prod"])["prod"] == {"submitted": 1, "started": 1, "running": 0, "waiting": 0}
+
+
+async def test_watching_ends_soon_after_stop_even_when_the_feed_is_quiet(store: Store) -> None:
+    """At the end of a demo the cluster goes quiet; the tracker must not wait for one more change to notice the stop."""
+    t = Tracker(["agent-scheduler", "volcano"])
+    pod = make_pod("p", scheduler="agent-scheduler", requests={"cpu": "1"})
+    t.submitted([pod])
+    stop = asyncio.Event()
+    watching = asyncio.create_task(t.watch(store, stop))
+    await store.upsert_pods([pod])
+    await asyncio.sleep(0.3)  # the feed has gone quiet
+    stop.set()
+    async with asyncio.timeout(2):
+        await watching
