@@ -69,6 +69,20 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
 _RETRYABLE = {Reason.NOT_OWNER, Reason.INSUFFICIENT, Reason.UNSCHEDULABLE, Reason.UNKNOWN_NODE}
 
 
+class _Held:
+    """A placement decided here that the binder has not answered yet. The store does not
+    count it, so a refresh of its node from the store would drop it from the replica, and
+    the worker's next batch would fill the same room again: the replica puts it back after
+    every refresh until the answer comes."""
+
+    __slots__ = ("node", "request", "overlaid")
+
+    def __init__(self, node: str, request: Resources) -> None:
+        self.node = node
+        self.request = request
+        self.overlaid = -1  # the version of the last refreshed record it was put back over
+
+
 class Worker:
     def __init__(self, store: Store, binder: Binder, target: BindTarget, config: WorkerConfig) -> None:
         self.store = store
@@ -79,6 +93,27 @@ class Worker:
         self.columns = NodeColumns()
         self._informer = Informer(store, [Kind.NODE], block_ms=50, settle_s=config.replica_settle_s)
         self._follower: asyncio.Task[None] | None = None
+        self._held: dict[str, list[_Held]] = {}  # node -> placements in flight on it
+
+    def _refreshed(self, node: str, version: int) -> None:
+        """The node's figures were just replaced by the store's as of ``version``: put back
+        the placements still in flight on it."""
+        for h in self._held.get(node, ()):
+            self.columns.add(node, h.request)
+            h.overlaid = version
+
+    def _hold(self, placements: list[Placement]) -> list[_Held]:
+        held = [_Held(p.node, p.request) for p in placements]
+        for h in held:
+            self._held.setdefault(h.node, []).append(h)
+        return held
+
+    def _release(self, held: list[_Held]) -> None:
+        for h in held:
+            on_node = self._held[h.node]
+            on_node.remove(h)
+            if not on_node:
+                del self._held[h.node]
 
     async def start(self) -> None:
         """Load the replica, then keep it current in the background."""
@@ -88,6 +123,8 @@ class Worker:
         async def follow() -> None:
             async for update in updates:
                 self.columns.apply(update)
+                for name in [n for n in self._held if update.nodes.get(n) is not None]:
+                    self._refreshed(name, update.nodes[name].version)  # type: ignore[union-attr]
 
         self._follower = asyncio.create_task(follow(), name="worker-follow")
 
@@ -128,12 +165,18 @@ class Worker:
                     outcomes.append(Outcome(uid=d.uid, kind=OutcomeKind.UNSCHEDULABLE, reason=d.reason, attempts=attempt))
                 else:
                     placements.append(Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version))
-            results = await self.binder.commit(placements) if placements else []
+            held = self._hold(placements)
+            try:
+                results = await self.binder.commit(placements) if placements else []
+            finally:
+                self._release(held)
             tasks = []
             fresh: list[Committed | Conflict] = []  # nodes that moved: their figures as the commit left them
-            for p, r in zip(placements, results):
+            for p, r, h in zip(placements, results, held):
                 task = by_uid[p.uid]
                 if isinstance(r, Committed):
+                    if h.overlaid >= r.version:  # put back over a record that already counted it
+                        self.columns.add(p.node, Resources() - p.request)
                     committed.append((task, r, attempt))
                     resolved += r.resolved
                     if r.allocatable is not None:
@@ -153,7 +196,8 @@ class Worker:
                         outcomes.append(Outcome(uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(), attempts=attempt))
             for f in fresh:  # last: they already count this call's placements, and undo nothing
                 if f.allocatable is not None and f.allocated is not None:
-                    self.columns.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable)
+                    if self.columns.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable):
+                        self._refreshed(f.node, f.version)
         outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt) for t in tasks]
         if stale:  # rare: a batch retried after its first worker died, committed before it could bind
             fresh_records = await self.store.get_pods(stale)

@@ -157,11 +157,12 @@ class NodeColumns:
         self.labels[i] = labels
         self.taints[i] = taints
 
-    def set_figures(self, name: str, allocatable: Resources, allocated: Resources, version: int, unschedulable: bool) -> None:
-        """Refresh a node's figures (e.g. from a binder Conflict) without its spec."""
+    def set_figures(self, name: str, allocatable: Resources, allocated: Resources, version: int, unschedulable: bool) -> bool:
+        """Refresh a node's figures (e.g. from a binder Conflict) without its spec; False
+        when the node is unknown or these figures are older than the ones held."""
         i = self.index.get(name)
         if i is None or version < self.version[i]:
-            return
+            return False
         alloc, used = self._vector(allocatable), self._vector(allocated)
         self.allocatable[:, i] = 0
         self.allocatable[: len(alloc), i] = alloc
@@ -169,6 +170,7 @@ class NodeColumns:
         self.allocated[: len(used), i] = used
         self.version[i] = version
         self.unschedulable[i] = unschedulable
+        return True
 
     def set_owner(self, name: str, owner: str) -> None:
         """Record an owner change made here before the feed reports it."""

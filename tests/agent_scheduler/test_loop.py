@@ -70,3 +70,27 @@ async def test_a_batch_of_old_records_binds_a_pod_committed_meanwhile_and_drops_
         assert await audit(store) == []
     finally:
         await worker.stop()
+
+
+async def test_a_refresh_of_the_replica_keeps_placements_whose_commit_is_still_in_flight(store: Store) -> None:
+    """While a batch is being committed the store does not count its placements yet; a refresh of
+    the node from the feed must not drop them, or the worker's next batch fills the same room."""
+    await store.upsert_nodes([node("n0", cpu="16")])
+    worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), SimBindTarget(store), WorkerConfig())
+    await worker.start()
+    try:
+        cols = worker.columns
+        cpu, i = cols.column("cpu"), cols.index["n0"]
+        p = make_pod("inflight", requests={"cpu": "10"}, scheduler="agent-scheduler")
+        placement = Placement(uid=p.uid, node="n0", request=p.request(), version=int(cols.version[i]))
+        cols.add("n0", placement.request)  # decided: the tentative placement
+        held = worker._hold([placement])  # and its commit is on its way
+        before = int(cols.version[i])
+        await store.upsert_nodes([node("n0", cpu="16", labels={"zone": "a"})])  # the node changes meanwhile
+        async with asyncio.timeout(10):
+            while int(cols.version[i]) == before:
+                await asyncio.sleep(0.01)  # the replica refreshed n0 from the store
+        assert cols.allocated[cpu, i] == 10000  # the placement in flight is still counted
+        worker._release(held)
+    finally:
+        await worker.stop()
