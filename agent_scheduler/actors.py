@@ -50,6 +50,8 @@ class Call(msgspec.Struct, frozen=True, array_like=True):
     pods: list[PodRecord]
 
 
+# msgspec's hooks for the one field type it does not know; NotImplementedError is how a
+# hook says "not mine" to msgspec.
 def _encode_resources(value: Any) -> Any:
     if isinstance(value, Resources):
         return dict(value)

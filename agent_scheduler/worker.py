@@ -201,11 +201,10 @@ class Worker:
         outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt) for t in tasks]
         if stale:  # rare: a batch retried after its first worker died, committed before it could bind
             fresh_records = await self.store.get_pods(stale)
-            known = [fresh_records[u] for u in stale if u in fresh_records]
             outcomes += [Outcome(uid=u, kind=OutcomeKind.GONE) for u in stale if u not in fresh_records]
-            self._sort([r for r in known if not r.pending], [], committed, outcomes)
-            outcomes += [Outcome(uid=r.uid, kind=OutcomeKind.RETRY, reason="the pod changed while it was decided")
-                         for r in known if r.pending]
+            again: list[Task] = []  # pending once more (released meanwhile): the loop tries them first thing
+            self._sort([fresh_records[u] for u in stale if u in fresh_records], again, committed, outcomes)
+            outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="the pod changed while it was decided") for t in again]
         if committed:
             bindings = [Binding(uid=t.uid, namespace=t.pod.namespace, name=t.pod.name, node=c.node) for t, c, _ in committed]
             failures = await bind_committed(self.binder, self.target, bindings)
