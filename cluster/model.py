@@ -35,6 +35,7 @@ _UID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "caldera.pods")
 
 class ObjectMeta(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     name: str
+    generate_name: str = ""
     namespace: str = "default"
     uid: str = ""
     labels: dict[str, str] = msgspec.field(default_factory=dict)
@@ -184,6 +185,7 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     affinity: Affinity | None = None
     priority: int | None = None
     priority_class_name: str = ""
+    preemption_policy: str | None = None  # PreemptLowerPriority (default) or Never
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
 
