@@ -110,9 +110,16 @@ def to_amount(resource: str, q: Fraction) -> int:
     return math.ceil(q * 1000) if resource == _CPU else math.ceil(q)
 
 
-def parse_amount(resource: str, value: str | int | float, *, field: str) -> int:
-    """``to_amount(resource, parse_quantity(value))``, kept inside int64."""
-    amount = to_amount(resource, parse_quantity(value, field=field))
+def parse_amount(resource: str, value: str | int | float, *, field: str, negative: bool = True) -> int:
+    """``to_amount(resource, parse_quantity(value))``, kept inside int64.
+
+    With ``negative=False`` a quantity below zero is an error, before rounding: "-0.0001"
+    cpu would otherwise round up to 0m and pass.
+    """
+    q = parse_quantity(value, field=field)
+    if q < 0 and not negative:
+        raise QuantityError(field, value, f"quantity {value!r} must not be negative")
+    amount = to_amount(resource, q)
     if abs(amount) > MAX_INT64:
         raise _too_large(field, value, " millicores" if resource == _CPU else "")
     return amount

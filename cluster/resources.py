@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, NoReturn
 
-from cluster.quantity import QuantityError, format_amount, parse_quantity, to_amount
+from cluster.quantity import format_amount, parse_amount
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -53,15 +53,11 @@ class Resources(Mapping[str, int]):
     def from_quantities(cls, values: Mapping[str, str | int | float] | None, *, field: str) -> Resources:
         """Parse a Kubernetes ResourceList ({"cpu": "500m", ...}); ``field`` prefixes error paths.
 
-        Negative quantities are an error, as in Kubernetes' validation of requests.
+        Negative quantities are an error, as in Kubernetes' validation of requests, and so
+        are amounts past int64 (the store keeps them in Redis integers).
         """
-        items: dict[str, int] = {}
-        for name, value in (values or {}).items():
-            name_field = f"{field}.{name}"
-            q = parse_quantity(value, field=name_field)
-            if q < 0:
-                raise QuantityError(name_field, value, f"quantity {value!r} must not be negative")
-            items[name] = to_amount(name, q)
+        items = {name: parse_amount(name, value, field=f"{field}.{name}", negative=False)
+                 for name, value in (values or {}).items()}
         return cls._of(items)
 
     # -- Mapping ----------------------------------------------------------------------

@@ -129,6 +129,22 @@ def test_negative_quantities_are_refused(value: str | int) -> None:
     assert str(err.value) == f"spec.overhead.memory: quantity {value!r} must not be negative"
 
 
+@pytest.mark.parametrize(("values", "message"), [
+    ({"cpu": "1e16"}, "spec.x.cpu: quantity '1e16' is too large (at most 9223372036854775807 millicores)"),
+    ({"cpu": "9223372036854776"}, "spec.x.cpu: quantity '9223372036854776' is too large (at most 9223372036854775807 millicores)"),
+])  # fmt: skip
+def test_amounts_past_int64_are_refused(values: dict[str, str | int | float], message: str) -> None:
+    """The store keeps amounts in Redis integers (HINCRBY): 1e16 cores is 1e19 millicores, past int64."""
+    with pytest.raises(QuantityError) as err:
+        Resources.from_quantities(values, field="spec.x")
+    assert str(err.value) == message
+
+
+def test_the_largest_amounts_are_kept() -> None:
+    assert Resources.from_quantities({"cpu": "9223372036854775m", "memory": str(2**63 - 1)}, field="spec.x") == {
+        "cpu": 9223372036854775, "memory": 2**63 - 1}
+
+
 def test_to_quantities_round_trips() -> None:
     r = res(cpu=1500, memory=512 * 2**20, gpu=8, pods=3, extra={"example.com/x": 7})
     q = r.to_quantities()
