@@ -21,6 +21,8 @@ from cluster.resources import DEFAULT_MAX_PODS, PODS, Resources
 
 Quantity = str | int | float
 ResourceList = dict[str, Quantity]
+RawObject = dict[str, object]
+"""A part of an object caldera carries but does not read, as the API sent it (camelCase keys)."""
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 ALWAYS = "Always"
@@ -93,9 +95,11 @@ class NodeAffinity(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class Affinity(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Only node affinity is modelled; pod (anti-)affinity is ignored."""
+    """Node affinity is modelled; pod (anti-)affinity is carried raw and not honoured yet (cluster.unhonoured)."""
 
     node_affinity: NodeAffinity | None = None
+    pod_affinity: RawObject | None = None
+    pod_anti_affinity: RawObject | None = None
 
 
 # -- Node -----------------------------------------------------------------------------
@@ -169,10 +173,33 @@ class ResourceRequirements(msgspec.Struct, frozen=True, kw_only=True, rename="ca
         return requests + {name: amount for name, amount in limits.items() if name not in self.requests}
 
 
+class ContainerPort(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A port a container exposes; with ``host_port`` (or on the host network) it takes the node's port."""
+
+    container_port: int = 0
+    host_port: int | None = None
+    protocol: str = "TCP"
+    host_ip: str = msgspec.field(default="", name="hostIP")
+    name: str = ""
+
+
 class Container(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     name: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
+    ports: list[ContainerPort] = msgspec.field(default_factory=list)
+
+
+class Volume(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A pod volume; only the sources that tie a pod to where its storage is are read."""
+
+    name: str = ""
+    persistent_volume_claim: RawObject | None = None
+    ephemeral: RawObject | None = None  # a generic ephemeral volume: a PVC made for the pod
+
+
+class PodSchedulingGate(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    name: str
 
 
 class PodSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -188,6 +215,12 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     preemption_policy: str | None = None  # PreemptLowerPriority (default) or Never
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
+    # Carried so that what caldera does not honour yet can be said (cluster.unhonoured).
+    host_network: bool = False
+    volumes: list[Volume] = msgspec.field(default_factory=list)
+    topology_spread_constraints: list[RawObject] = msgspec.field(default_factory=list)
+    scheduling_gates: list[PodSchedulingGate] = msgspec.field(default_factory=list)
+    resource_claims: list[RawObject] = msgspec.field(default_factory=list)
 
 
 class PodStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -297,6 +330,8 @@ class PodGroupSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     min_resources: ResourceList | None = None
     queue: str = "default"
     priority_class_name: str = ""
+    network_topology: RawObject | None = None  # not honoured yet (cluster.unhonoured)
+    sub_group_policy: list[RawObject] = msgspec.field(default_factory=list)  # not honoured yet
 
 
 class PodGroupStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -341,6 +376,7 @@ class QueueSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     reclaimable: bool = True
     parent: str = ""
     priority: int = 0
+    affinity: RawObject | None = None  # queue affinity to node groups: not honoured yet (cluster.unhonoured)
 
 
 class QueueStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
