@@ -64,8 +64,7 @@ class Chooser:
         """A statement placed (+1) or took back (−1) a task on a node."""
         self.changes.append((self.ssn.columns.index[node], task.template, sign))
 
-    def choose(self, task: TaskInfo) -> int | None:
-        """The best node row for the task right now, or None when it fits nowhere."""
+    def _template(self, task: TaskInfo) -> _Template:
         key = task.template
         template = self.templates.get(key)
         if template is None:
@@ -75,6 +74,15 @@ class Chooser:
             self.templates[key] = template
         elif template.seen < len(self.changes):
             self._refresh(key, template)
+        return template
+
+    def allowed(self, task: TaskInfo) -> Mask:
+        """The nodes the predicates allow the task, free resources aside (read-only)."""
+        return self._template(task).allowed
+
+    def choose(self, task: TaskInfo) -> int | None:
+        """The best node row for the task right now, or None when it fits nowhere."""
+        template = self._template(task)
         if not len(template.value):
             return None
         i = int(np.argmax(template.value))

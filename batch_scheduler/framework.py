@@ -5,13 +5,21 @@ instances into one list per point, once, honouring the conf's ``enableXxx`` swit
 (absent = enabled). How several plugins combine follows Volcano:
 
 - orders (job, queue, task): tier by tier, plugin by plugin, the first non-zero answer wins;
+  then Volcano's defaults (jobs and queues by creation then name, tasks by pod index, then
+  creation, then uid);
 - predicates: every plugin must pass (masks are ANDed);
 - node scores: summed over every plugin;
-- job ready / pipelined: every plugin must agree; job valid: the first refusal wins;
-- allocatable: every plugin must agree; overused: any plugin may say so;
+- job ready: every plugin must agree; job valid: the first refusal wins (no switch);
+- job pipelined: any reject fails; otherwise a tier with a permit passes;
+- job starving: the first tier with a plugin decides, every plugin of it must agree; no
+  plugin at all means not starving;
+- allocatable and preemptive: every plugin must agree; overused: any plugin may say so;
 - enqueueable: any reject fails; otherwise a tier with a permit passes;
 - preemptable / reclaimable: within a tier the victims of the voting plugins are
-  intersected; the first tier with a non-empty result wins.
+  intersected; the first tier with a non-empty result wins. As in Volcano, an intersection
+  that comes out empty starts over from the next plugin's victims.
+- event handlers: every plugin that has them hears every allocation and deallocation
+  (statements call them), so shares it keeps stay current.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import msgspec
 import numpy as np
 
-from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo
+from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo, job_order, queue_order, task_order
 from cluster.predicates import Filtered
 from cluster.scores import Index, Scores
 from cluster.snapshot import Mask
@@ -133,6 +141,31 @@ class JobStarving(Protocol):
 
 
 @runtime_checkable
+class Preemptive(Protocol):
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Whether the queue may take resources back for ``task`` (reclaim)."""
+        ...
+
+
+@runtime_checkable
+class VictimQueueOrder(Protocol):
+    def victim_queue_order(self, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo) -> int:
+        """Negative when ``a``'s tasks are evicted first."""
+        ...
+
+
+@runtime_checkable
+class EventHandler(Protocol):
+    def allocated(self, task: TaskInfo) -> None:
+        """The task now holds resources (allocated, pipelined, or an eviction undone)."""
+        ...
+
+    def deallocated(self, task: TaskInfo) -> None:
+        """The task gave its resources back (evicted, or a placement undone)."""
+        ...
+
+
+@runtime_checkable
 class Preemptable(Protocol):
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
         """The candidates this plugin lets go, or None to abstain."""
@@ -180,11 +213,12 @@ SWITCHES: dict[type, str] = {
     Overused: "enabledOverused",
     Allocatable: "enabledAllocatable",
     Enqueueable: "enableJobEnqueued",
+    Preemptive: "enablePreemptive",
 }
 
 # Switches Volcano's conf may carry for points caldera does not have; accepted, no effect.
 OTHER_SWITCHES = frozenset({
-    "enableNamespaceOrder", "enableHierarchy", "enablePreemptive", "enabledClusterOrder", "EnabledClusterOrder",
+    "enableNamespaceOrder", "enableHierarchy", "enabledClusterOrder", "EnabledClusterOrder",
     "enableBestNode", "enableTargetJob", "enableReservedNodes", "enabledVictim", "enableJobBackfillReady",
     "enabledQueueOrder",
 })
@@ -218,6 +252,12 @@ class Tiers:
         self.overuseds: list[Overused] = flat(Overused)
         self.allocatables: list[Allocatable] = flat(Allocatable)
         self.enqueueables: list[list[Enqueueable]] = point(Enqueueable)
+        self.preemptives: list[Preemptive] = flat(Preemptive)
+        self.job_pipelined_tiers: list[list[JobPipelined]] = point(JobPipelined)
+        self.job_starving_tiers: list[list[JobStarving]] = point(JobStarving)
+        self.victim_queue_orders: list[VictimQueueOrder] = [
+            p for tier in self.tiers for p in tier if isinstance(p, VictimQueueOrder)]
+        self.event_handlers: list[EventHandler] = [p for tier in self.tiers for p in tier if isinstance(p, EventHandler)]
 
     # -- orders -------------------------------------------------------------------------
 
@@ -230,21 +270,31 @@ class Tiers:
                     return result
         return 0
 
+    def job_compare(self, a: JobInfo, b: JobInfo) -> int:
+        return self._compare(self.job_orders, lambda p: p.job_order(a, b)) or job_order(a, b)
+
+    def queue_compare(self, a: QueueInfo, b: QueueInfo) -> int:
+        return self._compare(self.queue_orders, lambda p: p.queue_order(a, b)) or queue_order(a, b)
+
+    def task_compare(self, a: TaskInfo, b: TaskInfo) -> int:
+        return self._compare(self.task_orders, lambda p: p.task_order(a, b)) or task_order(a, b)
+
     def job_key(self) -> Callable[[JobInfo], Any]:
-        def cmp(a: JobInfo, b: JobInfo) -> int:
-            return self._compare(self.job_orders, lambda p: p.job_order(a, b)) or (a.order - b.order)
-        return functools.cmp_to_key(cmp)
+        return functools.cmp_to_key(self.job_compare)
 
     def queue_key(self) -> Callable[[QueueInfo], Any]:
-        def cmp(a: QueueInfo, b: QueueInfo) -> int:
-            return self._compare(self.queue_orders, lambda p: p.queue_order(a, b)) or (a.order - b.order) or (
-                (a.name > b.name) - (a.name < b.name))
-        return functools.cmp_to_key(cmp)
+        return functools.cmp_to_key(self.queue_compare)
 
     def task_key(self) -> Callable[[TaskInfo], Any]:
-        def cmp(a: TaskInfo, b: TaskInfo) -> int:
-            return self._compare(self.task_orders, lambda p: p.task_order(a, b)) or (a.order - b.order)
-        return functools.cmp_to_key(cmp)
+        return functools.cmp_to_key(self.task_compare)
+
+    def victim_queue_compare(self, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo) -> int:
+        """Negative when ``a``'s tasks go first as victims; by default the queue last in queue order."""
+        for p in self.victim_queue_orders:
+            result = p.victim_queue_order(a, b, preemptor)
+            if result:
+                return result
+        return -self.queue_compare(a, b)
 
     # -- job questions ------------------------------------------------------------------
 
@@ -252,10 +302,21 @@ class Tiers:
         return all(p.job_ready(job) for p in self.job_readies)
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        return all(p.job_pipelined(job) for p in self.job_pipelineds)
+        for tier in self.job_pipelined_tiers:
+            permitted = False
+            for p in tier:
+                if not p.job_pipelined(job):
+                    return False
+                permitted = True
+            if permitted:
+                return True
+        return True
 
     def job_starving(self, job: JobInfo) -> bool:
-        return bool(self.job_starvings) and all(p.job_starving(job) for p in self.job_starvings)
+        for tier in self.job_starving_tiers:
+            if tier:
+                return all(p.job_starving(job) for p in tier)
+        return False
 
     def job_invalid(self, job: JobInfo) -> str | None:
         for p in self.job_valids:
@@ -299,23 +360,39 @@ class Tiers:
                 return refusal
         return None
 
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(p.preemptive(queue, task) for p in self.preemptives)
+
+    # -- events -------------------------------------------------------------------------
+
+    def allocated(self, task: TaskInfo) -> None:
+        for p in self.event_handlers:
+            p.allocated(task)
+
+    def deallocated(self, task: TaskInfo) -> None:
+        for p in self.event_handlers:
+            p.deallocated(task)
+
     # -- victims ------------------------------------------------------------------------
 
     @staticmethod
     def _victims(tiers: list[list[T]], call: Callable[[T], list[TaskInfo] | None]) -> list[TaskInfo]:
         for tier in tiers:
-            chosen: dict[str, TaskInfo] | None = None
+            chosen: list[TaskInfo] = []
             for plugin in tier:
                 result = call(plugin)
                 if result is None:
                     continue
                 if not result:
-                    chosen = {}
+                    chosen = []
                     break
-                uids = {t.uid: t for t in result}
-                chosen = uids if chosen is None else {u: t for u, t in chosen.items() if u in uids}
+                if not chosen:  # first voter — or an empty intersection, which Volcano starts over from
+                    chosen = list(result)
+                else:
+                    uids = {t.uid for t in result}
+                    chosen = [t for t in chosen if t.uid in uids]
             if chosen:
-                return list(chosen.values())
+                return chosen
         return []
 
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:

@@ -1,9 +1,11 @@
 """What a session schedules: tasks (pods), jobs (PodGroups with their tasks) and queues.
 
 These are the session's own objects, built fresh from the scheduler's cache for every
-session and changed only by its statements; nothing here touches Redis.
-Resource figures for jobs and queues leave out ``pods`` (every pod takes one on its node,
-which the node fit checks; it is not a share anyone is entitled to).
+session and changed only by its statements; nothing here touches Redis. They follow
+Volcano's ``api.TaskInfo``, ``api.JobInfo`` and ``api.QueueInfo``: the same task statuses,
+the same counts (ready, pipelined, valid, ...), the same gang rules per task role, so
+that plugins written against them decide as Volcano's do. Job and queue figures are
+:class:`~batch_scheduler.vector.Vector` s, without ``pods``.
 """
 
 from __future__ import annotations
@@ -11,37 +13,74 @@ from __future__ import annotations
 import enum
 import functools
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
+from batch_scheduler.vector import Vector
 from cluster.model import Pod, PodGroup, Queue
 from cluster.resources import PODS, Resources
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
-_encoder = msgspec.msgpack.Encoder()
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+ROOT_QUEUE = "root"
+_encoder = msgspec.msgpack.Encoder()
 
 
 def shareable(request: Mapping[str, int]) -> Resources:
-    """A request without its ``pods`` entry: what job and queue accounting counts."""
+    """A request without its ``pods`` entry."""
     return Resources({k: v for k, v in request.items() if k != PODS})
+
+
+def parse_bool(text: str) -> bool | None:
+    """Go's ``strconv.ParseBool``; None when the text is none of its spellings."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    return None
 
 
 class TaskStatus(enum.StrEnum):
     PENDING = "Pending"
     ALLOCATED = "Allocated"  # placed in this session, not yet committed
     PIPELINED = "Pipelined"  # waits for resources that evictions are freeing
-    BOUND = "Bound"  # bound (running or about to)
-    RELEASING = "Releasing"  # evicted, still holding its node until it is gone
+    BINDING = "Binding"  # placed by a committed statement: the binder takes it
+    BOUND = "Bound"  # bound to a node, not yet running
+    RUNNING = "Running"
+    RELEASING = "Releasing"  # evicted or being deleted, still holding its node
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+    UNKNOWN = "Unknown"
 
 
-OCCUPYING = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND})
-READY = frozenset({TaskStatus.ALLOCATED, TaskStatus.BOUND, TaskStatus.SUCCEEDED})
+ALLOCATED_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED})
+"""What counts against a job's and a queue's allocation (Volcano's ``AllocatedStatus``)."""
+READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+"""Volcano's ``ReadyTaskNum``: tasks that hold (or held) their place."""
+PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+SCHEDULED_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+COMPLETED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+VALID = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
+"""Volcano's ``ValidTaskNum``: tasks that exist and may still run."""
+_PIPELINED_OR_READY = READY | {TaskStatus.PIPELINED}
+
+
+def pod_index(name: str) -> int | None:
+    """The pod's index under its task (the last ``-`` part of ``<job>-<task>-<i>``), if any."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
 
 
 @dataclass(eq=False)
@@ -53,15 +92,24 @@ class TaskInfo:
     priority: int
     status: TaskStatus
     node: str = ""
-    order: int = 0  # creation order, the last tie-break
+    order: int = 0  # creation order among the session's pods
+    preemption_policy: str = ""  # the pod's, or its PriorityClass's
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # Keep the job's per-status counts (JobInfo.add) in step with every status change.
-        if name == "status":
+        # Keep the job's per-status counts and its (and its queue's) allocation in step with
+        # every status change, as Volcano's JobInfo.UpdateTaskStatus does.
+        if name == "status" and "status" in self.__dict__:
+            old = self.__dict__["status"]
             counts: Counter[TaskStatus] | None = self.__dict__.get("_counts")
             if counts is not None:
-                counts[self.__dict__["status"]] -= 1
+                counts[old] -= 1
                 counts[value] += 1
+            job: JobInfo | None = self.__dict__.get("_job")
+            if job is not None and (old in ALLOCATED_STATUSES) != (value in ALLOCATED_STATUSES):
+                holds = value in ALLOCATED_STATUSES
+                for v in (job.allocated, job.queue_info.allocated if job.queue_info is not None else None):
+                    if v is not None:
+                        v.add(self.resreq) if holds else v.sub(self.resreq)
         object.__setattr__(self, name, value)
 
     @property
@@ -73,8 +121,19 @@ class TaskInfo:
         return self.pod.namespace
 
     @functools.cached_property
-    def resreq(self) -> Resources:
-        return shareable(self.request)
+    def resreq(self) -> Vector:
+        """What the task takes from its job's and queue's share (no ``pods``)."""
+        return Vector.from_amounts(shareable(self.request))
+
+    @functools.cached_property
+    def role(self) -> str:
+        """Its task role (``volcano.sh/task-spec``, annotation then label), '' for none."""
+        meta = self.pod.metadata
+        return meta.annotations.get(TASK_SPEC_KEY) or meta.labels.get(TASK_SPEC_KEY, "")
+
+    @functools.cached_property
+    def index(self) -> int | None:
+        return pod_index(self.pod.name)
 
     @functools.cached_property
     def template(self) -> tuple[Resources, bytes]:
@@ -85,51 +144,84 @@ class TaskInfo:
     @functools.cached_property
     def best_effort(self) -> bool:
         """Requests nothing but its pod slot (backfill places these)."""
-        return all(v == 0 for k, v in self.request.items() if k != PODS)
+        return self.resreq.is_empty()
 
-    @property
+    @functools.cached_property
     def preemptable(self) -> bool:
-        """``volcano.sh/preemptable`` (annotation, then label); absent means true."""
-        value = self.pod.metadata.annotations.get(PREEMPTABLE_ANNOTATION, self.pod.labels.get(PREEMPTABLE_ANNOTATION, "true"))
-        return value.strip().lower() != "false"
+        """``volcano.sh/preemptable`` (annotation, then label); absent means true, a value Go's
+        ParseBool does not read means false (as in Volcano)."""
+        meta = self.pod.metadata
+        value = meta.annotations.get(PREEMPTABLE_ANNOTATION)
+        if value is None:
+            value = meta.labels.get(PREEMPTABLE_ANNOTATION)
+        if value is None:
+            return True
+        return parse_bool(value) is True
 
     @property
     def critical(self) -> bool:
         """A kube-system or system-critical pod, which nothing may evict (conformance)."""
         return self.namespace == "kube-system" or self.pod.spec.priority_class_name in CRITICAL_CLASSES
 
+    @property
+    def scheduling_gated(self) -> bool:
+        return bool(getattr(self.pod.spec, "scheduling_gates", None))
+
+    @property
+    def may_preempt(self) -> bool:
+        """False for ``preemptionPolicy: Never``."""
+        return self.preemption_policy != "Never"
+
+
+def task_order(a: TaskInfo, b: TaskInfo) -> int:
+    """Volcano's default task order: pod index under its task, then creation, then uid."""
+    ia, ib = a.index, b.index
+    if ia is not None and ib is not None and ia != ib:
+        return -1 if ia < ib else 1
+    ca, cb = a.pod.metadata.creation_timestamp or "", b.pod.metadata.creation_timestamp or ""
+    if ca != cb:
+        return -1 if ca < cb else 1
+    return (a.uid > b.uid) - (a.uid < b.uid)
+
 
 @dataclass(eq=False)
 class JobInfo:
     """A gang: a PodGroup (or the implicit one-pod group of a lone pod) and its tasks."""
 
-    key: str  # namespace/name
+    key: str  # namespace/name (Volcano's JobID)
     namespace: str
     name: str
     queue: str
     priority: int
-    min_member: int
-    min_resources: Resources
+    min_member: int  # the PodGroup's minMember (Volcano's MinAvailable)
+    min_resources: Vector | None  # None when the PodGroup states none
     podgroup: PodGroup | None  # None for a lone pod's implicit group
-    phase: str  # PodGroup phase at session open: Pending, Inqueue, Running, Unknown, Completed
+    phase: str  # PodGroup phase: Pending, Inqueue, Running, Unknown, Completed
     order: int  # creation order
     min_task_member: Mapping[str, int] = field(default_factory=dict)
+    created: str = ""  # creation timestamp (RFC 3339 text)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
-    allocated: Resources = field(default_factory=Resources)  # sum over occupying tasks
+    allocated: Vector = field(default_factory=Vector)  # sum over tasks in ALLOCATED_STATUSES
+    fit_errors: dict[str, str] = field(default_factory=dict)  # task uid -> why it fit nowhere (NodesFitErrors)
+    queue_info: QueueInfo | None = None  # its queue's info, once the session has found it
     reason: str = ""  # why it waits, set by the actions
     reason_kind: str = ""  # a PodGroup condition reason, e.g. NotEnoughResources
-
     counts: Counter[TaskStatus] = field(default_factory=Counter)
-
     counted: int = 0  # tasks the counts cover
+
+    def __post_init__(self) -> None:
+        self.task_min_member_total = sum(self.min_task_member.values())
 
     def add(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
         task.__dict__["_counts"] = self.counts
+        task.__dict__["_job"] = self
         self.counts[task.status] += 1
         self.counted += 1
+        if task.status in ALLOCATED_STATUSES:
+            self.allocated.add(task.resreq)
 
-    def count(self, statuses: frozenset[TaskStatus]) -> int:
+    def count(self, statuses: Iterable[TaskStatus]) -> int:
         counts = self.counts
         if self.counted != len(self.tasks):  # tasks added without add(): count them all again
             counts.clear()
@@ -142,24 +234,107 @@ class JobInfo:
             n += counts[s]
         return n
 
-    @property
-    def ready_count(self) -> int:
-        return self.count(READY)
-
-    @property
-    def pipelined_count(self) -> int:
-        return self.count(frozenset({TaskStatus.PIPELINED}))
+    def with_status(self, *statuses: TaskStatus) -> list[TaskInfo]:
+        return [t for t in self.tasks.values() if t.status in statuses]
 
     def pending(self) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
 
     def running(self) -> list[TaskInfo]:
-        return [t for t in self.tasks.values() if t.status is TaskStatus.BOUND]
+        return [t for t in self.tasks.values() if t.status in PREEMPTABLE_STATUSES]
+
+    # -- Volcano's counts ---------------------------------------------------------------
+
+    @property
+    def ready_count(self) -> int:
+        """Volcano's ``ReadyTaskNum``."""
+        return self.count(READY)
+
+    @property
+    def pipelined_count(self) -> int:
+        """Volcano's ``WaitingTaskNum``."""
+        return self.counts[TaskStatus.PIPELINED] if self.counted == len(self.tasks) else self.count((TaskStatus.PIPELINED,))
+
+    def pending_best_effort_count(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status is TaskStatus.PENDING and t.best_effort)
+
+    @property
+    def valid_count(self) -> int:
+        return self.count(VALID)
+
+    def is_ready(self) -> bool:
+        return self.ready_count + self.pending_best_effort_count() >= self.min_member
+
+    def is_pipelined(self) -> bool:
+        return self.pipelined_count + self.ready_count + self.pending_best_effort_count() >= self.min_member
+
+    def is_starving(self) -> bool:
+        return self.pipelined_count + self.ready_count < self.min_member
+
+    def is_pending(self) -> bool:
+        return self.phase in ("Pending", "")
 
     @property
     def inqueue(self) -> bool:
         """Admitted by enqueue (or already running): allocate may place its tasks."""
-        return self.phase in ("Inqueue", "Running", "Unknown")
+        return not self.is_pending()
+
+    def _roles(self, statuses: frozenset[TaskStatus], best_effort_pending: bool) -> Counter[str]:
+        roles: Counter[str] = Counter()
+        for t in self.tasks.values():
+            if t.status in statuses or (best_effort_pending and t.status is TaskStatus.PENDING and t.best_effort):
+                roles[t.role] += 1
+        return roles
+
+    def _roles_meet(self, roles: Counter[str]) -> bool:
+        return all(roles[role] >= need for role, need in self.min_task_member.items())
+
+    def check_task_valid(self) -> bool:
+        """Enough tasks of each role exist (only when the job's minMember covers the roles' minimums)."""
+        if self.min_member < self.task_min_member_total:
+            return True
+        roles = self._roles(VALID, False)
+        return all(need == 0 or roles[role] >= need for role, need in self.min_task_member.items())
+
+    def check_task_ready(self) -> bool:
+        if self.min_member < self.task_min_member_total:
+            return True
+        return self._roles_meet(self._roles(READY, True))
+
+    def check_task_pipelined(self) -> bool:
+        if self.min_member < self.task_min_member_total:
+            return True
+        return self._roles_meet(self._roles(_PIPELINED_OR_READY, True))
+
+    def check_task_starving(self) -> bool:
+        if self.min_member < self.task_min_member_total:
+            return True
+        return not self._roles_meet(self._roles(_PIPELINED_OR_READY, False))
+
+    def fit_failed_roles(self) -> set[str]:
+        return {self.tasks[uid].role for uid in self.fit_errors if uid in self.tasks}
+
+    def task_has_fit_errors(self, task: TaskInfo) -> bool:
+        """A task of the same role already fit nowhere this session (Volcano's predicate error cache)."""
+        return bool(task.role) and task.role in self.fit_failed_roles()
+
+    def need_continue_allocating(self) -> bool:
+        """After a task fit nowhere: whether the job's other tasks may still make it ready
+        (Volcano's ``NeedContinueAllocating``)."""
+        if self.min_member >= len(self.tasks):  # every task is needed (the default SubJob's rule too)
+            return False
+        failed = self.fit_failed_roles()
+        if self.min_member < self.task_min_member_total:
+            left = sum(1 for t in self.tasks.values() if t.status is TaskStatus.PENDING and t.role not in failed)
+            return self.ready_count + left >= self.min_member
+        allocated = self._roles(READY, True)
+        return all(self.min_task_member.get(role, 0) == 0 or allocated[role] >= self.min_task_member[role]
+                   for role in failed)
+
+    def elastic(self) -> Vector:
+        """What the job holds beyond its minResources (Volcano's ``GetElasticResources``)."""
+        from batch_scheduler.vector import exceeded_part
+        return exceeded_part(self.allocated, self.min_resources if self.min_resources is not None else Vector())
 
     def set_reason(self, kind: str, message: str) -> None:
         """Keep the first reason of a session: it is the one that stopped the job."""
@@ -171,45 +346,62 @@ class JobInfo:
 class QueueInfo:
     name: str
     weight: int
-    capability: Resources  # empty: unlimited
-    guarantee: Resources
-    deserved: Resources  # as stated in the spec (capacity plugin); proportion computes its own
+    capability: Vector | None  # None: not stated (unlimited)
+    guarantee: Vector | None
+    deserved: Vector | None  # as stated in the spec (capacity plugin); proportion computes its own
     parent: str
     reclaimable: bool
-    open: bool
+    state: str
     queue: Queue | None  # None for the implicit default queue
-    allocated: Resources = field(default_factory=Resources)
-    inqueue: Resources = field(default_factory=Resources)  # minResources of admitted jobs not yet running
+    priority: int = 0
+    hierarchy: str = ""  # volcano.sh/hierarchy, e.g. root/eng/prod
+    weights: str = ""  # volcano.sh/hierarchy-weights, e.g. 1/2/8
+    created: str = ""
+    allocated: Vector = field(default_factory=Vector)
     order: int = 0
+
+    @property
+    def open(self) -> bool:
+        """Takes new jobs. caldera runs no queue controller, so an unset state counts as Open."""
+        return self.state in ("Open", "")
 
 
 def queue_info(queue: Queue, order: int) -> QueueInfo:
+    spec = queue.spec
+    annotations = queue.metadata.annotations
     return QueueInfo(
         name=queue.name,
-        weight=max(queue.spec.weight, 1),
-        capability=shareable(queue.capability_resources()),
-        guarantee=shareable(queue.guarantee_resources()),
-        deserved=shareable(queue.deserved_resources()),
-        parent=queue.spec.parent,
-        reclaimable=queue.spec.reclaimable,
-        open=queue.status.state == "Open",
+        weight=spec.weight,
+        capability=Vector.from_quantities(spec.capability or None, field="spec.capability"),
+        guarantee=Vector.from_quantities(spec.guarantee.resource or None, field="spec.guarantee.resource"),
+        deserved=Vector.from_quantities(spec.deserved or None, field="spec.deserved"),
+        parent=spec.parent,
+        reclaimable=spec.reclaimable,
+        state=queue.status.state,
         queue=queue,
+        priority=spec.priority,
+        hierarchy=annotations.get(HIERARCHY_ANNOTATION, ""),
+        weights=annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, ""),
+        created=queue.metadata.creation_timestamp or "",
         order=order,
     )
 
 
 def default_queue(name: str) -> QueueInfo:
     """The queue that exists implicitly (weight 1, open, unlimited) until someone creates it."""
-    return QueueInfo(name=name, weight=1, capability=Resources(), guarantee=Resources(), deserved=Resources(),
-                     parent="", reclaimable=True, open=True, queue=None, order=-1)
+    return QueueInfo(name=name, weight=1, capability=None, guarantee=None, deserved=None, parent="",
+                     reclaimable=True, state="Open", queue=None, order=-1)
 
 
-def min_of(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
-    """Per resource the smaller amount; a resource missing from either counts as 0."""
-    return Resources({k: min(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)})
+def queue_order(a: QueueInfo, b: QueueInfo) -> int:
+    """Volcano's default queue order: creation, then name."""
+    if a.created != b.created:
+        return -1 if a.created < b.created else 1
+    return (a.name > b.name) - (a.name < b.name)
 
 
-def less_equal(a: Mapping[str, int], b: Mapping[str, int], *, only: Mapping[str, int] | None = None) -> bool:
-    """``a <= b`` in every resource (missing counts as 0); with ``only``, just the resources ``only`` requests."""
-    names = [k for k, v in only.items() if v > 0] if only is not None else set(a) | set(b)
-    return all(a.get(k, 0) <= b.get(k, 0) for k in names)
+def job_order(a: JobInfo, b: JobInfo) -> int:
+    """Volcano's default job order: creation, then key."""
+    if a.created != b.created:
+        return -1 if a.created < b.created else 1
+    return (a.key > b.key) - (a.key < b.key)

@@ -15,6 +15,7 @@ import datetime
 from collections import Counter, deque
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -148,16 +149,20 @@ class BatchScheduler:
             return
         self._conf_mtime = mtime
         try:
-            self.conf = load_conf(self.config.conf_path)
+            conf = load_conf(self.config.conf_path)
         except ConfError as e:
             log.error("keeping the previous scheduler conf: %s", e)
             print(f"batch-scheduler: keeping the previous scheduler conf: {e}", flush=True)
             if self.metrics is not None:
                 self.metrics.conf_reloads.labels("error").inc()
             return
+        previous, self.conf = self.conf, conf
         print(f"batch-scheduler: reloaded {self.config.conf_path}: actions {', '.join(self.conf.actions)}", flush=True)
+        for line in conf.new_warnings(previous):  # what the start (or an earlier reload) already said is not repeated
+            print(f"batch-scheduler: warning: {line}", file=sys.stderr, flush=True)
         if self.metrics is not None:
             self.metrics.conf_reloads.labels("ok").inc()
+            self.metrics.conf_loaded(conf)
 
     # -- a session ----------------------------------------------------------------------
 
@@ -191,7 +196,8 @@ class BatchScheduler:
 
     def stats(self) -> dict[str, Any]:
         """The figures ``caldera status`` shows: sessions, the last one, pods/s, and each queue."""
-        out: dict[str, Any] = {"sessions": self.sessions, "conflicts": self.conflicts}
+        out: dict[str, Any] = {"sessions": self.sessions, "conflicts": self.conflicts,
+                               "unimplemented": self.conf.unimplemented_names()}
         if len(self._recent) > 1:
             span = self._recent[-1][0] - self._recent[0][0]
             out["pods_per_s"] = round(sum(n for _, n in list(self._recent)[1:]) / span, 1) if span > 0 else 0.0
@@ -205,8 +211,8 @@ class BatchScheduler:
         queues = {}
         for name, q in ssn.queues.items():
             status = queue_status(q, ssn.jobs.values())
-            queues[name] = {"weight": q.weight, "allocated": q.allocated.to_quantities(),
-                            "capability": q.capability.to_quantities(),
+            queues[name] = {"weight": q.weight, "allocated": q.allocated.to_amounts().to_quantities(),
+                            "capability": q.capability.to_amounts().to_quantities() if q.capability is not None else {},
                             "deserved": Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
                             "pending_jobs": status.pending + status.inqueue, "running_jobs": status.running}
         out["queues"] = queues
@@ -279,10 +285,11 @@ class BatchScheduler:
 
     async def _write_back(self, ssn: Session, report: SessionReport) -> None:
         now = _now_text(self.wall)
+        gang = ssn.conf.has_plugin("gang")
         writes: list[Write] = []
         for job in ssn.jobs.values():
             pg = job.podgroup
-            status = podgroup_status(job, pg.status if pg is not None else PodGroupStatus(), now)
+            status = podgroup_status(job, pg.status if pg is not None else PodGroupStatus(), now, gang)
             self.phases[job.key] = status.phase
             if pg is not None and not same_status(status, pg.status):
                 updated = msgspec.structs.replace(pg, status=status)
@@ -337,9 +344,10 @@ class BatchScheduler:
         m.unschedulable_tasks.set(report.pending)
         m.unschedulable_jobs.set(len(waiting))
         for name, queue in ssn.queues.items():
-            m.queue_cpu.labels(name).set(queue.allocated.get("cpu", 0))
-            m.queue_memory.labels(name).set(queue.allocated.get("memory", 0))
-            for r, amount in queue.allocated.items():
+            allocated = queue.allocated.to_amounts()
+            m.queue_cpu.labels(name).set(allocated.get("cpu", 0))
+            m.queue_memory.labels(name).set(allocated.get("memory", 0))
+            for r, amount in allocated.items():
                 if r not in ("cpu", "memory"):
                     m.queue_scalar.labels(name, r).set(amount)
             status = queue_status(queue, ssn.jobs.values())

@@ -4,6 +4,14 @@ The session is pure: built from a :class:`SessionInput` (copied node columns, th
 scheduler's pods, PodGroups, Queues, PriorityClasses, the phases remembered from earlier
 sessions) it runs the actions and leaves behind what to do — gang batches to commit,
 pods to evict, a phase and a reason for every job. The scheduler process does the I/O.
+
+It follows Volcano's session: jobs are PodGroups whose queue exists; a job's priority is
+its PodGroup's PriorityClass (else the default class, else 0); a task's priority is its
+pod's (``spec.priority``, else its PriorityClass), which ``volcano.sh/task-priority``
+overrides; a task's status comes from its pod as Volcano's ``getTaskStatus`` reads it.
+Nodes are the caldera node columns: what a node has free now (idle) is allocatable minus
+allocated, and what it will have once the evictions under way finish (future idle) adds
+what releasing tasks hold and takes off what pipelined tasks wait for.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import numpy as np
 from batch_scheduler.chooser import Chooser
 from batch_scheduler.conf import SchedulerConf
 from batch_scheduler.info import (
+    TASK_PRIORITY_ANNOTATION,
     JobInfo,
     QueueInfo,
     TaskInfo,
@@ -26,6 +35,7 @@ from batch_scheduler.info import (
     shareable,
 )
 from batch_scheduler.registry import ACTIONS
+from batch_scheduler.vector import Vector
 from cluster.model import PodGroup, PriorityClass, Queue
 from cluster.predicates import Filtered, insufficient, resources_fit
 from cluster.records import PodRecord
@@ -34,6 +44,7 @@ from cluster.shard import ShardingMode, shard_feasible, shard_rank
 from cluster.snapshot import Mask, NodeColumns
 
 IMPLICIT_PREFIX = "podgroup-"  # a lone pod's implicit PodGroup is named podgroup-<pod uid>, as in Volcano
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # a lone pod's queue, read by Volcano's podgroup controller
 
 
 class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,13 +64,19 @@ class SessionInput:
     releasing: frozenset[str] = frozenset()  # uids being evicted
 
 
-def _phase_status(record: PodRecord, releasing: frozenset[str]) -> TaskStatus:
-    if record.phase == "Succeeded":
+def _task_status(record: PodRecord, releasing: frozenset[str]) -> TaskStatus:
+    """Volcano's ``getTaskStatus``, with pods this scheduler is evicting counted as releasing."""
+    phase = record.phase
+    if phase == "Succeeded":
         return TaskStatus.SUCCEEDED
-    if record.phase == "Failed":
+    if phase == "Failed":
         return TaskStatus.FAILED
+    if phase == "Unknown":
+        return TaskStatus.UNKNOWN
     if record.uid in releasing or record.pod.metadata.deletion_timestamp:
         return TaskStatus.RELEASING
+    if phase == "Running":
+        return TaskStatus.RUNNING
     return TaskStatus.BOUND if record.node else TaskStatus.PENDING
 
 
@@ -72,8 +89,8 @@ class Session:
         self.allowed: Mask = shard_feasible(inp.columns, config.scheduler, config.sharding)
         self.rank = shard_rank(inp.columns, config.scheduler, config.sharding)
         usable = self.allowed & ~inp.columns.unschedulable[: self.n]
-        self.total = shareable({r: int(inp.columns.allocatable[i, : self.n][usable].sum())
-                                for i, r in enumerate(inp.columns.resources)})
+        self.total = Vector.from_amounts({r: int(inp.columns.allocatable[i, : self.n][usable].sum())
+                                          for i, r in enumerate(inp.columns.resources)})
         self.priority_classes = inp.priority_classes
         self.queues: dict[str, QueueInfo] = {}
         for i, name in enumerate(sorted(inp.queues)):
@@ -82,8 +99,8 @@ class Session:
             self.queues[config.default_queue] = default_queue(config.default_queue)
         self.jobs: dict[str, JobInfo] = {}
         self.tasks: dict[str, TaskInfo] = {}
-        self.node_tasks: dict[str, list[TaskInfo]] = {}  # bound tasks of this scheduler per node
-        self.releasing: dict[str, Resources] = {}  # per node, what evicted tasks will free
+        self.node_tasks: dict[str, list[TaskInfo]] = {}  # tasks of this scheduler on each node
+        self.releasing: dict[str, Resources] = {}  # per node: what releasing tasks free, less what pipelined ones wait for
         self._build_jobs(inp)
         self.commits: list[list[TaskInfo]] = []
         self.evictions: list[TaskInfo] = []
@@ -94,26 +111,49 @@ class Session:
 
     # -- building the snapshot -----------------------------------------------------------
 
-    def _priority(self, class_name: str, explicit: int | None) -> int:
-        if explicit is not None:
-            return explicit
-        pc = self.priority_classes.get(class_name) if class_name else None
-        if pc is not None:
-            return pc.value
+    def default_priority(self) -> int:
         default = next((c for c in self.priority_classes.values() if c.global_default), None)
         return default.value if default is not None else 0
+
+    def _class_value(self, class_name: str) -> int:
+        pc = self.priority_classes.get(class_name) if class_name else None
+        return pc.value if pc is not None else self.default_priority()
+
+    def _task_priority(self, record: PodRecord) -> int:
+        pod = record.pod
+        text = pod.metadata.annotations.get(TASK_PRIORITY_ANNOTATION)
+        if text is not None:
+            try:
+                return int(text)
+            except ValueError:
+                pass
+        if pod.spec.priority is not None:
+            return pod.spec.priority
+        return self._class_value(pod.spec.priority_class_name)
+
+    def _preemption_policy(self, record: PodRecord) -> str:
+        policy = record.pod.spec.preemption_policy
+        if policy is None:
+            pc = self.priority_classes.get(record.pod.spec.priority_class_name)
+            policy = pc.preemption_policy if pc is not None else ""
+        return policy
+
+    def _job(self, key: str, pg: PodGroup, order: int, phase: str) -> JobInfo:
+        spec = pg.spec
+        queue = spec.queue or self.config.default_queue
+        return JobInfo(
+            key=key, namespace=pg.namespace, name=pg.name, queue=queue,
+            priority=self._class_value(spec.priority_class_name),
+            min_member=max(spec.min_member, 0),
+            min_resources=Vector.from_quantities(spec.min_resources, field="spec.minResources"),
+            podgroup=pg, phase=phase, order=order, min_task_member=dict(spec.min_task_member),
+            created=pg.metadata.creation_timestamp or "")
 
     def _build_jobs(self, inp: SessionInput) -> None:
         groups = sorted(inp.podgroups.items(), key=lambda kv: (kv[1].metadata.creation_timestamp or "", kv[0]))
         for order, (key, pg) in enumerate(groups):
-            self.jobs[key] = JobInfo(
-                key=key, namespace=pg.namespace, name=pg.name, queue=pg.spec.queue or self.config.default_queue,
-                priority=self._priority(pg.spec.priority_class_name, None) if pg.spec.priority_class_name else 0,
-                min_member=max(pg.spec.min_member, 0), min_resources=shareable(pg.min_resources_resources()),
-                podgroup=pg, phase=inp.phases.get(key, pg.status.phase), order=order,
-                min_task_member=dict(pg.spec.min_task_member))
+            self.jobs[key] = self._job(key, pg, order, inp.phases.get(key, pg.status.phase))
         records = sorted(inp.pods, key=lambda r: (r.pod.metadata.creation_timestamp or "", r.namespace, r.name))
-        explicit_priority = {key for key, pg in inp.podgroups.items() if pg.spec.priority_class_name}
         for order, record in enumerate(records):
             if record.phase in ("Succeeded", "Failed") and not record.group:
                 continue
@@ -121,48 +161,49 @@ class Session:
             job = self.jobs.get(key)
             if job is None:
                 namespace, _, name = key.partition("/")
-                job = JobInfo(key=key, namespace=namespace, name=name, queue=self.config.default_queue,
-                              priority=0, min_member=1, min_resources=Resources(), podgroup=None,
-                              phase=inp.phases.get(key, "Pending"), order=len(self.jobs) + order)
+                pod = record.pod
+                # What Volcano's podgroup controller would create for a lone pod: minMember 1,
+                # minResources its requests, its PriorityClass, the queue its annotation names.
+                queue = pod.metadata.annotations.get(QUEUE_ANNOTATION) or self.config.default_queue
+                job = JobInfo(key=key, namespace=namespace, name=name, queue=queue,
+                              priority=self._class_value(pod.spec.priority_class_name), min_member=1,
+                              min_resources=Vector.from_amounts(shareable(record.request)), podgroup=None,
+                              phase=inp.phases.get(key, "Pending"),
+                              order=len(self.jobs) + order, created=pod.metadata.creation_timestamp or "")
                 if record.group:
                     job.set_reason("PodGroupNotFound", f"PodGroup {key} does not exist yet")
                 self.jobs[key] = job
-            pod = record.pod
-            task = TaskInfo(uid=record.uid, pod=pod, job=key, request=record.request, order=order,
-                            priority=self._priority(pod.spec.priority_class_name, pod.spec.priority),
-                            status=_phase_status(record, inp.releasing), node=record.node)
+            task = TaskInfo(uid=record.uid, pod=record.pod, job=key, request=record.request, order=order,
+                            priority=self._task_priority(record), status=_task_status(record, inp.releasing),
+                            node=record.node, preemption_policy=self._preemption_policy(record))
             job.add(task)
             self.tasks[task.uid] = task
-            if key not in explicit_priority:
-                job.priority = max(job.priority, task.priority) if len(job.tasks) > 1 else task.priority
-            if task.node and task.status in (TaskStatus.BOUND, TaskStatus.RELEASING):
+            if task.node and task.status in (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING):
                 self.node_tasks.setdefault(task.node, []).append(task)
-            if task.status is TaskStatus.BOUND:
-                self.account(task, +1)
-            elif task.status is TaskStatus.RELEASING and task.node:
+            if task.status is TaskStatus.RELEASING:
                 self.releasing_add(task, +1)
         for job in self.jobs.values():
-            if job.queue not in self.queues:
+            info = self.queues.get(job.queue)
+            if info is None:
                 job.set_reason("QueueNotFound", f"queue {job.queue} does not exist")
-            elif not self.queues[job.queue].open:
-                job.set_reason("QueueClosed", f"queue {job.queue} is not open: only Open queues take new jobs")
+                continue
+            job.queue_info = info
+            info.allocated.add(job.allocated)
 
-    # -- accounting (statements call these) ---------------------------------------------
-
-    def account(self, task: TaskInfo, sign: int) -> None:
-        """Count a task's request in its job's and queue's allocation (sign -1 takes it out)."""
-        job = self.jobs[task.job]
-        req = task.resreq if sign > 0 else task.resreq.scaled(-1)
-        job.allocated = job.allocated + req
-        queue = self.queues.get(job.queue)
-        if queue is not None:
-            queue.allocated = queue.allocated + req
+    # -- what statements change ---------------------------------------------------------
 
     def releasing_add(self, task: TaskInfo, sign: int) -> None:
+        """Count what a releasing task frees (+1) or a pipelined one takes of it (-1) on its node."""
         if not task.node:
             return
         current = self.releasing.get(task.node, Resources())
         self.releasing[task.node] = current + (task.request if sign > 0 else task.request.scaled(-1))
+
+    def allocated_event(self, task: TaskInfo) -> None:
+        self.tiers.allocated(task)
+
+    def deallocated_event(self, task: TaskInfo) -> None:
+        self.tiers.deallocated(task)
 
     # -- questions actions ask ----------------------------------------------------------
 
@@ -171,14 +212,22 @@ class Session:
         return job.inqueue or "enqueue" not in self.conf.actions
 
     def schedulable(self, job: JobInfo) -> bool:
-        """Not held back by a missing PodGroup or queue, a closed queue, or a plugin's validity check."""
-        if job.reason_kind in ("PodGroupNotFound", "QueueNotFound", "QueueClosed"):
+        """In a queue that exists and a PodGroup that exists, and valid by every plugin (Volcano's JobValid)."""
+        if job.reason_kind in ("PodGroupNotFound", "QueueNotFound"):
             return False
         invalid = self.tiers.job_invalid(job)
         if invalid is not None:
             job.set_reason("NotEnoughPods", invalid)
             return False
         return True
+
+    def in_queue(self, job: JobInfo) -> bool:
+        """The job's queue exists (Volcano leaves other jobs out of the session)."""
+        return job.reason_kind not in ("PodGroupNotFound", "QueueNotFound") and job.queue in self.queues
+
+    def hierarchy_enabled(self, plugin: str) -> bool:
+        """Whether the conf turns ``enableHierarchy`` on for the plugin (Volcano's default: off)."""
+        return any(o.name == plugin and "enableHierarchy" in o.enabled for tier in self.conf.tiers for o in tier)
 
     def feasible(self, task: TaskInfo, *, ignore_resources: bool = False) -> Filtered:
         """The nodes the task may go to, by every predicate (resources unless told otherwise)."""
@@ -204,17 +253,40 @@ class Session:
             mask &= fit
         return Filtered(mask=mask, failed=failed, total=self.n)
 
-    def best_node(self, task: TaskInfo) -> int | Filtered:
-        """The row of the highest-scoring feasible node (own shard first in soft mode; ties go to
-        the first), or the predicates' verdict when no node fits."""
+    def best_node(self, task: TaskInfo) -> tuple[int, bool] | Filtered:
+        """Where the task goes: the highest-scoring node with room now (own shard first in soft
+        mode; ties go to the first), else the best one whose room evictions are freeing — as
+        ``(row, pipelined)`` — or the predicates' verdict when no node will have room."""
         row = self.chooser.choose(task)
-        return row if row is not None else self.feasible(task)
+        if row is not None:
+            return row, False
+        future = self.future_node(task)
+        if future is not None:
+            return future, True
+        return self.feasible(task)
+
+    def future_node(self, task: TaskInfo) -> int | None:
+        """The best node where the task fits in what the node will have once its evictions finish."""
+        rows = [self.columns.index[name] for name, freed in self.releasing.items()
+                if name in self.columns.index and not freed.is_empty]
+        if not rows:
+            return None
+        allowed = self.chooser.allowed(task)
+        fits = [r for r in rows if allowed[r] and task.request.fits_in(self.future_idle(self.columns.names[r]))]
+        if not fits:
+            return None
+        idx = np.array(sorted(fits), dtype=np.intp)
+        scores = self.tiers.scores(self, task, idx) - self.chooser.penalty[idx]
+        return int(idx[int(np.argmax(scores))])
+
+    def idle(self, node: str) -> Resources:
+        i = self.columns.index[node]
+        return Resources({r: int(self.columns.allocatable[k, i] - self.columns.allocated[k, i])
+                          for k, r in enumerate(self.columns.resources)})
 
     def future_idle(self, node: str) -> Resources:
-        """What the node will have free once the evictions under way finish."""
-        i = self.columns.index[node]
-        free = {r: int(self.columns.allocatable[k, i] - self.columns.allocated[k, i]) for k, r in enumerate(self.columns.resources)}
-        return Resources(free) + self.releasing.get(node, Resources())
+        """What the node will have free once the evictions under way finish (Volcano's FutureIdle)."""
+        return self.idle(node) + self.releasing.get(node, Resources())
 
     def run(self) -> None:
         for name in self.conf.actions:

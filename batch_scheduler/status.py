@@ -6,25 +6,37 @@ from collections.abc import Iterable
 
 import msgspec
 
-from batch_scheduler.info import JobInfo, QueueInfo, TaskStatus
+from batch_scheduler.info import COMPLETED_STATUSES, SCHEDULED_STATUSES, JobInfo, QueueInfo, TaskStatus
 from cluster.model import PodGroupCondition, PodGroupStatus, Quantity, QueueStatus
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
-_LIVE = frozenset({TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BOUND})
 
 
-def job_phase(job: JobInfo) -> str:
-    """Pending, Inqueue, Running (ready: at least minMember placed), Unknown (running, but fewer), Completed."""
-    running = job.count(frozenset({TaskStatus.BOUND, TaskStatus.RELEASING}))
-    succeeded = job.count(frozenset({TaskStatus.SUCCEEDED}))
-    live = job.count(_LIVE)
-    if not live and running == 0 and (succeeded >= max(job.min_member, 1) or job.phase in ("Running", "Completed", "Unknown")):
-        return "Completed"
-    if live and job.ready_count >= max(job.min_member, 1):
-        return "Running"
-    if running:
+def gang_unschedulable(job: JobInfo) -> bool:
+    """What Volcano's gang plugin marks Unschedulable at session close: a job with tasks that is not
+    ready — unless only releasing tasks on nodes keep it short and nothing waits to be placed."""
+    if not job.tasks or job.is_ready():
+        return False
+    releasing = sum(1 for t in job.tasks.values() if t.status is TaskStatus.RELEASING and t.node)
+    if releasing and not job.count((TaskStatus.PENDING, TaskStatus.PIPELINED)):
+        return job.count(SCHEDULED_STATUSES) + releasing < job.min_member
+    return True
+
+
+def job_phase(job: JobInfo, gang: bool = True) -> str:
+    """The PodGroup phase at session close, as Volcano's ``getPodGroupPhase``: Unknown when tasks
+    run but the gang is not whole (``gang``: the conf has the gang plugin), Running once minMember
+    tasks are bound or finished (Completed when all of them finished), else Inqueue if admitted,
+    else Pending. Tasks placed in this session are not bound yet: their job turns Running in the
+    next session."""
+    if gang and job.count((TaskStatus.RUNNING,)) and gang_unschedulable(job):
         return "Unknown"
+    scheduled = job.count(SCHEDULED_STATUSES)
+    completed = job.count(COMPLETED_STATUSES)
+    scheduled += sum(1 for t in job.tasks.values() if t.status is TaskStatus.RELEASING and t.node)
+    if scheduled >= job.min_member:
+        return "Completed" if scheduled == completed else "Running"
     return "Inqueue" if job.phase == "Inqueue" else "Pending"
 
 
@@ -37,9 +49,9 @@ def pending_reason(job: JobInfo) -> str:
     return "waiting for the next session"
 
 
-def podgroup_status(job: JobInfo, old: PodGroupStatus, now: str) -> PodGroupStatus:
-    phase = job_phase(job)
-    if phase in ("Running", "Completed"):
+def podgroup_status(job: JobInfo, old: PodGroupStatus, now: str, gang: bool = True) -> PodGroupStatus:
+    phase = job_phase(job, gang)
+    if phase in ("Running", "Completed") or (job.tasks and job.is_ready() and not job.pending()):
         condition = PodGroupCondition(type=SCHEDULED, status="True", reason="tasks in gang are ready to be scheduled",
                                       message=f"{job.ready_count}/{job.min_member} tasks placed")
     elif job.pending() or job.reason:
@@ -55,7 +67,7 @@ def podgroup_status(job: JobInfo, old: PodGroupStatus, now: str) -> PodGroupStat
         condition = msgspec.structs.replace(condition, last_transition_time=now)
     return PodGroupStatus(
         phase=phase, conditions=[condition],
-        running=job.count(frozenset({TaskStatus.BOUND, TaskStatus.ALLOCATED})),
+        running=job.count((TaskStatus.RUNNING,)),
         succeeded=job.count(frozenset({TaskStatus.SUCCEEDED})),
         failed=job.count(frozenset({TaskStatus.FAILED})),
     )
@@ -75,7 +87,7 @@ def queue_status(queue: QueueInfo, jobs: Iterable[JobInfo]) -> QueueStatus:
         if job.queue == queue.name and job.podgroup is not None:
             counts[job_phase(job)] += 1
     state = queue.queue.status.state if queue.queue is not None else "Open"
-    allocated: dict[str, Quantity] = dict(queue.allocated.to_quantities())
+    allocated: dict[str, Quantity] = dict(queue.allocated.to_amounts().to_quantities())
     return QueueStatus(state=state, allocated=allocated, pending=counts["Pending"],
                        inqueue=counts["Inqueue"], running=counts["Running"], unknown=counts["Unknown"],
                        completed=counts["Completed"])

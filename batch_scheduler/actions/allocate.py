@@ -1,15 +1,27 @@
 """allocate: place the tasks of admitted jobs, queue by queue, job by job, and keep only ready gangs.
 
-Queues come in queue order (re-asked after every job), jobs in job order, tasks in task
-order. A queue the plugins call overused gets nothing this session. For each task: the
-queue must be able to take it (allocatable), then the predicates give the feasible nodes
-and the node scores pick one (own shard first in soft mode). The job's placements are a
-statement: committed when the job is ready (gang), else discarded with a reason saying
-how far it got and what stopped it. Best-effort tasks are left to backfill.
+As Volcano's allocate action: each job's pending tasks (best-effort and scheduling-gated
+ones aside) form its worksheet, in task order. Queues take turns in queue order, asked
+again after every job; a queue the plugins call overused gets nothing more this session.
+From the queue first in line, the job first in job order gets a statement:
+
+- a task its queue may not take (allocatable) is skipped;
+- a task of a role that already fit nowhere is skipped (Volcano's predicate error cache);
+- a task that fits nowhere stops the job, unless its other tasks can still make it
+  ready (Volcano's ``NeedContinueAllocating``: the roles' minimums and minMember);
+- otherwise it goes to the best node with room now, or — when only evictions under way
+  will make room — is pipelined to the best such node;
+- as soon as the job is ready, it stops.
+
+A ready job's statement is committed (a gang batch for the binder) and the job goes back
+in line if tasks remain; a job that is only pipelined keeps its statement in the session
+for the actions after; any other job's statement is discarded, with a reason saying how
+far the gang got. Without an enqueue action in the conf, pending jobs are admitted here.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from batch_scheduler.actions.queues import by_queue, interleave
@@ -20,48 +32,67 @@ if TYPE_CHECKING:
     from batch_scheduler.session import Session
 
 
-def _waiting(job: JobInfo) -> list[TaskInfo]:
-    return [t for t in job.pending() if not t.best_effort]
+def worksheet(ssn: Session, job: JobInfo) -> deque[TaskInfo]:
+    return deque(sorted((t for t in job.pending() if not t.best_effort and not t.scheduling_gated),
+                        key=ssn.tiers.task_key()))
 
 
-def place_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
-    """Place the job's waiting tasks; True when it became ready with tasks still waiting.
-
-    Such a job goes back in line (as in Volcano): its share grew, and job order (drf,
-    priority) decides whether it or another job gets the next task.
-    """
+def place_tasks(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo]) -> Statement | None:
+    """Volcano's ``allocateResourcesForTasks``: the job's statement, or None (discarded)."""
     stmt = Statement(ssn)
     failure: tuple[str, str] | None = None
-    tasks = sorted(_waiting(job), key=ssn.tiers.task_key())
-    for k, task in enumerate(tasks):
+    while tasks:
+        task = tasks.popleft()
         refusal = ssn.tiers.allocatable(queue, task)
         if refusal is not None:
-            failure = (refusal.condition, refusal.message)
+            failure = failure or (refusal.condition, refusal.message)
+            continue
+        if job.task_has_fit_errors(task):
+            job.fit_errors[task.uid] = f"task {task.name}: a task of role {task.role} already fit nowhere"
+            continue
+        choice = ssn.best_node(task)
+        if not isinstance(choice, tuple):
+            message = f"task {task.name}: {choice.reason()}"
+            job.fit_errors[task.uid] = message
+            failure = failure or ("NotEnoughResources", message)
+            if job.need_continue_allocating():
+                continue
             break
-        row = ssn.best_node(task)
-        if not isinstance(row, int):
-            failure = ("NotEnoughResources", f"task {task.name}: {row.reason()}")
+        row, pipelined = choice
+        node = ssn.columns.names[row]
+        if pipelined:
+            stmt.pipeline(task, node)
+        else:
+            stmt.allocate(task, node)
+        if ssn.tiers.job_ready(job):
             break
-        stmt.allocate(task, ssn.columns.names[row])
-        if k + 1 < len(tasks) and ssn.tiers.job_ready(job):
-            stmt.commit()
-            return True
-    if ssn.tiers.job_ready(job):
-        stmt.commit()
-        if failure is not None:  # ready, with more tasks than the gang needs still waiting
+    if ssn.tiers.job_ready(job) or ssn.tiers.job_pipelined(job):
+        if failure is not None:  # tasks beyond the gang's need, or a pipelined gang, still wait
             job.set_reason(failure[0], failure[1])
-        return False
-    placeable = job.ready_count
+        return stmt
+    placeable = job.ready_count + job.pipelined_count
     stmt.discard()
     short = max(job.min_member - placeable, 0)
     what = failure[1] if failure is not None else "the gang's task roles (minTaskMember) are not all placeable"
     job.set_reason(failure[0] if failure is not None else "NotEnoughResources",
                    f"gang: {placeable}/{job.min_member} tasks placeable, {short} short: {what}")
-    return False
+    return None
 
 
 def run(ssn: Session) -> None:
-    jobs = [j for j in ssn.jobs.values() if ssn.admitted(j) and _waiting(j) and ssn.schedulable(j)]
+    sheets: dict[str, deque[TaskInfo]] = {}
+    jobs = []
+    for job in ssn.jobs.values():
+        if job.is_pending():
+            if "enqueue" in ssn.conf.actions:
+                continue
+            job.phase = "Inqueue"  # no enqueue action: admitted here, as in Volcano
+        if not ssn.in_queue(job) or not ssn.schedulable(job):
+            continue
+        tasks = worksheet(ssn, job)
+        if tasks:
+            sheets[job.key] = tasks
+            jobs.append(job)
 
     def overused(queue: QueueInfo, remaining: list[JobInfo]) -> bool:
         refusal = ssn.tiers.overused(queue)
@@ -71,4 +102,12 @@ def run(ssn: Session) -> None:
             job.set_reason(refusal.condition, refusal.message)
         return True
 
-    interleave(ssn, by_queue(ssn, jobs), lambda queue, job: place_job(ssn, queue, job), overused)
+    def handle(queue: QueueInfo, job: JobInfo) -> bool:
+        tasks = sheets[job.key]
+        stmt = place_tasks(ssn, queue, job, tasks)
+        if stmt is not None and ssn.tiers.job_ready(job):
+            stmt.commit()
+            return bool(tasks)  # more tasks than the gang needs: back in line
+        return False
+
+    interleave(ssn, by_queue(ssn, jobs), handle, overused)

@@ -1,29 +1,61 @@
-"""backfill: place best-effort tasks (no requests beyond their pod slot) of admitted jobs on any feasible node.
+"""backfill: place best-effort tasks (no requests beyond their pod slot) of admitted jobs.
 
-Each is committed alone: a best-effort pod holds nothing a gang could be short of.
+As Volcano's backfill action: the best-effort tasks of every admitted, valid job — pending
+ones, and pipelined ones taken back first — are ordered queue by queue, job by job, task
+by task; each goes to the best node the predicates allow. A best-effort pod holds nothing
+a gang could be short of, so it is placed alone; it is bound once its job is ready (with
+whatever else of the job is placed and not yet bound).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from batch_scheduler.info import TaskInfo, TaskStatus
 from batch_scheduler.statement import Statement
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
 
 
-def run(ssn: Session) -> None:
-    key = ssn.tiers.task_key()
-    for job in sorted((j for j in ssn.jobs.values() if ssn.admitted(j)), key=ssn.tiers.job_key()):
-        tasks = [t for t in job.pending() if t.best_effort]
-        if not tasks or not ssn.schedulable(job):
+def pending_tasks(ssn: Session) -> list[TaskInfo]:
+    """Volcano's ``pickUpPendingTasks``: best-effort tasks in queue, job and task order."""
+    by_queue: dict[str, list[tuple[Any, list[TaskInfo]]]] = {}
+    job_key, task_key = ssn.tiers.job_key(), ssn.tiers.task_key()
+    for job in ssn.jobs.values():
+        if not ssn.admitted(job) or not ssn.in_queue(job) or not ssn.schedulable(job):
             continue
-        for task in sorted(tasks, key=key):
-            row = ssn.best_node(task)
-            if not isinstance(row, int):
-                job.set_reason("NotEnoughResources", f"task {task.name}: {row.reason()}")
-                continue
-            stmt = Statement(ssn)
-            stmt.allocate(task, ssn.columns.names[row])
-            stmt.commit()
+        tasks = [t for t in job.pending() if t.best_effort and not t.scheduling_gated]
+        for t in job.with_status(TaskStatus.PIPELINED):
+            if t.best_effort:
+                ssn.releasing_add(t, +1)
+                t.status, t.node = TaskStatus.PENDING, ""
+                ssn.deallocated_event(t)
+                tasks.append(t)
+        if tasks:
+            by_queue.setdefault(job.queue, []).append((job_key(job), sorted(tasks, key=task_key)))
+    queue_key = ssn.tiers.queue_key()
+    out: list[TaskInfo] = []
+    for name in sorted(by_queue, key=lambda q: queue_key(ssn.queues[q])):
+        for _, tasks in sorted(by_queue[name], key=lambda jt: jt[0]):
+            out += tasks
+    return out
+
+
+def run(ssn: Session) -> None:
+    for task in pending_tasks(ssn):
+        job = ssn.jobs[task.job]
+        choice = ssn.best_node(task)
+        if not isinstance(choice, tuple) or choice[1]:
+            reason = choice.reason() if not isinstance(choice, tuple) else "nodes with room are being freed"
+            job.fit_errors[task.uid] = f"task {task.name}: {reason}"
+            job.set_reason("NotEnoughResources", f"task {task.name}: {reason}")
+            continue
+        stmt = Statement(ssn)
+        stmt.allocate(task, ssn.columns.names[choice[0]])
+        stmt.ops.clear()  # Volcano's ssn.Allocate: no statement to undo
+        if ssn.tiers.job_ready(job):
+            ready = job.with_status(TaskStatus.ALLOCATED)
+            for t in ready:
+                t.status = TaskStatus.BINDING
+            ssn.commits.append(ready)

@@ -1,11 +1,15 @@
-"""preempt: within a queue, a starving job evicts lower-priority preemptable tasks — only if that makes it ready.
+"""preempt: a starving job evicts tasks of other jobs in its queue, then tasks within a job make room for their siblings.
 
-For each starving job (not yet ready, by the plugins' JobStarving), in queue and job
-order, each waiting task looks for a node where evicting victims the plugins allow
-(priority: lower-priority jobs; gang: not below their minMember, unless switched off;
-conformance: never critical pods; drf: not below the preemptor's share) makes it fit.
-The job's evictions are kept only when its tasks, placed or pipelined, make it ready;
-the pipelined tasks are placed by allocate once the victims are gone.
+As Volcano's preempt action. Preemptors are the admitted, valid jobs the plugins call
+starving, queue by queue in queue order, job by job in job order. For a job, each pending
+task in task order (while the job still starves) looks for a node where evicting running
+tasks of *other* jobs of the same queue — preemptable ones (``volcano.sh/preemptable`` not
+false), best-effort only for a best-effort preemptor, as the plugins allow — lets its
+queue take it and makes it fit; it is then pipelined there. A task whose pod says
+``preemptionPolicy: Never`` preempts nothing. The job's evictions are kept only when its
+tasks, placed or pipelined, make it pipelined (gang); a job that got a node goes back in
+line. Then, in the same queue, each starving job's pending tasks may evict lower-priority
+running tasks of the same job.
 """
 
 from __future__ import annotations
@@ -13,24 +17,70 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import evict_for_job
-from batch_scheduler.info import JobInfo, TaskInfo
+from batch_scheduler.actions.victims import candidate_nodes, preempt_on_nodes
+from batch_scheduler.info import PREEMPTABLE_STATUSES, JobInfo, TaskInfo
+from batch_scheduler.statement import Statement
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
 
 
-def starving(ssn: Session, job: JobInfo) -> bool:
-    return ssn.admitted(job) and bool(job.pending()) and ssn.schedulable(job) and ssn.tiers.job_starving(job)
+def preemptors(ssn: Session) -> list[JobInfo]:
+    """Admitted, valid, starving jobs (Volcano's preempt and reclaim take the same)."""
+    return [j for j in ssn.jobs.values()
+            if not j.is_pending() and ssn.in_queue(j) and ssn.schedulable(j) and ssn.tiers.job_starving(j)]
+
+
+def _preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, same_job: bool) -> bool:
+    if not preemptor.may_preempt:
+        return False
+    job = ssn.jobs[preemptor.job]
+
+    def eligible(t: TaskInfo) -> bool:
+        if t.status not in PREEMPTABLE_STATUSES or not t.preemptable:
+            return False
+        if preemptor.best_effort and not t.best_effort:
+            return False
+        other = ssn.jobs.get(t.job)
+        if other is None:
+            return False
+        if same_job:
+            return t.job == preemptor.job
+        return other.queue == job.queue and t.job != preemptor.job
+
+    return preempt_on_nodes(ssn, stmt, preemptor, candidate_nodes(ssn, preemptor), eligible)
 
 
 def run(ssn: Session) -> None:
-    for queue, jobs in by_queue(ssn, (j for j in ssn.jobs.values() if starving(ssn, j))).items():
-        for job in jobs:
-            def same_queue(victim: TaskInfo, job: JobInfo = job) -> bool:
-                return ssn.jobs[victim.job].queue == job.queue
-
-            evicted = evict_for_job(ssn, job, same_queue, ssn.tiers.preemptable)
-            if evicted is not None:
-                job.reason, job.reason_kind = (f"preempting {evicted} lower-priority task(s) in queue {queue}; "
+    grouped = by_queue(ssn, preemptors(ssn))
+    task_key = ssn.tiers.task_key()
+    queue_key = ssn.tiers.queue_key()
+    for name in sorted(grouped, key=lambda q: queue_key(ssn.queues[q])):
+        starving = list(grouped[name])
+        line = list(starving)
+        tasks = {j.key: sorted((t for t in j.pending() if not t.scheduling_gated), key=task_key) for j in starving}
+        job_key = ssn.tiers.job_key()
+        while line:
+            line.sort(key=job_key)
+            job = line.pop(0)
+            stmt = Statement(ssn)
+            assigned = False
+            while ssn.tiers.job_starving(job) and tasks[job.key]:
+                assigned = _preempt(ssn, stmt, tasks[job.key].pop(0), same_job=False)
+            if not ssn.tiers.job_pipelined(job):
+                stmt.discard()
+                continue
+            evicted = stmt.evicted
+            stmt.commit()
+            if evicted:
+                job.reason, job.reason_kind = (f"preempting {evicted} lower-priority task(s) in queue {name}; "
                                                "starts once they are gone"), "Preempting"
+            if assigned:
+                line.append(job)
+        for job in starving:  # tasks within a job
+            for task in sorted((t for t in job.pending() if not t.scheduling_gated), key=task_key):
+                stmt = Statement(ssn)
+                assigned = _preempt(ssn, stmt, task, same_job=True)
+                stmt.commit()
+                if not assigned:
+                    break

@@ -1,42 +1,59 @@
-"""reclaim: a queue below its deserved share takes resources back from reclaimable queues above theirs.
+"""reclaim: a queue takes resources back from other queues, for its starving jobs.
 
-For each queue the plugins do not call overused, its starving jobs' waiting tasks (that
-the queue may take: allocatable) look for a node where evicting tasks of *other*,
-reclaimable queues — as the plugins allow (proportion/capacity: only while the victim's
-queue stays above its deserved share; gang; conformance) — makes room. Kept only when the
-job becomes ready with its pipelined tasks.
+As Volcano's reclaim action: queues in queue order, skipping those the plugins call
+overused; in each, the starving jobs in job order; for a job, each pending task in task
+order (while the job still starves) — unless its pod says ``preemptionPolicy: Never`` or
+the plugins say its queue may not reclaim for it (``preemptive``: proportion and capacity
+check the queue's deserved share) — looks, node by node, for running preemptable tasks of
+*other*, reclaimable queues that the plugins let go (``reclaimable``) and evicts them, only
+until the task fits on that node, then pipelines it there. The job's evictions are kept
+only when the job is then pipelined (gang).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from batch_scheduler.actions.preempt import starving
+from batch_scheduler.actions.preempt import preemptors
 from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import evict_for_job
-from batch_scheduler.info import QueueInfo, TaskInfo
+from batch_scheduler.actions.victims import candidate_nodes, reclaim_on_nodes
+from batch_scheduler.info import TaskInfo, TaskStatus
+from batch_scheduler.statement import Statement
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
 
 
 def run(ssn: Session) -> None:
-    grouped = by_queue(ssn, (j for j in ssn.jobs.values() if starving(ssn, j)))
-    key = ssn.tiers.queue_key()
-    for name in sorted(grouped, key=lambda q: key(ssn.queues[q])):
+    grouped = by_queue(ssn, preemptors(ssn))
+    task_key, queue_key, job_key = ssn.tiers.task_key(), ssn.tiers.queue_key(), ssn.tiers.job_key()
+    for name in sorted(grouped, key=lambda q: queue_key(ssn.queues[q])):
         queue = ssn.queues[name]
         if ssn.tiers.overused(queue) is not None:
             continue
+        for job in sorted(grouped[name], key=job_key):
+            tasks = sorted((t for t in job.pending() if not t.scheduling_gated), key=task_key)
 
-        def other_queue(victim: TaskInfo, name: str = name) -> bool:
-            theirs = ssn.queues.get(ssn.jobs[victim.job].queue)
-            return theirs is not None and theirs.name != name and theirs.reclaimable
+            def eligible(t: TaskInfo, name: str = name) -> bool:
+                if t.status is not TaskStatus.RUNNING or not t.preemptable:
+                    return False
+                other = ssn.jobs.get(t.job)
+                if other is None or other.queue == name:
+                    return False
+                theirs = ssn.queues.get(other.queue)
+                return theirs is not None and theirs.reclaimable
 
-        def takes(task: TaskInfo, queue: QueueInfo = queue) -> bool:
-            return ssn.tiers.allocatable(queue, task) is None
-
-        for job in grouped[name]:
-            evicted = evict_for_job(ssn, job, other_queue, ssn.tiers.reclaimable, takes)
-            if evicted is not None:
+            stmt = Statement(ssn)
+            while ssn.tiers.job_starving(job) and tasks:
+                task = tasks.pop(0)
+                if not task.may_preempt or not ssn.tiers.preemptive(queue, task):
+                    continue
+                reclaim_on_nodes(ssn, stmt, task, candidate_nodes(ssn, task), eligible)
+            if not ssn.tiers.job_pipelined(job):
+                stmt.discard()
+                continue
+            evicted = stmt.evicted
+            stmt.commit()
+            if evicted:
                 job.reason, job.reason_kind = (f"reclaiming {evicted} task(s) from queues above their deserved share "
                                                f"for queue {name}; starts once they are gone"), "Reclaiming"

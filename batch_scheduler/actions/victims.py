@@ -1,79 +1,108 @@
-"""Making room for a task by evicting others: shared by preempt (same queue) and reclaim (other queues)."""
+"""Making room for a task by evicting others: preempt (same queue) and reclaim (other queues).
+
+Both follow Volcano: the task's candidate nodes are those its predicates allow when free
+resources are set aside (own shard first in soft mode); on each node the plugins vote on
+which of the eligible tasks there may go (``preemptable`` / ``reclaimable``), the node is
+skipped when even all of them would not make room, and victims go in Volcano's victim
+order — other queues by victim-queue order, other jobs last in job order first, a job's
+own tasks last in task order first — only until the task fits. The task is then
+pipelined onto the node: allocate places it in a later session, once its victims are gone.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
-from batch_scheduler.info import JobInfo, TaskInfo, TaskStatus
-from batch_scheduler.statement import Op, Statement
+from batch_scheduler.info import TaskInfo
+from batch_scheduler.statement import Statement
+from cluster.resources import Resources
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
 
-Vote = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
+VictimSelector = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
 
 
-def make_room(ssn: Session, stmt: Statement, task: TaskInfo, eligible: Callable[[TaskInfo], bool], vote: Vote) -> bool:
-    """Evict the fewest eligible victims the plugins allow from one node so that ``task`` fits there.
+def candidate_nodes(ssn: Session, task: TaskInfo) -> npt.NDArray[np.intp]:
+    """Rows the predicates allow without free resources, grouped own shard first (soft mode)."""
+    rows = np.flatnonzero(ssn.feasible(task, ignore_resources=True).mask)
+    return rows[np.argsort(ssn.rank[rows], kind="stable")]
 
-    Nodes are tried best score first; on each, victims go lowest task order first. The
-    task is pipelined onto the node: it is placed in a later session, once its victims
-    are gone. False when no node can be freed for it.
-    """
-    feasible = ssn.feasible(task, ignore_resources=True)
-    for i in np.flatnonzero(feasible.mask):  # room already being freed here: no new victims
-        name = ssn.columns.names[int(i)]
-        if name in ssn.releasing and task.request.fits_in(ssn.future_idle(name)):
-            stmt.pipeline(task, name)
-            return True
-    with_victims = np.array([bool(ssn.node_tasks.get(name)) for name in ssn.columns.names], dtype=np.bool_)
-    idx = np.flatnonzero(feasible.mask & with_victims)
-    if not len(idx):
+
+def victim_order(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo], Any]:
+    """Volcano's ``BuildVictimsPriorityQueue``: the first victim first."""
+    mine = ssn.queues.get(ssn.jobs[preemptor.job].queue)
+
+    def first(a: TaskInfo, b: TaskInfo) -> int:
+        if a.job == b.job:
+            return -ssn.tiers.task_compare(a, b)
+        ja, jb = ssn.jobs[a.job], ssn.jobs[b.job]
+        if ja.queue != jb.queue and mine is not None:
+            return ssn.tiers.victim_queue_compare(ssn.queues[ja.queue], ssn.queues[jb.queue], mine)
+        return -ssn.tiers.job_compare(ja, jb)
+
+    return functools.cmp_to_key(first)
+
+
+def freed_by(victims: Sequence[TaskInfo]) -> Resources:
+    total = Resources()
+    for v in victims:
+        total = total + v.request
+    return total
+
+
+def preempt_on_nodes(ssn: Session, stmt: Statement, preemptor: TaskInfo, rows: npt.NDArray[np.intp],
+                     eligible: Callable[[TaskInfo], bool]) -> bool:
+    """Volcano's ``normalPreempt``: nodes by score, evicting until the preemptor's queue may
+    take it and it fits; True when it was pipelined somewhere."""
+    if not len(rows):
         return False
-    scores = ssn.tiers.scores(ssn, task, idx)
-    order = ssn.tiers.task_key()
-    for i in idx[np.argsort(-scores, kind="stable")]:
-        name = ssn.columns.names[int(i)]
-        pool = [t for t in ssn.node_tasks.get(name, []) if t.status is TaskStatus.BOUND and t.preemptable and eligible(t)]
-        if not pool:
+    scores = ssn.tiers.scores(ssn, preemptor, rows)
+    queue = ssn.queues[ssn.jobs[preemptor.job].queue]
+    order = victim_order(ssn, preemptor)
+
+    def fits_now(node: str) -> bool:
+        return ssn.tiers.allocatable(queue, preemptor) is None and preemptor.request.fits_in(ssn.future_idle(node))
+
+    for i in rows[np.argsort(-scores, kind="stable")]:
+        node = ssn.columns.names[int(i)]
+        preemptees = [t for t in ssn.node_tasks.get(node, []) if eligible(t)]
+        victims = ssn.tiers.preemptable(preemptor, preemptees)
+        if not preemptor.request.fits_in(ssn.future_idle(node) + freed_by(victims)):
             continue
-        victims = vote(task, pool)
-        idle = ssn.future_idle(name)
-        freed = idle
-        for v in victims:
-            freed = freed + v.request
-        if not task.request.fits_in(freed):
-            continue
-        for victim in sorted(victims, key=order, reverse=True):
-            if task.request.fits_in(idle):
+        for victim in sorted(victims, key=order):
+            if fits_now(node):
                 break
             stmt.evict(victim)
-            idle = idle + victim.request
-        stmt.pipeline(task, name)
-        return True
+        if fits_now(node):
+            stmt.pipeline(preemptor, node)
+            return True
     return False
 
 
-def evict_for_job(ssn: Session, job: JobInfo, eligible: Callable[[TaskInfo], bool], vote: Vote,
-                  may_take: Callable[[TaskInfo], bool] = lambda task: True) -> int | None:
-    """Make room for the job's waiting tasks, in task order, until it would be ready.
-
-    The evictions are kept only when the job's placed and pipelined tasks make it ready;
-    then the number of victims, else None (and nothing changed). ``may_take`` stops at the
-    first task its queue may not take.
-    """
-    stmt = Statement(ssn)
-    for task in sorted(job.pending(), key=ssn.tiers.task_key()):
-        if not may_take(task) or not make_room(ssn, stmt, task, eligible, vote):
-            break
-        if ssn.tiers.job_pipelined(job):
-            break
-    if ssn.tiers.job_pipelined(job) and not stmt.empty:
-        evicted = sum(1 for op, _, _ in stmt.ops if op is Op.EVICT)
-        stmt.commit()
-        return evicted
-    stmt.discard()
-    return None
+def reclaim_on_nodes(ssn: Session, stmt: Statement, reclaimer: TaskInfo, rows: npt.NDArray[np.intp],
+                     eligible: Callable[[TaskInfo], bool]) -> bool:
+    """Volcano's ``reclaimForTask``: nodes in order, evicting until the task fits; True when
+    it was pipelined somewhere."""
+    order = victim_order(ssn, reclaimer)
+    for i in rows:
+        node = ssn.columns.names[int(i)]
+        reclaimees = [t for t in ssn.node_tasks.get(node, []) if eligible(t)]
+        if not reclaimees:
+            continue
+        victims = ssn.tiers.reclaimable(reclaimer, reclaimees)
+        if not reclaimer.request.fits_in(ssn.future_idle(node) + freed_by(victims)):
+            continue
+        for victim in sorted(victims, key=order):
+            stmt.evict(victim)
+            if reclaimer.request.fits_in(ssn.future_idle(node)):
+                break
+        if reclaimer.request.fits_in(ssn.future_idle(node)):
+            stmt.pipeline(reclaimer, node)
+            return True
+    return False

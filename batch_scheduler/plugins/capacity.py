@@ -20,8 +20,26 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import ABSTAIN, PERMIT, Refusal, Vote, VoteKind, check_arguments
 from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo
-from batch_scheduler.plugins.proportion import EPSILON, elastic, fmt, share
-from cluster.resources import Resources
+from batch_scheduler.plugins.proportion import EPSILON, fmt
+from batch_scheduler.vector import Vector
+
+Resources = Vector  # interim: the capacity plugin is being ported to Volcano's semantics
+
+
+def share(allocated: Vector, deserved: Mapping[str, float]) -> float:
+    s = 0.0
+    for name, amount in allocated.items():
+        d = deserved.get(name, 0.0)
+        s = max(s, amount / d if d > EPSILON else (1.0 if amount > 0 else 0.0))
+    return s
+
+
+def elastic(ssn: "Session") -> dict[str, Vector]:
+    out = {q: Vector() for q in ssn.queues}
+    for job in ssn.jobs.values():
+        if job.queue in out:
+            out[job.queue].add(job.elastic())
+    return out
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -55,19 +73,19 @@ class CapacityPlugin:
             source = dict(self.source[parent]) if parent != ROOT else {r: "" for r in base}
             siblings = self.children.get(parent, [])
             for r in list(base):
-                others = sum(queues[s].guarantee.get(r, 0) for s in siblings if s != q)
+                others = sum((queues[s].guarantee or Vector()).get(r) for s in siblings if s != q)
                 if others:
                     base[r], source[r] = max(base[r] - others, 0.0), ""
-            for r, v in queues[q].capability.items():
+            for r, v in (queues[q].capability or Vector()).items():
                 if float(v) <= base.get(r, 0.0):
                     base[r], source[r] = float(v), q
             self.capability[q] = base
             self.source[q] = source
-        self.inqueue = {q: Resources() for q in queues}
+        self.inqueue = {q: Vector() for q in queues}
         self.elastic = elastic(ssn)
         for job in ssn.jobs.values():
-            if job.queue in queues and job.phase == "Inqueue" and job.ready_count < job.min_member:
-                self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
+            if job.queue in queues and job.phase == "Inqueue" and job.ready_count < job.min_member and job.min_resources:
+                self.inqueue[job.queue].add(job.min_resources)
 
     def _descendants(self, q: str) -> list[str]:
         out, todo = [], [q]
@@ -88,15 +106,15 @@ class CapacityPlugin:
     def _top_down(self) -> list[str]:
         return sorted(self.ssn.queues, key=lambda q: len(self.chain[q]))
 
-    def held(self, q: str) -> Resources:
-        total = Resources()
+    def held(self, q: str) -> Vector:
+        total = Vector()
         for d in self.subtree[q]:
-            total = total + self.ssn.queues[d].allocated
+            total.add(self.ssn.queues[d].allocated)
         return total
 
     def _deserved(self, q: str) -> dict[str, float]:
         info = self.ssn.queues[q]
-        return {r: float(v) for r, v in info.deserved.items()} if not info.deserved.is_empty else dict(self.capability[q])
+        return {r: float(v) for r, v in info.deserved.items()} if info.deserved is not None else dict(self.capability[q])
 
     def job_valid(self, job: JobInfo) -> str | None:
         if job.queue in self.children and self.children[job.queue]:
@@ -109,13 +127,13 @@ class CapacityPlugin:
             return 0
         return -1 if sa < sb else 1
 
-    def _subtree(self, table: Mapping[str, Resources], q: str) -> Resources:
-        total = Resources()
+    def _subtree(self, table: Mapping[str, Vector], q: str) -> Vector:
+        total = Vector()
         for d in self.subtree[q]:
-            total = total + table[d]
+            total.add(table[d])
         return total
 
-    def _refuse(self, queue: str, need: Mapping[str, int], admitting: bool, what: str) -> tuple[str, str] | None:
+    def _refuse(self, queue: str, need: Vector, admitting: bool, what: str) -> tuple[str, str] | None:
         """Why ``need`` cannot join the queue (some level's capability), or None. When
         ``admitting`` a job, admitted jobs' reservations count and running jobs' slack does not."""
         for level in self.chain.get(queue, []):
@@ -124,7 +142,7 @@ class CapacityPlugin:
                 held = held + self._subtree(self.inqueue, level) - self._subtree(self.elastic, level)
             for r, v in need.items():
                 cap = self.capability[level].get(r, 0.0)
-                if v > 0 and held.get(r, 0) + v > cap + EPSILON:
+                if v > 0 and held.get(r) + v > cap + EPSILON:
                     name = level if level == queue else f"{level} (parent of {queue})"
                     origin = self.source[level].get(r, "")
                     if origin and origin != level:
@@ -134,7 +152,7 @@ class CapacityPlugin:
                     else:
                         limit = f"share of the cluster {r} {fmt(r, cap)} (what sibling queues' guarantees leave)"
                     return (f"queue {name}: {limit} would be exceeded (allocated "
-                            f"{fmt(r, held.get(r, 0))}, {what} needs {fmt(r, v)})", "QueueCapabilityExceeded")
+                            f"{fmt(r, held.get(r))}, {what} needs {fmt(r, v)})", "QueueCapabilityExceeded")
         return None
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
@@ -142,7 +160,7 @@ class CapacityPlugin:
         return Refusal(*refused) if refused else None
 
     def enqueueable(self, job: JobInfo) -> Vote:
-        if job.min_resources.is_empty or job.queue not in self.capability:
+        if job.min_resources is None or job.min_resources.is_empty() or job.queue not in self.capability:
             return ABSTAIN
         refused = self._refuse(job.queue, job.min_resources, True, "job")
         if refused:
@@ -150,11 +168,11 @@ class CapacityPlugin:
         return PERMIT
 
     def enqueued(self, job: JobInfo) -> None:
-        if job.queue in self.inqueue:
-            self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
+        if job.queue in self.inqueue and job.min_resources is not None:
+            self.inqueue[job.queue].add(job.min_resources)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
-        left: dict[str, Resources] = {}
+        left: dict[str, Vector] = {}
         out = []
         for c in candidates:
             q = self.ssn.jobs[c.job].queue
@@ -162,7 +180,7 @@ class CapacityPlugin:
                 continue
             held = left.get(q, self.held(q))
             deserved = self._deserved(q)
-            if any(held.get(r, 0) > deserved.get(r, 0.0) + EPSILON for r in c.resreq):
+            if any(held.get(r) > deserved.get(r, 0.0) + EPSILON for r, _ in c.resreq.items() if c.resreq.get(r) > 0):
                 out.append(c)
                 left[q] = held - c.resreq
         return out

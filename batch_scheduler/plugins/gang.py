@@ -1,10 +1,15 @@
-"""gang: a job starts whole or not at all.
+"""gang: a job starts whole or not at all — Volcano's gang plugin.
 
-A job is ready when at least ``minMember`` of its tasks (and ``minTaskMember`` per task
-role) are placed; allocate commits only ready jobs. Jobs not yet ready go first, so a
-half-placed gang is finished before new ones start. As a preempt or reclaim voter
-(unless ``enablePreemptable`` / ``enableReclaimable`` is false) it never takes a running
-job below its ``minMember``.
+- valid: enough pods exist — per task role (``minTaskMember``, when minMember covers the
+  roles' minimums) and in all (minMember); otherwise the job is not scheduled this session;
+- ready: at least minMember tasks placed (best-effort pending ones count), and each role's
+  minimum; allocate commits only ready jobs;
+- pipelined: the same, pipelined tasks counting;
+- starving: fewer than minMember tasks placed or pipelined (preempt and reclaim help these);
+- job order: jobs not yet ready go first, so a half-placed gang is finished before new ones;
+- preemptable / reclaimable (unless ``enablePreemptable`` / ``enableReclaimable`` is off):
+  a job loses tasks only while it keeps more than minMember ready — a job with minMember 1
+  and one running task keeps it.
 """
 
 from __future__ import annotations
@@ -13,17 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import check_arguments
-from batch_scheduler.info import READY, JobInfo, TaskInfo, TaskStatus
+from batch_scheduler.info import JobInfo, TaskInfo
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
-
-TASK_SPEC_LABEL = "volcano.sh/task-spec"
-_LIVE = frozenset({TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.BOUND, TaskStatus.SUCCEEDED})
-
-
-def _role(task: TaskInfo) -> str:
-    return task.pod.labels.get(TASK_SPEC_LABEL, "")
 
 
 class GangPlugin:
@@ -37,33 +35,26 @@ class GangPlugin:
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
 
-    def _roles_short(self, job: JobInfo, statuses: frozenset[TaskStatus]) -> list[str]:
-        short = []
-        for role, need in job.min_task_member.items():
-            have = sum(1 for t in job.tasks.values() if _role(t) == role and t.status in statuses)
-            if have < need:
-                short.append(f"{role} {have}/{need}")
-        return short
-
     def job_valid(self, job: JobInfo) -> str | None:
-        if job.podgroup is None:
-            return None
-        live = job.count(_LIVE)
-        if live < job.min_member:
-            return f"gang: {live}/{job.min_member} pods exist (minMember {job.min_member}); waiting for the rest to be created"
+        if not job.check_task_valid():
+            short = ", ".join(f"{role or '(no role)'} {need}" for role, need in job.min_task_member.items())
+            return f"gang: not enough pods of each task role exist (minTaskMember {short}); waiting for them to be created"
+        valid = job.valid_count
+        if valid < job.min_member:
+            return f"gang: {valid}/{job.min_member} pods exist (minMember {job.min_member}); waiting for the rest to be created"
         return None
 
     def job_ready(self, job: JobInfo) -> bool:
-        return job.ready_count >= job.min_member and not self._roles_short(job, READY)
+        return job.check_task_ready() and job.is_ready()
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        return job.ready_count + job.pipelined_count >= job.min_member
+        return job.check_task_pipelined() and job.is_pipelined()
 
     def job_starving(self, job: JobInfo) -> bool:
-        return job.ready_count + job.pipelined_count < job.min_member
+        return job.is_starving()
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        ra, rb = self.job_ready(a), self.job_ready(b)
+        ra, rb = a.is_ready(), b.is_ready()
         return (ra > rb) - (ra < rb)  # not ready first
 
     def _protect(self, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
@@ -72,7 +63,7 @@ class GangPlugin:
         for c in candidates:
             job = self.ssn.jobs[c.job]
             occupied = left.setdefault(c.job, job.ready_count)
-            if job.min_member <= occupied - 1 or job.min_member <= 1:
+            if occupied > job.min_member:
                 out.append(c)
                 left[c.job] = occupied - 1
         return out

@@ -1,8 +1,12 @@
-"""overcommit: admit jobs (enqueue) while their minResources fit in idle × ``overcommit-factor``.
+"""overcommit: admit jobs (enqueue) while their minResources fit in idle × ``overcommit-factor`` — Volcano's overcommit plugin.
 
 Idle is what the usable nodes hold, times the factor (default 1.2, so a little more is
-admitted than fits and allocate always has work), minus what all schedulers allocated
-and what admitted jobs not yet running reserved. A job without minResources is admitted.
+admitted than fits and allocate always has work), minus what all schedulers allocated.
+Admitted jobs reserve their minResources: Inqueue jobs all of them, Running jobs (with
+at least minMember tasks placed) the part of what they hold their minResources covers.
+A job fits when its minResources plus those reservations stay within idle in every
+resource it asks for. A job without minResources is admitted. A factor below 1 is
+Volcano's default instead (the conf loader warns).
 """
 
 from __future__ import annotations
@@ -10,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from batch_scheduler.framework import ABSTAIN, PERMIT, Vote, VoteKind, check_arguments, number
+from batch_scheduler.framework import PERMIT, Vote, VoteKind, check_arguments, number
 from batch_scheduler.info import JobInfo, shareable
-from cluster.resources import Resources
+from batch_scheduler.plugins.proportion import allocated_tasks, fmt, inqueue_part
+from batch_scheduler.vector import Vector
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
 
 FACTOR = "overcommit-factor"
+DEFAULT_FACTOR = 1.2
 
 
 class OvercommitPlugin:
@@ -31,38 +35,39 @@ class OvercommitPlugin:
     @classmethod
     def create(cls, arguments: Mapping[str, str]) -> OvercommitPlugin:
         check_arguments(cls.name, arguments, [FACTOR])
-        return cls(number(arguments, FACTOR, 1.2, minimum=1.0))
+        factor = number(arguments, FACTOR, DEFAULT_FACTOR, minimum=float("-inf"))
+        return cls(factor if factor >= 1.0 else DEFAULT_FACTOR)
 
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
         cols, n = ssn.columns, ssn.n
         usable = ssn.allowed & ~cols.unschedulable[:n]
-        used = shareable({r: int(cols.allocated[i, :n][usable].sum()) for i, r in enumerate(cols.resources)})
-        self.total = ssn.total
-        self.used = used
-        self.idle = {r: amount * self.factor - used.get(r, 0) for r, amount in ssn.total.items()}
-        self.inqueue = Resources()
+        self.used = Vector.from_amounts(shareable({r: int(cols.allocated[i, :n][usable].sum())
+                                                   for i, r in enumerate(cols.resources)}))
+        self.idle = ssn.total.copy().multi(self.factor).sub(self.used)
+        self.inqueue = Vector()
         for job in ssn.jobs.values():
-            if job.phase == "Inqueue" and job.ready_count < job.min_member:
-                self.inqueue = self.inqueue + job.min_resources
+            if job.min_resources is None:
+                continue
+            if job.phase == "Inqueue":
+                self.inqueue.add(job.min_resources)
+            elif job.phase == "Running" and allocated_tasks(job) >= job.min_member:
+                self.inqueue.add(inqueue_part(job))
 
     def enqueueable(self, job: JobInfo) -> Vote:
         need = job.min_resources
-        if need.is_empty:
-            return ABSTAIN
-        for name, amount in need.items():
-            left = self.idle.get(name, 0.0) - self.inqueue.get(name, 0)
-            if amount > left:
-                return Vote(VoteKind.REJECT, condition="NotEnoughResources", reason=(
-                    f"cluster: job needs {name} {_fmt(name, amount)} to start, only {_fmt(name, max(int(np.floor(left)), 0))} "
-                    f"can be admitted ({_fmt(name, self.total.get(name, 0))} allocatable × overcommit-factor {self.factor:g}, "
-                    f"{_fmt(name, self.used.get(name, 0))} allocated, {_fmt(name, self.inqueue.get(name, 0))} "
-                    "reserved by admitted jobs)"))
-        return PERMIT
+        if need is None:
+            return PERMIT
+        ok, short = (self.inqueue + need).less_equal_in(self.idle, need)
+        if ok:
+            return PERMIT
+        r = short[0]
+        left = self.idle.get(r) - self.inqueue.get(r)
+        return Vote(VoteKind.REJECT, condition="NotEnoughResources", reason=(
+            f"cluster: job needs {r} {fmt(r, need.get(r))} to start, only {fmt(r, max(left, 0.0))} can be admitted "
+            f"({fmt(r, self.ssn.total.get(r))} allocatable × overcommit-factor {self.factor:g}, "
+            f"{fmt(r, self.used.get(r))} allocated, {fmt(r, self.inqueue.get(r))} reserved by admitted jobs)"))
 
     def enqueued(self, job: JobInfo) -> None:
-        self.inqueue = self.inqueue + job.min_resources
-
-
-def _fmt(name: str, amount: int) -> str:
-    return Resources({name: amount}).to_quantities().get(name, "0")
+        if job.min_resources is not None:
+            self.inqueue.add(job.min_resources)

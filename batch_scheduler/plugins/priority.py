@@ -1,7 +1,7 @@
 """priority: higher-priority jobs and tasks go first, and may preempt lower-priority ones.
 
 Priorities come from ``spec.priority`` or the PriorityClass named by the pod (tasks) or
-the PodGroup's ``priorityClassName`` (jobs; without one, the highest of its tasks').
+the PodGroup's ``priorityClassName`` (jobs; without one, the default PriorityClass, else 0).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ class PriorityPlugin:
         return _higher_first(a.priority, b.priority)
 
     def job_starving(self, job: JobInfo) -> bool:
-        """A job with tasks still waiting for a node."""
-        return any(t.status.value == "Pending" for t in job.tasks.values())
+        """Fewer tasks placed or pipelined than it has."""
+        return job.ready_count + job.pipelined_count < len(job.tasks)
 
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
         """Tasks of lower-priority jobs; within the preemptor's own job, lower-priority tasks."""

@@ -1,90 +1,95 @@
-"""proportion: queues share the cluster by weight, within their capability, above their guarantee.
+"""proportion: queues share the cluster by weight, within their capability, above their guarantee — Volcano's proportion plugin.
 
-At session open each queue's *deserved* share is computed by water-filling, as Volcano
-does: the remaining resources are handed out by weight, a queue never gets more than it
-asks for (allocated + pending requests) nor more than its real capability
-(``capability``, and the cluster minus the other queues' guarantees), and never less than
-its ``guarantee``; what a satisfied queue does not need goes round again. Then:
+At session open, for every queue that has jobs, it sums what the queue holds (allocated:
+tasks bound, binding, running or allocated) and asks for (allocated plus pending
+requests), what its admitted jobs reserve (inqueue: minResources of Inqueue jobs, and of
+Running jobs the part of what they hold their minResources covers) and its elastic slack
+(what running jobs hold beyond their minResources). Its *real capability* is the cluster
+less every queue's guarantee, plus its own guarantee, capped by its ``capability``.
+Then each queue's *deserved* share is water-filled as Volcano does: the remaining
+resources are handed out by weight, a queue never gets more than its real capability nor
+more than it asks for, never less than its guarantee; what a satisfied queue does not
+need goes round again. Then:
 
-- queue order: the smaller ``allocated ÷ deserved`` (dominant over resources) goes first;
-- allocatable: a task fits its queue when allocated + request stays within deserved;
-- overused: a queue at its deserved share in every resource gets nothing more;
-- enqueue: a job is admitted while minResources + allocated + admitted stays within the
-  real capability;
-- reclaim: tasks of queues above their deserved share may be taken back.
+- queue order: higher ``spec.priority`` first, then the smaller share (the largest
+  allocated ÷ deserved over resources);
+- overused: a queue whose allocation reached its deserved share in every resource gets
+  nothing more this session;
+- allocatable (and preemptive, for reclaim): the queue is Open, and allocated + the task's
+  request stays within deserved in every resource the task asks for;
+- enqueue: the queue is Open, and a job's minResources + allocated + inqueue − elastic
+  stays within the real capability in every resource the job asks for;
+- reclaimable: tasks of queues holding more than their deserved share, until they are
+  down to it.
+
+Allocations, pipelines and evictions in the session update what each queue holds.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from batch_scheduler.framework import ABSTAIN, PERMIT, Refusal, Vote, VoteKind, check_arguments
-from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo
-from cluster.resources import Resources
+from batch_scheduler.framework import PERMIT, Refusal, Vote, VoteKind, check_arguments
+from batch_scheduler.info import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
+from batch_scheduler.vector import INFINITY, ZERO, Vector, amount_text, exceeded_part, share, vmax
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
 
 EPSILON = 1e-6
-Amounts = dict[str, float]
 
 
 def fmt(name: str, amount: float) -> str:
-    """A resource amount as a Kubernetes quantity (cpu in cores or millicores, memory in bytes units)."""
-    return Resources({name: int(amount)}).to_quantities().get(name, "0")
+    """A Volcano-unit amount as a Kubernetes quantity."""
+    return amount_text(name, amount)
 
 
-def share(allocated: Mapping[str, int], deserved: Mapping[str, float]) -> float:
-    """The largest allocated ÷ deserved over resources (1 for a resource held but not deserved)."""
-    s = 0.0
-    for name, amount in allocated.items():
-        d = deserved.get(name, 0.0)
-        s = max(s, amount / d if d > EPSILON else (1.0 if amount > 0 else 0.0))
-    return s
-
-
-def elastic(ssn: Session) -> dict[str, Resources]:
-    """Per queue, what its running jobs hold beyond their minResources: preemptible slack, not
-    counted against the queue when a new job asks to be admitted (as in Volcano)."""
-    out = {q: Resources() for q in ssn.queues}
-    for job in ssn.jobs.values():
-        if job.queue in out and not job.allocated.is_empty:
-            extra = Resources({r: max(v - job.min_resources.get(r, 0), 0) for r, v in job.allocated.items()})
-            out[job.queue] = out[job.queue] + extra
+def inqueue_part(job: JobInfo) -> Vector:
+    """What a running job's minResources still reserve beyond what it holds, per resource its
+    minResources names (Volcano's ``GetInqueueResource``)."""
+    need = job.min_resources if job.min_resources is not None else Vector()
+    held = job.allocated
+    names = job.podgroup.spec.min_resources if job.podgroup is not None and job.podgroup.spec.min_resources else {}
+    out = Vector()
+    for name in names:
+        if name == "cpu":
+            out.cpu = max(need.cpu - held.cpu, 0.0)
+        elif name == "memory":
+            out.memory = max(need.memory - held.memory, 0.0)
+        elif not name.startswith("count/"):
+            reserved = need.scalars.get(name, 0.0)
+            if name not in held.scalars:
+                out.scalars[name] = reserved
+            elif reserved - held.scalars[name] > 0:
+                out.scalars[name] = reserved - held.scalars[name]
     return out
 
 
-def water_fill(total: Mapping[str, int], weights: Mapping[str, int], request: Mapping[str, Amounts],
-               capability: Mapping[str, Amounts], guarantee: Mapping[str, Amounts]) -> dict[str, Amounts]:
-    """Each queue's deserved share (see the module docstring)."""
-    names = list(total)
-    remaining = {r: float(total[r]) for r in names}
-    deserved = {q: {r: 0.0 for r in names} for q in weights}
-    met: set[str] = set()
-    for _ in range(64):  # each round hands out what is left; it shrinks geometrically
-        active = [q for q in weights if q not in met]
-        weight_sum = sum(weights[q] for q in active)
-        if not weight_sum:
-            break
-        before = dict(remaining)
-        change = {r: 0.0 for r in names}
-        for q in active:
-            old = deserved[q]
-            asked = request[q]
-            new = {r: min(old[r] + before[r] * weights[q] / weight_sum, capability[q][r], asked.get(r, 0.0)) for r in names}
-            new = {r: max(new[r], guarantee[q].get(r, 0.0)) for r in names}
-            if all(asked.get(r, 0.0) <= new[r] + EPSILON for r in names) or all(
-                    abs(new[r] - old[r]) <= EPSILON for r in names):
-                met.add(q)  # has all it asks for, or all its capability allows
-            for r in names:
-                change[r] += new[r] - old[r]
-            deserved[q] = new
-        remaining = {r: before[r] - change[r] for r in names}
-        if all(v <= EPSILON for v in remaining.values()) or all(
-                abs(remaining[r] - before[r]) <= EPSILON * max(float(total[r]), 1.0) for r in names):
-            break
-    return deserved
+@dataclass
+class QueueAttr:
+    name: str
+    weight: int
+    deserved: Vector = field(default_factory=Vector)
+    allocated: Vector = field(default_factory=Vector)
+    request: Vector = field(default_factory=Vector)
+    elastic: Vector = field(default_factory=Vector)
+    inqueue: Vector = field(default_factory=Vector)
+    capability: Vector | None = None
+    real_capability: Vector = field(default_factory=Vector)
+    guarantee: Vector = field(default_factory=Vector)
+    share: float = 0.0
+
+    def update_share(self) -> None:
+        self.share = max((share(self.allocated.get(n), self.deserved.get(n)) for n in self.deserved.resource_names()),
+                         default=0.0)
+
+
+def allocated_tasks(job: JobInfo) -> int:
+    """Volcano's ``CalculateAllocatedTaskNum``: tasks holding resources."""
+    return job.count(ALLOCATED_STATUSES)
 
 
 class ProportionPlugin:
@@ -98,105 +103,171 @@ class ProportionPlugin:
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
         total = ssn.total
-        total_guarantee: Amounts = {}
+        total_guarantee = Vector()
         for queue in ssn.queues.values():
-            for r, v in queue.guarantee.items():
-                total_guarantee[r] = total_guarantee.get(r, 0.0) + v
-        request: dict[str, Amounts] = {q: {r: float(v) for r, v in info.allocated.items()} for q, info in ssn.queues.items()}
-        self.inqueue: dict[str, Resources] = {q: Resources() for q in ssn.queues}
-        self.elastic = elastic(ssn)
+            if queue.guarantee is not None:
+                total_guarantee.add(queue.guarantee)
+        self.attrs: dict[str, QueueAttr] = {}
         for job in ssn.jobs.values():
-            if job.queue not in request:
+            info = ssn.queues.get(job.queue)
+            if info is None or not ssn.in_queue(job):
                 continue
-            req = request[job.queue]
-            for t in job.pending():
-                for r, v in t.resreq.items():
-                    req[r] = req.get(r, 0.0) + v
-            if job.phase == "Inqueue" and job.ready_count < job.min_member:
-                self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
-        self.capability: dict[str, Amounts] = {}
-        self.capped: dict[str, set[str]] = {}  # resources where the queue's own capability is the limit
-        for q, info in ssn.queues.items():
-            cap: Amounts = {}
-            self.capped[q] = set()
-            for r, amount in total.items():
-                limit = float(amount) - total_guarantee.get(r, 0.0) + info.guarantee.get(r, 0)
-                if r in info.capability and info.capability[r] <= limit:
-                    limit = float(info.capability[r])
-                    self.capped[q].add(r)
-                cap[r] = limit
-            for r in info.capability:
-                if r not in cap:  # a resource no usable node has
-                    cap[r], self.capped[q] = 0.0, self.capped[q] | {r}
-            self.capability[q] = cap
-        weights = {q: info.weight for q, info in ssn.queues.items()}
-        guarantee = {q: {r: float(v) for r, v in info.guarantee.items()} for q, info in ssn.queues.items()}
-        self.deserved = water_fill(total, weights, request, self.capability, guarantee)
+            attr = self.attrs.get(job.queue)
+            if attr is None:
+                attr = self._attr(info, total, total_guarantee)
+                self.attrs[job.queue] = attr
+            for t in job.tasks.values():
+                if t.status in ALLOCATED_STATUSES:
+                    attr.allocated.add(t.resreq)
+                    attr.request.add(t.resreq)
+                elif t.status is TaskStatus.PENDING:
+                    attr.request.add(t.resreq)
+            if job.phase == "Inqueue" and job.min_resources is not None:
+                attr.inqueue.add(job.min_resources)
+            if job.phase == "Running" and job.min_resources is not None and allocated_tasks(job) >= job.min_member:
+                attr.inqueue.add(inqueue_part(job))
+            attr.elastic.add(job.elastic())
+        self._water_fill(total)
+
+    def _attr(self, queue: QueueInfo, total: Vector, total_guarantee: Vector) -> QueueAttr:
+        attr = QueueAttr(name=queue.name, weight=queue.weight)
+        if queue.capability is not None:
+            cap = queue.capability.copy()
+            if cap.cpu <= 0:
+                cap.cpu = math.inf
+            if cap.memory <= 0:
+                cap.memory = math.inf
+            attr.capability = cap
+        if queue.guarantee is not None:
+            attr.guarantee = queue.guarantee.copy()
+        real = exceeded_part(total, total_guarantee).add(attr.guarantee)
+        if attr.capability is not None:
+            real.min_dimension(attr.capability, INFINITY)
+        attr.real_capability = real
+        return attr
+
+    def _water_fill(self, total: Vector) -> None:
+        remaining = total.copy()
+        met: set[str] = set()
+        while True:
+            weight_sum = sum(a.weight for q, a in self.attrs.items() if q not in met)
+            if weight_sum == 0:
+                break
+            old_remaining = remaining.copy()
+            increased, decreased = Vector(), Vector()
+            for q, attr in self.attrs.items():
+                if q in met:
+                    continue
+                old = attr.deserved.copy()
+                attr.deserved.add(remaining.copy().multi(attr.weight / weight_sum))
+                attr.deserved.min_dimension(attr.real_capability, INFINITY)
+                attr.deserved.min_dimension(attr.request, ZERO)
+                attr.deserved = vmax(attr.deserved, attr.guarantee)
+                attr.update_share()
+                if attr.request.less_equal(attr.deserved, ZERO) or attr.deserved == old:
+                    met.add(q)
+                inc, dec = attr.deserved.diff(old, ZERO)
+                increased.add(inc)
+                decreased.add(dec)
+            remaining = exceeded_part(remaining.add(decreased), increased)
+            if remaining.is_empty() or remaining == old_remaining:
+                break
+
+    # -- events ---------------------------------------------------------------------------
+
+    def allocated(self, task: TaskInfo) -> None:
+        attr = self.attrs.get(self.ssn.jobs[task.job].queue)
+        if attr is not None:
+            attr.allocated.add(task.resreq)
+            attr.update_share()
+
+    def deallocated(self, task: TaskInfo) -> None:
+        attr = self.attrs.get(self.ssn.jobs[task.job].queue)
+        if attr is not None:
+            attr.allocated.sub(task.resreq)
+            attr.update_share()
+
+    # -- extension points -----------------------------------------------------------------
 
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
-        sa, sb = share(a.allocated, self.deserved[a.name]), share(b.allocated, self.deserved[b.name])
-        if abs(sa - sb) <= EPSILON:
-            return 0
-        return -1 if sa < sb else 1
+        if a.priority != b.priority:
+            return b.priority - a.priority
+        sa, sb = self.attrs[a.name].share if a.name in self.attrs else 0.0, \
+            self.attrs[b.name].share if b.name in self.attrs else 0.0
+        return 0 if sa == sb else (-1 if sa < sb else 1)
 
     def overused(self, queue: QueueInfo) -> Refusal | None:
-        deserved = self.deserved[queue.name]
-        if all(queue.allocated.get(r, 0) + EPSILON >= d for r, d in deserved.items()):
-            held = ", ".join(f"{r} {fmt(r, queue.allocated.get(r, 0))}" for r, d in deserved.items() if d > EPSILON) or "nothing"
-            return Refusal(f"queue {queue.name}: at its deserved share ({held}); waits for its running jobs to finish",
-                           "QueueShareExceeded")
-        return None
+        attr = self.attrs.get(queue.name)
+        if attr is None or not attr.deserved.less_equal(attr.allocated, ZERO):
+            return None
+        held = ", ".join(f"{r} {fmt(r, attr.allocated.get(r))}" for r in attr.deserved.resource_names()) or "nothing"
+        return Refusal(f"queue {queue.name}: at its deserved share ({held}); waits for its running jobs to finish",
+                       "QueueShareExceeded")
+
+    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
+        if not queue.open:
+            return Refusal(f"queue {queue.name} is {queue.state}: only Open queues take new tasks", "QueueClosed")
+        attr = self.attrs.get(queue.name)
+        if attr is None:
+            return None
+        ok, short = (attr.allocated + task.resreq).less_equal_in(attr.deserved, task.resreq)
+        if ok:
+            return None
+        r = short[0]
+        held = fmt(r, attr.allocated.get(r))
+        if attr.capability is not None and attr.deserved.get(r) + EPSILON >= attr.capability.get(r):
+            return Refusal(f"queue {queue.name}: capability {r} {fmt(r, attr.capability.get(r))} would be exceeded "
+                           f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))})", "QueueCapabilityExceeded")
+        why = "; the other queues' weights and requests set it" if len(self.attrs) > 1 else ""
+        return Refusal(f"queue {queue.name}: deserved share {r} {fmt(r, attr.deserved.get(r))} would be exceeded "
+                       f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))}){why}", "QueueShareExceeded")
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
-        deserved = self.deserved[queue.name]
-        for r, v in task.resreq.items():
-            if v > 0 and queue.allocated.get(r, 0) + v > deserved.get(r, 0.0) + EPSILON:
-                return self._limit(queue, r, v, "task")
-        return None
+        return self._allocatable(queue, task)
 
-    def _limit(self, queue: QueueInfo, r: str, need: int, what: str) -> Refusal:
-        allocated = fmt(r, queue.allocated.get(r, 0))
-        if r in self.capped[queue.name] and self.deserved[queue.name].get(r, 0.0) + EPSILON >= self.capability[queue.name][r]:
-            cap = fmt(r, self.capability[queue.name][r])
-            return Refusal(f"queue {queue.name}: capability {r} {cap} would be exceeded (allocated {allocated}, "
-                           f"{what} needs {fmt(r, need)})", "QueueCapabilityExceeded")
-        deserved = fmt(r, self.deserved[queue.name].get(r, 0.0))
-        why = "; the other queues' weights and requests set it" if len(self.deserved) > 1 else ""
-        return Refusal(f"queue {queue.name}: deserved share {r} {deserved} would be exceeded (allocated {allocated}, "
-                       f"{what} needs {fmt(r, need)}){why}", "QueueShareExceeded")
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._allocatable(queue, task) is None
 
     def enqueueable(self, job: JobInfo) -> Vote:
-        need = job.min_resources
-        if need.is_empty or job.queue not in self.capability:
-            return ABSTAIN
         queue = self.ssn.queues[job.queue]
-        held = queue.allocated + self.inqueue[job.queue] - self.elastic[job.queue]
-        future = held + need
-        for r, v in need.items():
-            if v > 0 and future.get(r, 0) > self.capability[job.queue].get(r, 0.0) + EPSILON:
-                allocated = fmt(r, held.get(r, 0))
-                cap = fmt(r, self.capability[job.queue][r])
-                kind = "capability" if r in self.capped[job.queue] else "share of the cluster (after guarantees)"
-                return Vote(VoteKind.REJECT, condition="QueueCapabilityExceeded", reason=(
-                    f"queue {job.queue}: {kind} {r} {cap} would be exceeded (allocated {allocated}, job needs {fmt(r, v)})"))
-        return PERMIT
+        if not queue.open:
+            return Vote(VoteKind.REJECT, condition="QueueClosed",
+                        reason=f"queue {queue.name} is {queue.state}: only Open queues take new jobs")
+        attr = self.attrs.get(job.queue)
+        if attr is None or job.min_resources is None:
+            return PERMIT
+        need = job.min_resources
+        future = need.copy().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
+        ok, short = future.less_equal_in(attr.real_capability, need)
+        if ok:
+            attr.inqueue.add(need)
+            return PERMIT
+        r = short[0]
+        kind = "capability" if attr.capability is not None and math.isfinite(attr.capability.get(r)) and \
+            attr.real_capability.get(r) >= attr.capability.get(r) - EPSILON else "share of the cluster (after guarantees)"
+        return Vote(VoteKind.REJECT, condition="QueueCapabilityExceeded", reason=(
+            f"queue {job.queue}: {kind} {r} {fmt(r, attr.real_capability.get(r))} would be exceeded "
+            f"(allocated {fmt(r, (attr.allocated + attr.inqueue - attr.elastic).get(r))}, job needs {fmt(r, need.get(r))})"))
 
     def enqueued(self, job: JobInfo) -> None:
-        if job.queue in self.inqueue:
-            self.inqueue[job.queue] = self.inqueue[job.queue] + job.min_resources
+        pass  # enqueueable already reserved the job's minResources, as Volcano's does
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
-        """Tasks of reclaimable queues, while their queue stays above its deserved share."""
-        left: dict[str, Resources] = {}
+        """Tasks of queues holding more than their deserved share, until they are down to it."""
+        allocations: dict[str, Vector] = {}
         out = []
         for c in candidates:
             q = self.ssn.jobs[c.job].queue
-            queue = self.ssn.queues[q]
-            if not queue.reclaimable:
+            attr = self.attrs.get(q)
+            if attr is None:
                 continue
-            allocated = left.get(q, queue.allocated)
-            deserved = self.deserved[q]
-            if any(allocated.get(r, 0) > deserved.get(r, 0.0) + EPSILON for r in c.resreq):
+            allocated = allocations.setdefault(q, attr.allocated.copy())
+            if not allocated.less_equal(attr.deserved, ZERO):
+                allocated.sub(c.resreq)
                 out.append(c)
-                left[q] = allocated - c.resreq
         return out
+
+    @property
+    def deserved(self) -> dict[str, dict[str, float]]:
+        """Each queue's deserved share in caldera amounts (for ``caldera status``)."""
+        return {q: {r: float(v) for r, v in a.deserved.to_amounts().items()} for q, a in self.attrs.items()}

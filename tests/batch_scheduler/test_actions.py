@@ -44,7 +44,8 @@ def test_an_elastic_job_beyond_min_member_commits_its_gang_then_adds_tasks_one_b
     ssn = session(conf(*PLUGINS), [node("n1", cpu="8")], pods, podgroups=[podgroup("a", min_member=2)])
     ssn.run()
     assert [len(batch) for batch in ssn.commits] == [2, 1, 1]
-    assert job_phase(ssn.jobs["default/a"]) == "Running"
+    # As in Volcano, the PodGroup turns Running once its pods are bound (the next session sees them so).
+    assert job_phase(ssn.jobs["default/a"]) == "Inqueue" and ssn.jobs["default/a"].is_ready()
 
 
 def test_backfill_places_best_effort_pods_the_allocate_action_leaves() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -28,27 +29,31 @@ from batch_scheduler.framework import (
     number,
 )
 from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo, TaskStatus, default_queue
-from cluster.resources import Resources
 from tests.builders import pod
 
 NONE: frozenset[str] = frozenset()
 REJECT = Vote(VoteKind.REJECT, reason="no room", condition="NotEnoughResources")
 
 
+def created(order: int) -> str:
+    return f"2026-01-01T00:00:{order:02d}Z"
+
+
 def job(name: str, order: int = 0) -> JobInfo:
     return JobInfo(key=f"default/{name}", namespace="default", name=name, queue="default", priority=0, min_member=1,
-                   min_resources=Resources(), podgroup=None, phase="Pending", order=order)
+                   min_resources=None, podgroup=None, phase="Pending", order=order, created=created(order))
 
 
 def task(name: str, order: int = 0) -> TaskInfo:
     p = pod(name)
+    p = msgspec.structs.replace(p, metadata=msgspec.structs.replace(p.metadata, creation_timestamp=created(order)))
     return TaskInfo(uid=p.uid, pod=p, job="default/j", request=p.request(), priority=0, status=TaskStatus.BOUND,
                     node="n", order=order)
 
 
 def queue(name: str, order: int = 0) -> QueueInfo:
     q = default_queue(name)
-    q.order = order
+    q.order, q.created = order, created(order)
     return q
 
 
@@ -172,9 +177,10 @@ def compare(key: Any, a: object, b: object) -> int:
 ])
 def test_first_non_zero_order_wins(answers: list[list[int]], expected: int) -> None:
     t = tiers(*[[Order(a) for a in tier] for tier in answers])
-    assert compare(t.job_key(), job("a"), job("b")) == expected  # same creation order: 0 stays 0
-    assert compare(t.queue_key(), queue("qa"), queue("qb")) == (expected or -1)  # 0: by name
-    assert compare(t.task_key(), task("ta"), task("tb")) == expected
+    # No plugin decides: Volcano's defaults, by creation then name (jobs, queues) or uid (tasks).
+    assert compare(t.job_key(), job("a"), job("b")) == (expected or -1)
+    assert compare(t.queue_key(), queue("qa"), queue("qb")) == (expected or -1)
+    assert compare(t.task_key(), task("ta"), task("tb")) == (expected or -1)
 
 
 def test_later_plugins_are_not_asked_once_one_decides() -> None:
@@ -352,11 +358,12 @@ class Ready(Base):
         return self.invalid
 
 
-def test_job_ready_and_starving_need_every_plugin_and_valid_takes_the_first_refusal() -> None:
+def test_job_ready_needs_every_plugin_starving_the_first_tier_with_a_plugin_and_valid_takes_the_first_refusal() -> None:
     t = tiers([Ready(True, invalid=None)], [Ready(False, starving=False, invalid="first"), Ready(True, invalid="second")])
     j = job("j")
     assert not t.job_ready(j)
-    assert not t.job_starving(j)
+    assert t.job_starving(j)  # tier 1 decides starving (Volcano); tier 2 is not asked
+    assert not tiers([], [Ready(True), Ready(True, starving=False)]).job_starving(j)  # every plugin of the tier
     assert t.job_invalid(j) == "first"
     assert tiers([Ready(True)], [Ready(True)]).job_ready(j)
     assert tiers([]).job_ready(j) and not tiers([]).job_starving(j)  # no voter: ready, not starving

@@ -26,8 +26,8 @@ State = tuple[Any, dict[str, Resources], dict[str, Resources], dict[str, tuple[T
 
 
 def state(ssn: Session) -> State:
-    return (ssn.columns.allocated.copy(), {k: j.allocated for k, j in ssn.jobs.items()},
-            {k: q.allocated for k, q in ssn.queues.items()},
+    return (ssn.columns.allocated.copy(), {k: j.allocated.to_amounts() for k, j in ssn.jobs.items()},
+            {k: q.allocated.to_amounts() for k, q in ssn.queues.items()},
             {u: (t.status, t.node) for u, t in ssn.tasks.items()},
             {n: r for n, r in ssn.releasing.items() if not r.is_empty})  # an emptied entry frees nothing
 
@@ -46,8 +46,8 @@ def test_allocate_then_discard_restores_everything_exactly() -> None:
     n1 = ssn.columns.index["n1"]
     cpu = ssn.columns.resource_index["cpu"]
     assert ssn.columns.allocated[cpu, n1] == 5000
-    assert ssn.jobs["default/g"].allocated == Resources({"cpu": 5000, "memory": 3 * 2**30})  # no pods entry
-    assert ssn.queues["q"].allocated == Resources({"cpu": 6000, "memory": 4 * 2**30})
+    assert ssn.jobs["default/g"].allocated.to_amounts() == Resources({"cpu": 5000, "memory": 3 * 2**30})  # no pods
+    assert ssn.queues["q"].allocated.to_amounts() == Resources({"cpu": 6000, "memory": 4 * 2**30})
     assert (p0.status, p0.node) == (TaskStatus.ALLOCATED, "n1")
     assert ssn.tiers.job_ready(ssn.jobs["default/g"])
     assert not stmt.empty
@@ -55,7 +55,8 @@ def test_allocate_then_discard_restores_everything_exactly() -> None:
     stmt.discard()
     assert same(state(ssn), before)
     assert (p0.status, p0.node) == (TaskStatus.PENDING, "")
-    assert ssn.jobs["default/g"].allocated == Resources() and ssn.queues["q"].allocated == Resources({"cpu": 1000, "memory": 2**30})
+    assert ssn.jobs["default/g"].allocated.to_amounts() == Resources()
+    assert ssn.queues["q"].allocated.to_amounts() == Resources({"cpu": 1000, "memory": 2**30})
     assert stmt.empty and ssn.commits == [] and ssn.evictions == []
 
 
@@ -68,10 +69,10 @@ def test_commit_hands_the_batch_to_the_session() -> None:
     stmt.commit()
     assert ssn.commits == [[p0, p1]]
     assert stmt.empty and ssn.evictions == []
-    assert (p1.status, p1.node) == (TaskStatus.ALLOCATED, "n2")
-    assert ssn.jobs["default/g"].allocated == Resources({"cpu": 5000, "memory": 3 * 2**30})
+    assert (p1.status, p1.node) == (TaskStatus.BINDING, "n2")  # handed to the binder
+    assert ssn.jobs["default/g"].allocated.to_amounts() == Resources({"cpu": 5000, "memory": 3 * 2**30})
     stmt.discard()  # nothing left to undo once committed
-    assert p0.status is TaskStatus.ALLOCATED and ssn.commits == [[p0, p1]]
+    assert p0.status is TaskStatus.BINDING and ssn.commits == [[p0, p1]]
 
 
 def test_each_commit_is_its_own_batch_and_an_empty_one_adds_nothing() -> None:
@@ -93,11 +94,11 @@ def test_evict_then_discard_restores_the_running_task() -> None:
     stmt = Statement(ssn)
     stmt.evict(run)
     assert run.status is TaskStatus.RELEASING
-    assert ssn.queues["q"].allocated == Resources()
+    assert ssn.queues["q"].allocated.to_amounts() == Resources()
     assert ssn.releasing["n2"] == run.request
     assert ssn.future_idle("n2")["cpu"] == 8000
     stmt.discard()
-    assert same(state(ssn), before)  # the task is bound again
+    assert same(state(ssn), before)  # the task runs again
 
 
 def test_evict_and_pipeline_then_commit() -> None:
@@ -121,7 +122,7 @@ def test_pipeline_then_discard_gives_the_room_back() -> None:
     stmt.pipeline(p0, "n2")
     stmt.discard()
     assert same(state(ssn), before)
-    assert (p0.status, p0.node) == (TaskStatus.PENDING, "") and run.status is TaskStatus.BOUND
+    assert (p0.status, p0.node) == (TaskStatus.PENDING, "") and run.status is TaskStatus.RUNNING
 
 
 def test_discard_lets_the_session_place_on_the_freed_node_again() -> None:
@@ -130,9 +131,9 @@ def test_discard_lets_the_session_place_on_the_freed_node_again() -> None:
                   [task("x", cpu="3", memory="0"), task("y", cpu="3", memory="0")])
     x, y = ssn.tasks["uid-x"], ssn.tasks["uid-y"]
     first = ssn.best_node(x)
-    assert first == ssn.columns.index["a"]  # 3/4 beats 3/8
+    assert first == (ssn.columns.index["a"], False)  # 3/4 beats 3/8; room now, not pipelined
     stmt = Statement(ssn)
     stmt.allocate(x, "a")
-    assert ssn.best_node(y) == ssn.columns.index["b"]  # a is full now
+    assert ssn.best_node(y) == (ssn.columns.index["b"], False)  # a is full now
     stmt.discard()
     assert ssn.best_node(y) == first

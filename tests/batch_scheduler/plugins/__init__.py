@@ -1,0 +1,1 @@
+"""Each plugin through a real Session built from a SessionInput: table-driven, no Redis."""
