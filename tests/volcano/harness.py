@@ -70,6 +70,7 @@ class Case:
     expect_task_status_nums: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     sharding_mode: str = ""  # "", "soft" or "hard"
     nodes_in_shard: Sequence[str] = ()
+    plugins: Sequence[str] = ()  # the plugin builders a Go case registers; tier entries of others are skipped
 
 
 def conf_text(tiers: Sequence[Sequence[Plugin]], actions: Sequence[str],
@@ -115,6 +116,8 @@ def _columns(nodes: Sequence[Node], records: Sequence[PodRecord], case: Case) ->
 
 def open_session(case: Case, tiers: Sequence[Sequence[Plugin]], actions: Sequence[str],
                  configurations: Sequence[Mapping[str, Any]] = ()) -> Session:
+    if case.plugins:  # Volcano's session skips a tier entry whose plugin builder is not registered
+        tiers = [[p for p in tier if p.name in case.plugins] for tier in tiers]
     conf = parse_conf(conf_text(tiers, actions, configurations))
     records = [_record(p) for p in case.pods]
     mode = ShardingMode(case.sharding_mode) if case.sharding_mode else ShardingMode.NONE
@@ -160,7 +163,10 @@ def check(case: Case, ssn: Session) -> None:
     for job_key, phase in case.expect_status.items():
         job = ssn.jobs.get(job_key)
         assert job is not None, f"status: job {job_key} is not in the session"
-        assert job_phase(job) == phase, f"status of {job_key}: want {phase}, got {job_phase(job)}"
+        # Volcano's tests read the phase before the session closes, so the gang plugin has not yet
+        # marked unready jobs Unschedulable (what turns a running, unready job Unknown).
+        got_phase = job_phase(job, gang=False)
+        assert got_phase == phase, f"status of {job_key}: want {phase}, got {got_phase}"
     for job_key, counts in case.expect_task_status_nums.items():
         job = ssn.jobs.get(job_key)
         assert job is not None, f"task statuses: job {job_key} is not in the session"
