@@ -14,7 +14,26 @@ GPU = "nvidia.com/gpu"
 STANDARD_RESOURCES = (CPU, MEMORY, PODS, GPU)
 DEFAULT_MAX_PODS = 110  # the kubelet's default --max-pods
 
+EPHEMERAL_STORAGE = "ephemeral-storage"
+CONTAINER_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
+"""The resources a container may name without a domain (besides ``hugepages-<size>``)."""
+
 _RANK = {name: i for i, name in enumerate(STANDARD_RESOURCES)}
+
+
+def is_native_resource(name: str) -> bool:
+    """Kubernetes' own resources: no domain, or the ``kubernetes.io`` domain."""
+    domain, slash, _ = name.partition("/")
+    return not slash or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+
+
+def is_extended_resource(name: str) -> bool:
+    """A resource a device plugin or an operator adds (``nvidia.com/gpu``): counted in whole units only.
+
+    Kubernetes requires such amounts to be integers and a container's request to equal its
+    limit (they cannot be overcommitted).
+    """
+    return not is_native_resource(name) and not name.startswith("requests.")
 
 
 def _order(name: str) -> tuple[int, str]:
