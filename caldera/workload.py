@@ -5,7 +5,11 @@ training job classes for the batch scheduler and the agent pod classes for the a
 scheduler, how the load rises over the run, and the sharding controller's bands. The
 default ships in the package (``caldera/workloads/default.yaml``, documented there and in
 the README); ``caldera demo --workload FILE`` takes another. A bad file is one line naming
-the file, the field, the value and what is accepted; nothing starts.
+the file, the field, the value and what is accepted; nothing starts. It is held to what the
+API server and Volcano would refuse in the objects it becomes: a misspelled key is refused
+by name with the nearest known one, quantities are checked as a pod's, a node's and a
+queue's (whole extended resources, names a container may request), weights and priorities
+kept in Volcano's and Kubernetes' ranges.
 
 Arrivals are Poisson with the class's mean gap ``every_s``, its rate scaled by the ramp:
 at time ``t`` of the run, jobs and bursts arrive ``ramp(t)`` times as often.
@@ -25,7 +29,10 @@ import msgspec
 import yaml
 
 from caldera.tracker import Tracker
+from cluster.admission import priority_class_problems, request_problems, resource_list_problems
 from cluster.model import Node, Pod, PriorityClass, Queue
+from cluster.queue_admission import MAX_WEIGHT
+from cluster.schema import Problem, struct_unknown_fields
 from cluster.resources import Resources
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.sim.workload import make_pod, make_podgroup
@@ -48,13 +55,20 @@ class TolerationSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             raise ValueError(f"tolerations: operator {self.operator!r} (expected Equal or Exists)")
 
 
+def _refuse(problems: list[Problem]) -> None:
+    """Raise the first problem as the one line a bad workload gets."""
+    if problems:
+        raise ValueError(str(problems[0]))
+
+
 class QueueSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     name: str
-    weight: Annotated[int, msgspec.Meta(ge=1)] = 1
+    weight: Annotated[int, msgspec.Meta(ge=1, le=MAX_WEIGHT)] = 1
     capability: Quantities = {}
 
     def __post_init__(self) -> None:
         Resources.from_quantities(self.capability, field=f"queues[{self.name}].capability")
+        _refuse(resource_list_problems(self.capability, f"queues[{self.name}].capability"))
 
 
 class PriorityClassSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -91,6 +105,7 @@ class TrainingClass(PodShape, frozen=True, kw_only=True, forbid_unknown_fields=T
         if not self.pods:
             raise ValueError(f"training[{self.name}].pods: [] (expected at least one gang size)")
         Resources.from_quantities(self.requests, field=f"training[{self.name}].requests")
+        _refuse(request_problems(self.requests, f"training[{self.name}].requests"))
 
 
 class AgentClass(PodShape, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -107,6 +122,7 @@ class AgentClass(PodShape, frozen=True, kw_only=True, forbid_unknown_fields=True
             raise ValueError(f"agents[{self.name}].burst: {list(self.burst)} (expected [low, high] with low <= high)")
         for i, r in enumerate(self.requests):
             Resources.from_quantities(r, field=f"agents[{self.name}].requests[{i}]")
+            _refuse(request_problems(r, f"agents[{self.name}].requests[{i}]"))
 
 
 class Ramp(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -144,6 +160,10 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
                                  f"(expected one of {sorted(classes)})")
         if not any(p.count for p in self.pools):
             raise ValueError("pools: no nodes (expected at least one pool with count > 0)")
+        for pool in self.pools:
+            _refuse(resource_list_problems(pool.resources, f"pools[{pool.name}].resources"))
+        for spec, pc in zip(self.priority_classes, self.priority_class_objects()):
+            _refuse([Problem(f"priority_classes[{spec.name}].{p.path}", p.problem) for p in priority_class_problems(pc)])
 
     def nodes(self) -> list[Node]:
         return [n for pool in self.pools for n in pool_nodes(pool)]
@@ -173,6 +193,9 @@ def load(path: str | None) -> Workload:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ValueError(f"workload {name}: not YAML: {str(e).splitlines()[0]}") from None
+    unknown = struct_unknown_fields(raw, Workload)  # every Struct, also those that let unknown keys pass
+    if unknown:
+        raise ValueError(f"workload {name}: {unknown[0]}")
     try:
         return msgspec.convert(raw, Workload)
     except (msgspec.ValidationError, ValueError) as e:

@@ -80,6 +80,11 @@ def resource_list_problems(values: ResourceList | None, field: str, names: NameR
     return _parse(values, field, names)[1]
 
 
+def request_problems(values: ResourceList | None, field: str) -> list[Problem]:
+    """The problems of a container's requests (or limits) on their own: names a container may use, whole units."""
+    return resource_list_problems(values, field, _container_name)
+
+
 def _parse(values: ResourceList | None, field: str, names: NameRule) -> tuple[dict[str, Fraction], list[Problem]]:
     """Each valid quantity's exact value, and a problem for each other one."""
     parsed: dict[str, Fraction] = {}

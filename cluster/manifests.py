@@ -19,11 +19,17 @@ import yaml
 
 from cluster.model import Node, NodeShard, Pod, PodGroup, PriorityClass, Queue
 from cluster.quantity import QuantityError
-from cluster.volcano_job import Job, JobError, expand_job
+from cluster.kubeflow import expand_training_job
+from cluster.kubeflow_api import MPIJob, PyTorchJob, TFJob
+from cluster.pod_controllers import BatchJob, Deployment, ReplicaSet, StatefulSet, expand_workload
+from cluster.pod_template import FieldError
+from cluster.volcano_job import Job, JobError, admit_queue, expand_job
 
 ClusterObject = Node | Pod | PodGroup | Queue | PriorityClass | NodeShard
 """What the cluster itself holds and the schedulers see."""
-KubeObject = ClusterObject | Job
+Workload = Job | PyTorchJob | TFJob | MPIJob | Deployment | ReplicaSet | StatefulSet | BatchJob
+"""What controllers turn into pods (and PodGroups): :func:`expand` does."""
+KubeObject = ClusterObject | Workload
 """What a manifest may hold: cluster objects, and Volcano Jobs that :func:`expand` turns into them."""
 T = TypeVar("T")
 
@@ -36,6 +42,13 @@ KINDS: Mapping[tuple[str, str], type[KubeObject]] = MappingProxyType(
         ("scheduling.k8s.io", "PriorityClass"): PriorityClass,
         ("shard.volcano.sh", "NodeShard"): NodeShard,
         ("batch.volcano.sh", "Job"): Job,
+        ("kubeflow.org", "PyTorchJob"): PyTorchJob,
+        ("kubeflow.org", "TFJob"): TFJob,
+        ("kubeflow.org", "MPIJob"): MPIJob,  # v1 (training operator) and v2beta1 (MPI operator)
+        ("apps", "Deployment"): Deployment,
+        ("apps", "ReplicaSet"): ReplicaSet,
+        ("apps", "StatefulSet"): StatefulSet,
+        ("batch", "Job"): BatchJob,
     }
 )
 """The modelled kinds, by (API group, kind); the core group is ''. Any version of a group is read."""
@@ -106,6 +119,10 @@ def _check(obj: KubeObject) -> None:
         obj.deserved_resources()
     elif isinstance(obj, Job):
         expand_job(obj)
+    elif isinstance(obj, (PyTorchJob, TFJob, MPIJob)):
+        expand_training_job(obj)
+    elif isinstance(obj, (Deployment, ReplicaSet, StatefulSet, BatchJob)):
+        expand_workload(obj)
 
 
 def _decode(data: object, where: str) -> KubeObject | None:
@@ -128,7 +145,7 @@ def _decode(data: object, where: str) -> KubeObject | None:
     except msgspec.ValidationError as exc:
         path, problem = _validation_problem(exc)
         raise ManifestError(f"{where} ({label}): {path}: {problem}") from exc
-    except (QuantityError, JobError) as exc:
+    except (QuantityError, FieldError) as exc:
         raise ManifestError(f"{where} ({label}): {exc}") from exc
     return obj
 
@@ -178,18 +195,44 @@ def load_manifests(text: str) -> tuple[list[KubeObject], list[str]]:
     return objects, skipped
 
 
-def expand(objects: Iterable[KubeObject]) -> list[ClusterObject]:
-    """``objects`` with each Volcano Job replaced by its PodGroup then its pods, order kept.
+def expand(objects: Iterable[KubeObject], *, queues: Mapping[str, Queue] | None = None) -> list[ClusterObject]:
+    """``objects`` with each workload replaced by its PodGroup(s), then its pods; order kept.
 
-    This is what the cluster holds once Volcano's job controller has run. Raises
-    JobError or QuantityError for a Job :func:`load_manifests` would have refused.
+    This is what the cluster holds once the workloads' controllers (Volcano's job and
+    podgroup controllers, Kubeflow's operators, Kubernetes' own) have run. The
+    PriorityClasses among ``objects`` order a job's tasks for its minResources. Given
+    ``queues`` (by name), each Volcano Job's queue is admitted as Volcano's webhook does
+    (:func:`cluster.volcano_job.admit_queue`); without, queues are not checked. Objects
+    named by ``generateName`` are told apart by their order (see
+    :mod:`cluster.pod_template`). Raises ManifestError for a refused queue, and ValueError
+    (a FieldError or QuantityError) for a workload :func:`load_manifests` would have refused.
     """
+    objects = list(objects)
+    priorities = {o.name: o.value for o in objects if isinstance(o, PriorityClass)}
+    generated: dict[tuple[str, str, str, str], int] = {}
     out: list[ClusterObject] = []
     for obj in objects:
-        if isinstance(obj, Job):
-            group, pods = expand_job(obj)
-            out.append(group)
-            out.extend(pods)
-        else:
+        if isinstance(obj, ClusterObject):
             out.append(obj)
+            continue
+        meta = obj.metadata
+        key = (obj.api_version.rpartition("/")[0], obj.kind, meta.namespace, meta.generate_name)
+        ordinal = 0 if meta.name else generated.get(key, 0)
+        if not meta.name:
+            generated[key] = ordinal + 1
+        if isinstance(obj, Job):
+            group, pods = expand_job(obj, priority_classes=priorities, ordinal=ordinal)
+            if queues is not None:
+                try:
+                    admit_queue(obj, queues)
+                except JobError as exc:
+                    raise ManifestError(f"Job {group.namespace}/{group.name}: {exc}") from exc
+            out.append(group)
+        elif isinstance(obj, (PyTorchJob, TFJob, MPIJob)):
+            training_group, pods = expand_training_job(obj, priority_classes=priorities, ordinal=ordinal)
+            out.extend([training_group] if training_group is not None else [])
+        else:
+            groups, pods = expand_workload(obj, ordinal=ordinal)
+            out.extend(groups)
+        out.extend(pods)
     return out

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import msgspec.inspect
 import yaml
 
 Node = Mapping[str, Any]
@@ -247,6 +248,47 @@ def _show(value: object) -> str:
     if isinstance(value, list):
         return "a list"
     return repr(value)
+
+
+# -- caldera's own formats: msgspec Structs -------------------------------------------------
+
+
+def struct_unknown_fields(data: object, type_: Any) -> list[Problem]:
+    """The keys of ``data`` that ``type_`` (Structs, in lists, dicts, tuples) does not have, by path.
+
+    For formats caldera defines as Structs (the demo's workload): every unknown key is found,
+    with the nearest known field, whether or not a Struct forbids unknown fields.
+    """
+    out: list[Problem] = []
+    _walk_struct(data, msgspec.inspect.type_info(type_), "", out)
+    return out
+
+
+def _walk_struct(value: object, info: msgspec.inspect.Type, path: str, out: list[Problem]) -> None:
+    inspect = msgspec.inspect
+    if isinstance(info, inspect.UnionType):
+        for member in info.types:  # the member a value of this shape decodes as
+            if (isinstance(value, dict) and isinstance(member, (inspect.StructType, inspect.DictType))) or (
+                    isinstance(value, list) and isinstance(member, (inspect.ListType, inspect.TupleType))):
+                _walk_struct(value, member, path, out)
+                return
+    elif isinstance(info, inspect.StructType) and isinstance(value, dict):
+        fields = {f.encode_name: f for f in info.fields}
+        for key, item in value.items():
+            where = join(path, str(key))
+            if key in fields:
+                _walk_struct(item, fields[key].type, where, out)
+            else:
+                out.append(unknown_field(where, str(key), fields))
+    elif isinstance(info, inspect.DictType) and isinstance(value, dict):
+        for key, item in value.items():
+            _walk_struct(item, info.value_type, join(path, str(key)), out)
+    elif isinstance(info, (inspect.ListType, inspect.VarTupleType)) and isinstance(value, list):
+        for i, item in enumerate(value):
+            _walk_struct(item, info.item_type, f"{path}[{i}]", out)
+    elif isinstance(info, inspect.TupleType) and isinstance(value, list):
+        for i, (item, item_type) in enumerate(zip(value, info.item_types)):
+            _walk_struct(item, item_type, f"{path}[{i}]", out)
 
 
 # -- Kubernetes' definitions ---------------------------------------------------------------

@@ -1,194 +1,278 @@
 """Volcano's ``batch.volcano.sh/v1alpha1`` Job, and its expansion into a PodGroup and pods.
 
-A Job is never scheduled itself: Volcano's job controller turns it into one PodGroup (the
-gang) and ``replicas`` pods per task, and the scheduler sees only those. :func:`expand_job`
-does the same, so a Job manifest can be fed to anything that reads pods and PodGroups.
+A Job is never scheduled itself: Volcano's admission webhook sets its defaults and refuses
+bad ones (:mod:`cluster.volcano_admission`), then Volcano's job controller turns it into
+one PodGroup (the gang) and ``replicas`` pods per task, and the scheduler sees only those.
+:func:`expand_job` does all three, so a Job manifest can be fed to anything that reads
+pods and PodGroups. Read from Volcano release-1.14, ``pkg/controllers/job/``
+(``job_controller_util.go`` ``createJobPod``, ``job_controller_actions.go``
+``createOrUpdatePodGroup``, ``calcPGMinResources``).
 
-Only what scheduling needs is modelled; plugins, policies, volumes and the like are
-ignored. The admission webhook's defaults are applied here (schedulerName ``volcano``,
-queue ``default``, ``minAvailable`` 0 meaning "all replicas"), and its validation too,
-each error one line naming the field, the bad value and what is accepted.
+What the controller makes, and where caldera differs:
+
+- Pods ``<job>-<task>-<index>``, with the template's labels and annotations under the
+  controller's: ``volcano.sh/task-index``, ``task-spec``, ``job-name``, ``queue-name``,
+  ``job-version`` ("0"), ``template-uid`` (``<job>-<task>``), ``job-retry-count`` ("0"),
+  ``numa-topology-policy`` (with a topologyPolicy), the group-name annotation, and the
+  labels ``task-index``, ``job-name``, ``task-spec``, ``job-namespace``, ``queue-name``,
+  ``partition-id`` (with a partitionPolicy). The Job's annotations ``volcano.sh/preemptable``,
+  ``cooldown-time``, ``revocable-zone`` and ``jdb-min-available`` (else
+  ``jdb-max-unavailable``), and its labels ``preemptable`` and ``cooldown-time``, are copied
+  to every pod. The template's scheduler, else the Job's; its priority class, else the Job's.
+- One PodGroup with the Job's labels and annotations: minMember = the Job's minAvailable,
+  minTaskMember = every task's minAvailable, the queue, the priority class, and
+  minResources as Volcano computes it: tasks ordered by their template's PriorityClass
+  value (highest first; an unknown class is 0; ties keep task order), then the first
+  minAvailable pods in that order when minAvailable is below the tasks' minAvailable
+  summed (``CalcFirstCountResources``), else each task's minAvailable pods topped up from
+  the remaining replicas (``CalcPGMinResources``).
+- **Names.** Volcano names the PodGroup ``<job>-<uid>``; caldera keeps ``<job>`` (it changes
+  no placement, and a manifest has no uid). A Job with only ``generateName`` gets a
+  generated name (see :mod:`cluster.pod_template`).
+- **minResources quantities.** A pod's request here is Kubernetes' effective request (a
+  limit without a request counts as the request, as the API server defaults it on the
+  pods); Volcano reads the undefaulted template through the quota evaluator, so a
+  resource stated only as a limit is missing from its minResources. caldera also leaves
+  out ``pods`` and the quota's ``requests.*``/``limits.*``/``count/*`` keys, which
+  Volcano's scheduler ignores.
+- **Pods up front.** Volcano creates pods only once the PodGroup is Inqueue, and a task
+  with ``dependsOn`` only once the tasks it depends on run; here every pod is made at once,
+  which is what a dry run needs. Plugins (svc, ssh, env), volumes and policies are checked
+  but add nothing to the pods.
 """
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
-from cluster.model import GROUP_NAME_ANNOTATION, ObjectMeta, Pod, PodGroup, PodGroupSpec, PodSpec, ResourceList
-from cluster.quantity import QuantityError
-from cluster.resources import PODS, Resources
-
-DEFAULT_SCHEDULER = "volcano"
-DEFAULT_QUEUE = "default"
-KUBE_DEFAULT_SCHEDULER = "default-scheduler"  # PodSpec's default: the template named none
-
-JOB_NAME_LABEL = "volcano.sh/job-name"
-TASK_SPEC_LABEL = "volcano.sh/task-spec"
-QUEUE_NAME_LABEL = "volcano.sh/queue-name"
-
-# Task names become part of pod names and label values, so Volcano requires a DNS-1123 label.
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", re.ASCII)
-_DNS1123_ACCEPTED = (
-    "lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters"
+from cluster.model import GROUP_NAME_ANNOTATION, ObjectMeta, Pod, PodGroup, PodGroupSpec, RawObject, Volume
+from cluster.pod_template import (
+    KUBE_DEFAULT_SCHEDULER,
+    FieldError,
+    PodTemplate,
+    PriorityValues,
+    TemplateMeta,
+    generated_suffix,
+    name_or_generated,
+    scheduler_or,
+    stamp_pod,
+    template_request,
+)
+from cluster.resources import Resources
+from cluster.volcano_admission import admit_queue, mutate_job, validate_job
+from cluster.volcano_job_api import (
+    COOLDOWN_TIME_KEY,
+    DEFAULT_QUEUE,
+    DEFAULT_SCHEDULER,
+    JDB_MAX_UNAVAILABLE_KEY,
+    JDB_MIN_AVAILABLE_KEY,
+    JOB_NAME_KEY,
+    JOB_NAME_LABEL,
+    JOB_NAMESPACE_KEY,
+    JOB_RETRY_COUNT_KEY,
+    JOB_VERSION_KEY,
+    NUMA_POLICY_KEY,
+    PARTITION_ID_KEY,
+    PREEMPTABLE_KEY,
+    QUEUE_NAME_KEY,
+    QUEUE_NAME_LABEL,
+    REVOCABLE_ZONE_KEY,
+    TASK_INDEX_KEY,
+    TASK_SPEC_KEY,
+    TASK_SPEC_LABEL,
+    TEMPLATE_UID_KEY,
+    DependsOn,
+    Job,
+    JobError,
+    JobSpec,
+    LifecyclePolicy,
+    NetworkTopologySpec,
+    PartitionPolicy,
+    TaskSpec,
+    VolumeSpec,
 )
 
+__all__ = [
+    "DEFAULT_QUEUE", "DEFAULT_SCHEDULER", "JOB_NAME_LABEL", "KUBE_DEFAULT_SCHEDULER", "QUEUE_NAME_LABEL",
+    "TASK_SPEC_LABEL", "DependsOn", "Job", "JobError", "JobSpec", "LifecyclePolicy", "NetworkTopologySpec",
+    "PartitionPolicy", "PodTemplate", "TaskSpec", "TemplateMeta", "VolumeSpec", "KIND",
+    "admit_queue", "admitted_job", "expand_job", "min_resources",
+]
 
-class JobError(ValueError):
-    """A Job Volcano would refuse; the message is ``field: problem``, naming the value and what is accepted."""
-
-    def __init__(self, field: str, value: object, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.value = value
-        self.problem = problem
-
-
-class TemplateMeta(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """A pod template's metadata; its name, if any, is not used (pods are named by the Job)."""
-
-    name: str = ""
-    labels: dict[str, str] = msgspec.field(default_factory=dict)
-    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+KIND = "batch.volcano.sh/Job"
+_VOLCANO_RANDOM = "0123456789abcdefghijklmnopqrstuvwxyz"  # helpers.GenRandomStr's alphabet
 
 
-class PodTemplate(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    metadata: TemplateMeta = msgspec.field(default_factory=TemplateMeta)
-    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+def admitted_job(job: Job, *, ordinal: int = 0) -> Job:
+    """``job`` named, with the webhook's defaults, once its validation has passed.
 
-
-class TaskSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """``replicas`` identical pods; ``min_available`` of them must run for the task to count."""
-
-    name: str = ""
-    replicas: int = 1
-    min_available: int | None = None
-    template: PodTemplate = msgspec.field(default_factory=PodTemplate)
-
-
-class JobSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    scheduler_name: str = DEFAULT_SCHEDULER
-    min_available: int | None = None  # None or 0: every replica of every task
-    queue: str = DEFAULT_QUEUE
-    priority_class_name: str = ""
-    tasks: list[TaskSpec] = msgspec.field(default_factory=list)
-
-
-class Job(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """A Volcano Job: a gang of tasks, each a set of identical pods."""
-
-    api_version: str = "batch.volcano.sh/v1alpha1"
-    kind: str = "Job"
-    metadata: ObjectMeta
-    spec: JobSpec = msgspec.field(default_factory=JobSpec)
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace
-
-
-def expand_job(job: Job) -> tuple[PodGroup, list[Pod]]:
-    """The PodGroup and pods Volcano's job controller makes from ``job``.
-
-    Pods are ``<job>-<task>-<index>``, in task order. Raises :class:`JobError` for a Job
-    the admission webhook would refuse, and QuantityError (its field path starting at
-    ``spec.tasks[i].template``) for a bad quantity in a template.
+    ``ordinal`` tells apart Jobs sharing a ``generateName`` (see :mod:`cluster.pod_template`).
+    Raises :class:`JobError` for a Job Volcano refuses.
     """
-    min_member = _validate(job)
-    requests = [_template_request(task, i) for i, task in enumerate(job.spec.tasks)]
-    queue = job.spec.queue or DEFAULT_QUEUE
-    min_resources: ResourceList = dict(_min_resources(job.spec.tasks, requests, min_member).to_quantities())
-    pods = [_pod(job, task, index, queue) for task in job.spec.tasks for index in range(task.replicas)]
+    try:
+        named = msgspec.structs.replace(job, metadata=name_or_generated(job.metadata, KIND, ordinal))
+    except FieldError as exc:
+        raise JobError(exc.field, exc.value, exc.problem) from exc
+    mutated = mutate_job(named)
+    validate_job(mutated)
+    return mutated
+
+
+def expand_job(job: Job, *, priority_classes: PriorityValues | None = None, ordinal: int = 0) -> tuple[PodGroup, list[Pod]]:
+    """The PodGroup and pods Volcano's admission and job controller make from ``job``.
+
+    Pods are ``<job>-<task>-<index>``, in task order. ``priority_classes`` (name → value)
+    orders the tasks for minResources. Raises :class:`JobError` for a Job the admission
+    webhook would refuse, and QuantityError (its field path starting at
+    ``spec.tasks[i].template``) for a bad quantity in a template. The queue is not checked
+    here: see :func:`admit_queue`.
+    """
+    job = admitted_job(job, ordinal=ordinal)
+    tasks = job.spec.tasks
+    requests = [template_request(task.template.spec, f"spec.tasks[{i}].template") for i, task in enumerate(tasks)]
+    pods = [_pod(job, task, index) for task in tasks for index in range(task.replicas)]
+    needed = min_resources(tasks, requests, job.spec.min_available, priority_classes or {})
     group = PodGroup(
-        metadata=ObjectMeta(name=job.name, namespace=job.namespace,
+        metadata=ObjectMeta(name=job.name, namespace=job.namespace, labels=dict(job.metadata.labels),
+                            annotations=dict(job.metadata.annotations),
                             creation_timestamp=job.metadata.creation_timestamp),
         spec=PodGroupSpec(
-            min_member=min_member,
-            min_task_member={t.name: t.min_available for t in job.spec.tasks if t.min_available is not None},
-            min_resources=min_resources,
-            queue=queue,
+            min_member=job.spec.min_available,
+            min_task_member={task.name: _min_task_member(task) for task in tasks},
+            min_resources=dict(needed.to_quantities()),
+            queue=job.spec.queue,
             priority_class_name=job.spec.priority_class_name,
+            network_topology=_network_topology(job.spec.network_topology, prefer_tier=True),
+            sub_group_policy=[_sub_group_policy(task) for task in tasks if task.partition_policy is not None],
         ),
     )
     return group, pods
 
 
-def _validate(job: Job) -> int:
-    """Check ``job`` as Volcano's admission webhook does; the gang's minMember."""
-    tasks = job.spec.tasks
-    if not tasks:
-        raise JobError("spec.tasks", [], "no tasks (a Job needs at least one task, with a name and a pod template)")
-    seen: dict[str, int] = {}
-    for i, task in enumerate(tasks):
-        _validate_task(task, f"spec.tasks[{i}]")
-        if task.name in seen:
-            problem = f"{task.name!r} is also the name of spec.tasks[{seen[task.name]}] (task names must be unique)"
-            raise JobError(f"spec.tasks[{i}].name", task.name, problem)
-        seen[task.name] = i
-    total = sum(task.replicas for task in tasks)
-    stated = job.spec.min_available
-    if stated is not None and not 0 <= stated <= total:
-        problem = f"{stated} is out of range (expected 0 to the replicas of all tasks, {total})"
-        raise JobError("spec.minAvailable", stated, problem)
-    # Go cannot tell 0 from unset, so Volcano's webhook reads 0 as "not stated".
-    return stated or total
+def _network_topology(topology: NetworkTopologySpec | None, *, prefer_tier: bool) -> RawObject | None:
+    """The PodGroup's ``networkTopology``: the mode, and the tier (for the Job's own: the number
+    when both are given, else the name; a partition's keeps both)."""
+    if topology is None:
+        return None
+    out: RawObject = {"mode": topology.mode}
+    if topology.highest_tier_allowed is not None:
+        out["highestTierAllowed"] = topology.highest_tier_allowed
+    if topology.highest_tier_name and not (prefer_tier and topology.highest_tier_allowed is not None):
+        out["highestTierName"] = topology.highest_tier_name
+    return out
 
 
-def _validate_task(task: TaskSpec, field: str) -> None:
-    if not task.name:
-        raise JobError(f"{field}.name", task.name, f"missing (every task needs a name: {_DNS1123_ACCEPTED})")
-    if not _DNS1123_LABEL.fullmatch(task.name):
-        problem = f"{task.name!r} is not a valid task name (expected {_DNS1123_ACCEPTED})"
-        raise JobError(f"{field}.name", task.name, problem)
-    if task.replicas < 0:
-        raise JobError(f"{field}.replicas", task.replicas, f"{task.replicas} is negative (expected 0 or more)")
-    if task.min_available is not None and not 0 <= task.min_available <= task.replicas:
-        problem = f"{task.min_available} is out of range (expected 0 to the task's replicas, {task.replicas})"
-        raise JobError(f"{field}.minAvailable", task.min_available, problem)
+def _sub_group_policy(task: TaskSpec) -> RawObject:
+    """``getSubGroupPolicy``: one subgroup family per partitioned task, its pods told apart by partition id."""
+    partition = task.partition_policy
+    assert partition is not None
+    out: RawObject = {
+        "name": task.name,
+        "subGroupSize": partition.partition_size,
+        "minSubGroups": partition.min_partitions,
+        "labelSelector": {"matchLabels": {TASK_SPEC_KEY: task.name}},
+        "matchLabelKeys": [PARTITION_ID_KEY],
+    }
+    topology = _network_topology(partition.network_topology, prefer_tier=False)
+    if topology is not None:
+        out["networkTopology"] = topology
+    return out
 
 
-def _template_request(task: TaskSpec, i: int) -> Resources:
-    """What one pod of ``task`` requests, without the ``pods`` entry (not part of minResources)."""
-    probe = Pod(metadata=ObjectMeta(name=task.name), spec=task.template.spec)
-    try:
-        request = probe.request()
-    except QuantityError as exc:
-        raise QuantityError(f"spec.tasks[{i}].template.{exc.field}", exc.value, exc.problem) from exc
-    return Resources({name: amount for name, amount in request.items() if name != PODS})
+def _volumes(job: Job) -> list[Volume]:
+    """The Job's volumes as the claims every pod mounts; a claim to be created gets
+    ``<job>-pvc-<12 characters>`` and each pod volume ``<job>-<12 characters>``, the
+    characters drawn from the job and the volume's position (Volcano draws them at random)."""
+    volumes: dict[str, Volume] = {}
+    for i, volume in enumerate(job.spec.volumes):
+        seed = f"{KIND}/{job.namespace}/{job.name}/volumes/{i}"
+        claim = volume.volume_claim_name or f"{job.name}-pvc-{generated_suffix(seed, length=12, alphabet=_VOLCANO_RANDOM)}"
+        if claim not in volumes:
+            name = f"{job.name}-{generated_suffix(seed + '/mount', length=12, alphabet=_VOLCANO_RANDOM)}"
+            volumes[claim] = Volume(name=name, persistent_volume_claim={"claimName": claim})
+    return list(volumes.values())
 
 
-def _min_resources(tasks: list[TaskSpec], requests: list[Resources], min_member: int) -> Resources:
-    """The requests of the first ``min_member`` pods, in task order: what the gang needs to start."""
-    total, remaining = Resources(), min_member
-    for task, request in zip(tasks, requests):
-        count = min(task.replicas, remaining)
-        total += request.scaled(count)
-        remaining -= count
+def _min_task_member(task: TaskSpec) -> int:
+    """``getMinTaskMember``: minAvailable, else minPartitions × partitionSize, else replicas."""
+    if task.min_available is not None:
+        return task.min_available
+    partition = task.partition_policy
+    if partition is not None and partition.min_partitions and partition.partition_size:
+        return partition.min_partitions * partition.partition_size
+    return task.replicas
+
+
+def min_resources(tasks: list[TaskSpec], requests: list[Resources], min_available: int,
+                  priorities: PriorityValues) -> Resources:
+    """What the gang needs before it may start, as Volcano's job controller computes it.
+
+    ``requests[i]`` is one pod of ``tasks[i]``. Tasks go highest PriorityClass value first
+    (of the template's class; ties keep task order). Below the tasks' minAvailable summed,
+    the first ``min_available`` pods count; otherwise each task's minAvailable pods, topped
+    up to ``min_available`` from the other replicas in the same order.
+    """
+    order = sorted(range(len(tasks)), key=lambda i: -priorities.get(tasks[i].template.spec.priority_class_name, 0))
+    total = Resources()
+    if min_available < sum(_task_min(tasks[i]) for i in order):
+        count = min_available
+        for i in order:
+            taken = min(count, tasks[i].replicas)
+            total += requests[i].scaled(taken)
+            count -= taken
+            if count <= 0:
+                break
+        return total
+    counted = 0
+    for i in order:
+        taken = min(_task_min(tasks[i]), min_available - counted)
+        total += requests[i].scaled(taken)
+        counted += taken
+        if counted >= min_available:
+            return total
+    for i in order:
+        rest = min(tasks[i].replicas - _task_min(tasks[i]), min_available - counted)
+        total += requests[i].scaled(rest)
+        counted += rest
+        if counted >= min_available:
+            break
     return total
 
 
-def _pod(job: Job, task: TaskSpec, index: int, queue: str) -> Pod:
-    template = task.template
-    scheduler = template.spec.scheduler_name
-    if scheduler in ("", KUBE_DEFAULT_SCHEDULER):
-        scheduler = job.spec.scheduler_name or DEFAULT_SCHEDULER
-    labels = {**template.metadata.labels, JOB_NAME_LABEL: job.name, TASK_SPEC_LABEL: task.name, QUEUE_NAME_LABEL: queue}
-    return Pod(
-        metadata=ObjectMeta(
-            name=f"{job.name}-{task.name}-{index}",
-            namespace=job.namespace,
-            labels=labels,
-            annotations={**template.metadata.annotations, GROUP_NAME_ANNOTATION: job.name},
-            creation_timestamp=job.metadata.creation_timestamp,  # created with the job: its order is the job's
-        ),
-        spec=msgspec.structs.replace(
-            template.spec,
-            scheduler_name=scheduler,
-            priority_class_name=template.spec.priority_class_name or job.spec.priority_class_name,
-        ),
+def _task_min(task: TaskSpec) -> int:
+    return task.min_available if task.min_available is not None else task.replicas
+
+
+def _pod(job: Job, task: TaskSpec, index: int) -> Pod:
+    """``createJobPod``: the template with the controller's labels and annotations."""
+    template, spec = task.template, task.template.spec
+    job_meta, queue = job.metadata, job.spec.queue
+    labels = {
+        TASK_INDEX_KEY: str(index), JOB_NAME_KEY: job.name, TASK_SPEC_KEY: task.name,
+        JOB_NAMESPACE_KEY: job.namespace, QUEUE_NAME_KEY: queue,
+        **{key: job_meta.labels[key] for key in (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY) if key in job_meta.labels},
+    }
+    partition = task.partition_policy
+    if partition is not None:
+        labels[PARTITION_ID_KEY] = str(index // partition.partition_size if partition.partition_size > 0 else 0)
+    annotations = {
+        TASK_INDEX_KEY: str(index), TASK_SPEC_KEY: task.name, GROUP_NAME_ANNOTATION: job.name,
+        JOB_NAME_KEY: job.name, QUEUE_NAME_KEY: queue, JOB_VERSION_KEY: "0",
+        TEMPLATE_UID_KEY: f"{job.name}-{task.name}", JOB_RETRY_COUNT_KEY: "0",
+        **{key: job_meta.annotations[key] for key in (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY, REVOCABLE_ZONE_KEY)
+           if key in job_meta.annotations},
+    }
+    if task.topology_policy:
+        annotations[NUMA_POLICY_KEY] = task.topology_policy
+    for key in (JDB_MIN_AVAILABLE_KEY, JDB_MAX_UNAVAILABLE_KEY):  # the first found only
+        if key in job_meta.annotations:
+            annotations[key] = job_meta.annotations[key]
+            break
+    pod_spec = msgspec.structs.replace(
+        spec,
+        scheduler_name=scheduler_or(spec, job.spec.scheduler_name),
+        priority_class_name=spec.priority_class_name or job.spec.priority_class_name,
+        volumes=[*spec.volumes, *_volumes(job)],
     )
+    return stamp_pod(template, name=f"{job.name}-{task.name}-{index}", namespace=job.namespace, labels=labels,
+                     annotations=annotations, spec=pod_spec, creation_timestamp=job_meta.creation_timestamp)

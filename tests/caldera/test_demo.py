@@ -163,7 +163,7 @@ def test_demo_replays_a_trace_with_pods_created_and_deleted_at_their_times(tmp_p
      " requests: [{cpu: 1}]}]\n", "agents[s].burst: [5, 2] (expected [low, high] with low <= high)"),
     ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nagents: [{name: s, every_s: 0, burst: [1, 2], duration_s: [1, 2],"
      " requests: [{cpu: 1}]}]\n", "Expected `float` > 0.0 - at `$.agents[0].every_s`"),
-    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nspeed: 3\n", "Object contains unknown field `speed`"),
+    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nspeed: 3\n", "speed: unknown field (expected one of: agents, "),
     ("pools: [\n", "not YAML"),
 ])
 def test_a_bad_workload_is_one_line_naming_the_field(tmp_path: Path, text: str, message: str) -> None:

@@ -6,6 +6,8 @@ import textwrap
 
 import pytest
 
+from cluster.kubeflow_api import MPIJob, PyTorchJob, TFJob
+from cluster.pod_controllers import BatchJob, Deployment, ReplicaSet, StatefulSet
 from cluster.volcano_job import Job
 from cluster.manifests import KINDS, ManifestError, decode_object, load_manifests
 from cluster.model import Node, NodeShard, Pod, PodGroup, PriorityClass, Queue
@@ -38,10 +40,9 @@ kind: PodGroup
 metadata: {name: trainer, namespace: team-a}
 spec: {minMember: 2, queue: research}
 ---
-apiVersion: apps/v1
-kind: Deployment
+apiVersion: v1
+kind: ConfigMap
 metadata: {name: web}
-spec: {replicas: 3}
 ---
 apiVersion: v1
 kind: Pod
@@ -80,7 +81,7 @@ metadata: {name: web}
 def test_loads_a_cluster_and_skips_what_it_does_not_model() -> None:
     objects, skipped = load_manifests(CLUSTER)
     assert [type(o) for o in objects] == [Node, Queue, PodGroup, Pod, PriorityClass, NodeShard]
-    assert skipped == ["Deployment", "Service"]
+    assert skipped == ["ConfigMap", "Service"]
     node, queue, group, pod, pc, shard = objects
     assert isinstance(node, Node) and node.allocatable_resources() == {"cpu": 96_000, "memory": 2**40, GPU: 8, "pods": 110}
     assert node.metadata.creation_timestamp == "2025-01-07T10:00:00Z"
@@ -161,7 +162,7 @@ def test_invalid_yaml_is_one_line() -> None:
 
 
 def test_decode_object() -> None:
-    assert decode_object({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}) is None
+    assert decode_object({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"}}) is None
     assert decode_object({"apiVersion": "v1", "kind": "Queue", "metadata": {"name": "q"}}) is None  # wrong group
     q = decode_object({"apiVersion": "scheduling.volcano.sh/v1alpha1", "kind": "Queue", "metadata": {"name": "q"}})
     assert isinstance(q, Queue)
@@ -172,4 +173,6 @@ def test_decode_object() -> None:
 
 def test_kinds() -> None:
     assert KINDS[("", "Pod")] is Pod and KINDS[("scheduling.volcano.sh", "PodGroup")] is PodGroup
-    assert set(KINDS.values()) == {Node, Pod, PodGroup, Queue, PriorityClass, NodeShard, Job}
+    assert set(KINDS.values()) == {Node, Pod, PodGroup, Queue, PriorityClass, NodeShard, Job, PyTorchJob, TFJob, MPIJob,
+                                   Deployment, ReplicaSet, StatefulSet, BatchJob}
+    assert KINDS[("batch", "Job")] is BatchJob and KINDS[("batch.volcano.sh", "Job")] is Job
