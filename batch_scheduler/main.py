@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Sequence
 
 import redis.asyncio as aioredis
@@ -102,6 +103,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
         return 2
     registry = CollectorRegistry()
     metrics, binder_metrics = BatchMetrics(registry), BinderMetrics(registry)
+    conf = load_conf(config.conf_path)
+    for line in conf.warnings:  # e.g. a Volcano plugin caldera does not implement yet
+        print(f"batch-scheduler: warning: {line}", file=sys.stderr, flush=True)
+    metrics.conf_loaded(conf)
 
     figures: list[BatchScheduler] = []  # the scheduler, once built, for the heartbeat's figures
 
@@ -110,7 +115,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
         kube = KubeTarget(config.kube.client(), qps=config.kube.qps, burst=config.kube.burst) if config.kube else None
         target: BindTarget = kube if kube is not None else SimBindTarget(store)
         evictor: Evictor = kube if kube is not None else SimEvictor(store)
-        scheduler = BatchScheduler(store, load_conf(config.conf_path), config, bind_target=target,
+        scheduler = BatchScheduler(store, conf, config, bind_target=target,
                                    evictor=evictor, metrics=metrics, binder_metrics=binder_metrics)
         figures.append(scheduler)
         where = "Kubernetes" if kube is not None else "the simulator"

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+if TYPE_CHECKING:
+    from batch_scheduler.conf import SchedulerConf
 
 SESSION_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 ACTION_BUCKETS_US = (100, 500, 1000, 5000, 10000, 50000, 100000, 500000, 1000000, 5000000)
@@ -41,3 +46,13 @@ class BatchMetrics:
                              for phase in ("pending", "inqueue", "running", "unknown", "completed")}
         self.conf_reloads = Counter("caldera_batch_conf_reloads_total", "Scheduler conf reloads by result (ok, error).",
                                     ["result"], registry=registry)
+        self.conf_unimplemented = Gauge("caldera_conf_plugins_unimplemented",
+                                        "1 for each plugin (kind plugin) and action (kind action) the loaded conf names "
+                                        "that caldera does not implement yet; they have no effect.", ["name", "kind"],
+                                        registry=registry)
+
+    def conf_loaded(self, conf: SchedulerConf) -> None:
+        """Show what the conf now in use names that caldera does not implement (and no longer what it dropped)."""
+        self.conf_unimplemented.clear()
+        for u in conf.unimplemented:
+            self.conf_unimplemented.labels(u.name, u.kind).set(1)

@@ -225,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ConfError, ConfigError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    for line in conf.warnings:  # e.g. a Volcano plugin caldera does not implement yet
+        print(f"{prog}: warning: {line}", file=sys.stderr)
     if skipped:
         print(f"{prog}: warning: skipped {len(skipped)} object(s) of kinds caldera does not schedule: "
               f"{', '.join(sorted(set(skipped)))}", file=sys.stderr)

@@ -2,9 +2,10 @@
 the top pending jobs wait.
 
 Shards: each scheduler's nodes and their cpu / GPU utilization. Processes: every process's
-heartbeat (up, leading, its figures). Queues: weight, deserved, allocated, capability and
-jobs, as the leading batch scheduler last saw them. Pending: the jobs (PodGroups, or lone
-pods) with the most waiting pods, and the reason each waits.
+heartbeat (up, leading, its figures; for the batch scheduler, also the Volcano plugins and
+actions its conf names that caldera does not implement yet). Queues: weight, deserved,
+allocated, capability and jobs, as the leading batch scheduler last saw them. Pending: the
+jobs (PodGroups, or lone pods) with the most waiting pods, and the reason each waits.
 """
 
 from __future__ import annotations
@@ -99,6 +100,14 @@ async def _pending(store: Store, top: int) -> list[dict[str, Any]]:
     return ranked[:top]
 
 
+def _unimplemented(names: Any) -> str:
+    """``; not implemented by caldera yet (no effect): plugins sla, tdm; actions shuffle`` or nothing."""
+    if not isinstance(names, dict):
+        return ""
+    listed = [f"{kind} {', '.join(names[kind])}" for kind in ("plugins", "actions") if names.get(kind)]
+    return f"; not implemented by caldera yet (no effect): {'; '.join(listed)}" if listed else ""
+
+
 def render(report: Report) -> Group:
     shards = Table(title="shards")
     for col in ("scheduler", "nodes", "cpu used", "gpu used"):
@@ -110,6 +119,7 @@ def render(report: Report) -> Group:
         processes.add_column(col)
     for p in report.processes:
         figures = ", ".join(f"{k} {v}" for k, v in p["stats"].items() if not isinstance(v, dict))
+        figures += _unimplemented(p["stats"].get("unimplemented"))
         processes.add_row(f"{p['component']} ({p['holder']})", "yes" if p["up"] else f"no ({p['seconds_ago']:.0f}s)",
                           "yes" if p["leading"] else "no", figures)
     queues = Table(title="queues")
