@@ -273,7 +273,13 @@ class BatchScheduler:
                     self.columns.add(node, request.scaled(count))
             report.committed += len(bindings)
             if bindings:
-                await bind_committed(binder, self.bind_target, bindings)
+                outcomes = await bind_committed(binder, self.bind_target, bindings)
+                # Bound now: the PodGroup status written below counts them (Volcano sees them so
+                # one session later, once its cache has the bound pods).
+                for b, outcome in zip(bindings, outcomes):
+                    task = ssn.tasks.get(b.uid)
+                    if task is not None and outcome is None:
+                        task.status = TaskStatus.BOUND
 
     def _assume(self, task: TaskInfo) -> None:
         """Record a committed pod as bound in the cache before the feed reports it (its node's

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from batch_scheduler.status import job_phase
-from tests.batch_scheduler.inputs import conf, podgroup, session, task
+from tests.batch_scheduler.inputs import conf, podgroup, priority_class, session, task
 from tests.builders import node
 
 PLUGINS = (["priority", "gang"], ["predicates", "proportion", "nodeorder"])
@@ -56,3 +56,45 @@ def test_backfill_places_best_effort_pods_the_allocate_action_leaves() -> None:
     ssn = session(conf(*PLUGINS, actions="enqueue, allocate, backfill"), [node("n1", cpu="1")], pods)
     ssn.run()
     assert placed(ssn) == {"be": "n1"}
+
+
+def test_enqueue_admits_a_podgroup_before_its_pods_exist() -> None:
+    # Volcano's job controller creates a Job's pods only once its PodGroup is Inqueue: a
+    # scheduler that waited for the pods first would never start a Volcano Job.
+    ssn = session(conf(*PLUGINS), [node("n1", cpu="4")], [],
+                  podgroups=[podgroup("j", min_member=2, min_resources={"cpu": "2"})])
+    ssn.run()
+    job = ssn.jobs["default/j"]
+    assert job.phase == "Inqueue" and job_phase(job) == "Inqueue"
+    assert "0/2 pods exist" in job.reason  # allocate says what it waits for
+
+
+def test_allocate_goes_on_after_a_task_fits_nowhere_while_the_gang_can_still_be_ready() -> None:
+    # minMember 2 of 3: the big task fits nowhere, the two others still make the gang.
+    pods = [task("a-0", group="a", cpu="16"), task("a-1", group="a"), task("a-2", group="a")]
+    ssn = session(conf(*PLUGINS), [node("n1", cpu="4")], pods, podgroups=[podgroup("a", min_member=2)])
+    ssn.run()
+    assert placed(ssn) == {"a-1": "n1", "a-2": "n1"}
+
+
+def test_a_task_whose_pod_says_preemption_policy_never_preempts_nothing() -> None:
+    classes = [priority_class("low", 1), priority_class("high", 100)]
+    running = [task(f"low-{i}", group="low", cpu="2", node="n1") for i in range(2)]
+    groups = [podgroup("low", priority_class="low", phase="Running"), podgroup("high", priority_class="high", phase="Inqueue")]
+    scheduler_conf = conf(["priority", "gang", "conformance"], ["proportion"], actions="enqueue, allocate, preempt")
+    for policy, evicted in (("Never", 0), ("PreemptLowerPriority", 1)):
+        pods = [*running, task("high-0", group="high", cpu="2", priority_class="high", preemptionPolicy=policy)]
+        ssn = session(scheduler_conf, [node("n1", cpu="4")], pods, podgroups=groups, priority_classes=classes)
+        ssn.run()
+        assert len(ssn.evictions) == evicted, policy  # which of the two goes is the gang plugin's choice
+
+
+def test_gang_keeps_a_running_job_at_its_min_member_even_when_that_is_one_task() -> None:
+    classes = [priority_class("low", 1), priority_class("high", 100)]
+    pods = [task("low-0", group="low", cpu="4", node="n1"), task("high-0", group="high", cpu="4", priority_class="high")]
+    groups = [podgroup("low", min_member=1, priority_class="low", phase="Running"),
+              podgroup("high", priority_class="high", phase="Inqueue")]
+    ssn = session(conf(["priority", "gang", "conformance"], ["proportion"], actions="enqueue, allocate, preempt"),
+                  [node("n1", cpu="4")], pods, podgroups=groups, priority_classes=classes)
+    ssn.run()
+    assert ssn.evictions == []  # Volcano's gang: a job loses tasks only while it keeps more than minMember
