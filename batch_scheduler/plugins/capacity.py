@@ -73,6 +73,7 @@ class QueueAttr:
     children: list[str] = field(default_factory=list)
     origin: dict[str, str] = field(default_factory=dict)  # per capability resource: the queue that stated it
     share: float = 0.0
+    rooted: bool = False  # reached from the root (hierarchy only; not so in a spec.parent cycle)
 
     def update_share(self) -> None:
         self.share = queue_share(self.allocated, self.deserved)
@@ -89,7 +90,7 @@ def queue_share(allocated: Vector, deserved: Vector) -> float:
 def compare_shares(a: QueueAttr, b: QueueAttr) -> int:
     """Volcano's ``compareShareWithDeserved``: the smaller share first; at equal shares a queue that deserves something."""
     if a.share == b.share:
-        return int(b.deserved.is_empty()) - int(a.deserved.is_empty())
+        return int(a.deserved.is_empty()) - int(b.deserved.is_empty())
     return -1 if a.share < b.share else 1
 
 
@@ -309,6 +310,7 @@ class CapacityPlugin:
         todo, seen = [root], {root.name}
         while todo:
             attr = todo.pop()
+            attr.rooted = True
             assert attr.capability is not None
             total_deserved, total_guarantee = Vector(), Vector()
             children = [self.attrs[c] for c in attr.children if c not in seen]
@@ -402,6 +404,9 @@ class CapacityPlugin:
             origin = attr.origin.get(r, attr.name)
             inherited = f" (inherited from queue {origin})" if origin and origin != attr.name else ""
             return f"capability {r} {amount(r, real)}{inherited}"
+        if self.hierarchy and not attr.rooted:
+            return (f"real capability {r} {amount(r, real)} (queue {attr.name} is not under queue {ROOT}: "
+                    f"its spec.parent chain loops)")
         if self.hierarchy and attr.ancestors:
             return (f"real capability {r} {amount(r, real)} (what queue {attr.ancestors[-1]}'s real capability "
                     f"leaves after its children's guarantees)")
