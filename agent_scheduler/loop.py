@@ -93,7 +93,9 @@ class AgentLoop:
                     self.bound.pop(uid, None)
                     self.bound_at.pop(uid, None)
             for uid, rec in update.pods.items():
-                if rec is not None and rec.pending and rec.scheduler == self.config.scheduler:
+                # A pod with scheduling gates waits until they are all removed (kube-scheduler's rule).
+                if rec is not None and rec.pending and rec.scheduler == self.config.scheduler \
+                        and not rec.pod.spec.scheduling_gates:
                     self._enqueue(rec)
                     continue
                 freed |= rec is None or rec.phase in TERMINAL_PHASES

@@ -165,7 +165,8 @@ class TaskInfo:
 
     @property
     def scheduling_gated(self) -> bool:
-        return bool(getattr(self.pod.spec, "scheduling_gates", None))
+        """The pod has scheduling gates: nothing places it until they are removed."""
+        return bool(self.pod.spec.scheduling_gates)
 
     @property
     def may_preempt(self) -> bool:

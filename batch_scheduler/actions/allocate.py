@@ -1,7 +1,7 @@
 """allocate: place the tasks of admitted jobs, queue by queue, job by job, and keep only ready gangs.
 
 As Volcano's allocate action: each job's pending tasks (best-effort and scheduling-gated
-ones aside) form its worksheet, in task order. Queues take turns in queue order, asked
+ones aside; a gated pod waits until its gates are removed) form its worksheet, in task order. Queues take turns in queue order, asked
 again after every job; a queue the plugins call overused gets nothing more this session.
 From the queue first in line, the job first in job order gets a statement:
 
@@ -90,6 +90,11 @@ def run(ssn: Session) -> None:
         if not ssn.in_queue(job) or not ssn.schedulable(job):
             continue
         tasks = worksheet(ssn, job)
+        gated = [t for t in job.pending() if t.scheduling_gated]
+        if gated:
+            gates = sorted({g.name for t in gated for g in t.pod.spec.scheduling_gates})
+            job.set_reason("SchedulingGated", f"{len(gated)} pod(s) wait for their scheduling gates to be removed "
+                                              f"({', '.join(gates)})")
         if tasks:
             sheets[job.key] = tasks
             jobs.append(job)

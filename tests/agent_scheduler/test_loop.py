@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import msgspec
+
 from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.worker import OutcomeKind, Worker, WorkerConfig
 from binder.commit import Binder
@@ -93,4 +95,29 @@ async def test_a_refresh_of_the_replica_keeps_placements_whose_commit_is_still_i
         assert cols.allocated[cpu, i] == 10000  # the placement in flight is still counted
         worker._release(held)
     finally:
+        await worker.stop()
+
+
+async def test_a_pod_with_scheduling_gates_waits_until_they_are_removed(store: Store) -> None:
+    await store.upsert_nodes([node("n0", cpu="16")])
+    worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), SimBindTarget(store), WorkerConfig())
+    await worker.start()
+    worker.name = "w0"  # type: ignore[attr-defined]
+    loop = AgentLoop(store, [worker], LoopConfig())  # type: ignore[list-item]
+    stop = asyncio.Event()
+    runner = asyncio.create_task(loop.run(stop))
+    try:
+        pod = make_pod("gated", requests={"cpu": "1"}, scheduler="agent-scheduler")
+        gated = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, scheduling_gates=[{"name": "wait"}]))
+        await store.upsert_pods([gated])
+        await asyncio.sleep(1.0)
+        assert not loop.bound and (await store.get_pods([pod.uid]))[pod.uid].node == ""
+        await store.upsert_pods([pod])  # the gate is removed
+        deadline = time.monotonic() + 20
+        while pod.uid not in loop.bound:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await runner
         await worker.stop()

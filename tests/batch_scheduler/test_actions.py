@@ -98,3 +98,11 @@ def test_gang_keeps_a_running_job_at_its_min_member_even_when_that_is_one_task()
                   [node("n1", cpu="4")], pods, podgroups=groups, priority_classes=classes)
     ssn.run()
     assert ssn.evictions == []  # Volcano's gang: a job loses tasks only while it keeps more than minMember
+
+
+def test_a_gated_pod_waits_for_its_scheduling_gates_and_says_so() -> None:
+    pods = [task("g-0", group="g", schedulingGates=[{"name": "quota.example.com/wait"}])]
+    ssn = session(conf(*PLUGINS), [node("n1", cpu="4")], pods, podgroups=[podgroup("g", phase="Inqueue")])
+    ssn.run()
+    assert placed(ssn) == {}
+    assert ssn.jobs["default/g"].reason == "1 pod(s) wait for their scheduling gates to be removed (quota.example.com/wait)"
