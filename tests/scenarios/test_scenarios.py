@@ -211,8 +211,8 @@ def test_taints_keep_untolerating_pods_off_gpu_nodes() -> None:
 def test_parent_queue_capability_caps_its_children() -> None:
     result = dry_run("hierarchical_queues.yaml", conf="capacity.conf.yaml")
     assert phases(result, "a-train-") == {"Bound": 3}, placements(result)
-    assert_waits(result, "b-train-", "queue team (parent of team-b)", "capability")
-    assert podgroup(result, "b-train")["phase"] != "Running"
+    assert_waits(result, "b-train-", "queue team (parent of team-b)", "capability nvidia.com/gpu 4")
+    assert podgroup(result, "b-train")["phase"] == "Pending"  # refused by enqueue (team: 3 admitted + 2 > 4)
     assert "team" in podgroup(result, "b-train")["reason"]
 
 
