@@ -273,12 +273,12 @@ class BatchScheduler:
                     self.columns.add(node, request.scaled(count))
             report.committed += len(bindings)
             if bindings:
-                outcomes = await bind_committed(binder, self.bind_target, bindings)
+                bound = await bind_committed(binder, self.bind_target, bindings)
                 # Bound now: the PodGroup status written below counts them (Volcano sees them so
                 # one session later, once its cache has the bound pods).
-                for b, outcome in zip(bindings, outcomes):
+                for b, failure in zip(bindings, bound):
                     task = ssn.tasks.get(b.uid)
-                    if task is not None and outcome is None:
+                    if task is not None and failure is None:
                         task.status = TaskStatus.BOUND
 
     def _assume(self, task: TaskInfo) -> None:
