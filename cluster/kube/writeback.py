@@ -8,7 +8,10 @@ them to Kubernetes, so users see them with ``kubectl``:
 - ``FailedScheduling`` Events (Warning) on each waiting pod with its reason, and on a
   PodGroup whose condition says why it is Unschedulable; ``Scheduled`` (Normal) when a pod
   of a served scheduler is seen bound. An object gets an Event when its reason changes,
-  and the same one again at most every ``repeat`` seconds.
+  and the same one again at most every ``repeat`` seconds;
+- ``NotHonoured`` (Warning) when a served scheduler has bound a pod that asks for something
+  caldera's placement does not model yet (pod affinity, topology spread, ...: see
+  :mod:`cluster.unhonoured`) — once per pod and field, naming the field.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from cluster.keys import Kind
 from cluster.kube.pacing import Pacer
 from cluster.model import Pod, PodGroup, Queue
 from cluster.store import Store
+from cluster.unhonoured import notice, unhonoured
 
 log = logging.getLogger("caldera.writeback")
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
@@ -54,6 +58,7 @@ class WriteBack:
         self.seen: dict[tuple[Kind, str], Any] = {}  # the status the API server last reported
         self.bound: dict[str, str] = {}  # pod uid -> node, as last seen from the API server
         self.said: dict[str, tuple[str, float]] = {}  # object -> (last event message, when)
+        self.noted: set[tuple[str, str]] = set()  # (pod uid, field) already named in a NotHonoured Event
         self.patched = 0
         self.events = 0
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kube-writeback")
@@ -70,8 +75,14 @@ class WriteBack:
             was = self.bound.get(obj.uid)
             self.bound[obj.uid] = obj.node_name
             if obj.node_name and not was and obj.scheduler_name in self.schedulers:
-                self._event(obj.namespace, obj.name, {"kind": "Pod", "apiVersion": "v1", "uid": obj.uid}, "Normal",
+                ref = {"kind": "Pod", "apiVersion": "v1", "uid": obj.uid}
+                self._event(obj.namespace, obj.name, ref, "Normal",
                             "Scheduled", f"Successfully assigned {obj.namespace}/{obj.name} to {obj.node_name}")
+                for path in unhonoured(obj):
+                    if (obj.uid, path) not in self.noted:
+                        self.noted.add((obj.uid, path))
+                        self._pending.append((obj.namespace, obj.name, ref, "Warning", "NotHonoured",
+                                              f"placed on {obj.node_name}; {notice(path)}"))
 
     # -- the loop ---------------------------------------------------------------------
 

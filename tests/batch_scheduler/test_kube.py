@@ -30,12 +30,16 @@ def node_body(name: str) -> dict[str, object]:
             "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2", "pods": "110"}}}
 
 
-def pod_body(name: str, group: str, gpu: int) -> dict[str, object]:
+def pod_body(name: str, group: str, gpu: int, **spec: object) -> dict[str, object]:
     annotations = {"scheduling.k8s.io/group-name": group} if group else {}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": "ml", "annotations": annotations},
             "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x", "resources": {
-                "requests": {"cpu": "1", "nvidia.com/gpu": str(gpu)}, "limits": {"nvidia.com/gpu": str(gpu)}}}]}}
+                "requests": {"cpu": "1", "nvidia.com/gpu": str(gpu)}, "limits": {"nvidia.com/gpu": str(gpu)}}}], **spec}}
+
+
+ANTI_AFFINITY = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}
 
 
 async def test_gangs_created_with_the_official_client_are_bound_through_the_binding_subresource(
@@ -49,7 +53,8 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
             "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": group, "namespace": "ml"}, "spec": {"minMember": size}})
         for i in range(size):
-            core.create_namespaced_pod("ml", pod_body(f"{group}-{i}", group, gpu))
+            extra = {"affinity": ANTI_AFFINITY} if (group, i) == ("fits", 0) else {}
+            core.create_namespaced_pod("ml", pod_body(f"{group}-{i}", group, gpu, **extra))
     common = ["--master", kube_api.url, "--redis-url", redis_server.url, "--cluster", store.keys.cluster,
               "--metrics-port", "0"]
     procs = [caldera("mirror", *common, "--watch-timeout", "5s"),
@@ -76,11 +81,13 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
         def written_back() -> bool:
             groups = {g["metadata"]["name"]: g.get("status") or {} for g in custom.list_namespaced_custom_object(
                 "scheduling.volcano.sh", "v1beta1", "ml", "podgroups")["items"]}
-            events = [(e.involved_object.kind, e.involved_object.name, e.reason)
-                      for e in core.list_namespaced_event("ml").items]
+            listed = core.list_namespaced_event("ml").items
+            events = [(e.involved_object.kind, e.involved_object.name, e.reason) for e in listed]
+            noted = [e.message for e in listed if e.reason == "NotHonoured"]
             return (groups["fits"].get("phase") == "Running" and groups["too-big"].get("phase") == "Inqueue"
                     and ("Pod", "fits-0", "Scheduled") in events and ("Pod", "too-big-0", "FailedScheduling") in events
-                    and ("PodGroup", "too-big", "FailedScheduling") in events)
+                    and ("PodGroup", "too-big", "FailedScheduling") in events
+                    and len(noted) == 1 and "spec.affinity.podAntiAffinity is not honoured" in noted[0])
         deadline = time.monotonic() + 20
         while not written_back():
             assert time.monotonic() < deadline, "status and events were not written back"
