@@ -35,10 +35,13 @@ What the controller makes, and where caldera differs:
   resource stated only as a limit is missing from its minResources. caldera also leaves
   out ``pods`` and the quota's ``requests.*``/``limits.*``/``count/*`` keys, which
   Volcano's scheduler ignores.
+- **Volumes.** Each of the Job's volumes becomes a ``persistentVolumeClaim`` volume of every
+  pod (a claim to be created is named ``<job>-pvc-<12 characters>``, drawn from the job
+  rather than at random), so what placement ignores about storage can be named.
 - **Pods up front.** Volcano creates pods only once the PodGroup is Inqueue, and a task
   with ``dependsOn`` only once the tasks it depends on run; here every pod is made at once,
-  which is what a dry run needs. Plugins (svc, ssh, env), volumes and policies are checked
-  but add nothing to the pods.
+  which is what a dry run needs. Plugins (svc, ssh, env) and policies are checked but add
+  nothing to the pods (no Services, ConfigMaps, Secrets, env or hostnames).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ MPI operator (v2beta1) make, read from kubeflow/training-operator release-1.9 an
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from cluster.manifests import ManifestError, expand, load_manifests
 from cluster.model import GROUP_NAME_ANNOTATION, Pod, PodGroup
 from cluster.pod_template import OwnerMeta
 from cluster.resources import GPU
+from tests.scenarios.test_scenarios import assert_waits, dry_run, phases, placements, podgroup
 
 PYTORCH = """\
 apiVersion: scheduling.k8s.io/v1
@@ -264,3 +266,18 @@ def kinds(objects: list[Any]) -> list[str]:
 def test_expand_keeps_the_order_podgroup_then_pods() -> None:
     objects, _ = load_manifests(TFJOB)
     assert kinds(expand(objects)) == ["PodGroup", "Pod", "Pod"]
+
+
+def test_pytorch_job_runs_as_a_gang_in_caldera_dry_run(tmp_path: Path) -> None:
+    """Through the CLI, as a user runs it: one GPU node too few and the whole job waits; enough, and it runs."""
+    nodes = "".join(f"---\napiVersion: v1\nkind: Node\nmetadata: {{name: gpu-{i}}}\n"
+                    f"status: {{allocatable: {{cpu: '8', memory: 32Gi, nvidia.com/gpu: '1', pods: '110'}}}}\n" for i in range(2))
+    queue = "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n"
+    (tmp_path / "nodes.yaml").write_text(nodes + queue)
+    (tmp_path / "job.yaml").write_text(PYTORCH.replace("replicas: 2", "replicas: 3"))  # three one-GPU workers
+    result = dry_run(str(tmp_path / "nodes.yaml"), str(tmp_path / "job.yaml"))
+    assert_waits(result, "mnist-", "nvidia.com/gpu")
+    (tmp_path / "job.yaml").write_text(PYTORCH)
+    result = dry_run(str(tmp_path / "nodes.yaml"), str(tmp_path / "job.yaml"))
+    assert phases(result, "mnist-") == {"Bound": 3}, placements(result)
+    assert podgroup(result, "mnist")["queue"] == "research" and podgroup(result, "mnist")["phase"] == "Running"
