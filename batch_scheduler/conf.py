@@ -317,8 +317,18 @@ def _configurations(raw: object, warnings: list[str]) -> dict[str, dict[str, str
             elif key not in volcano:
                 warnings.append(_unread(f"configurations[{k}] ({name})", key, spec.arguments | volcano))
         _overcommit(arguments, where, f"{where}.arguments", warnings)
+        for key, meaning in NOT_HONOURED.get(name, {}).items():
+            if arguments.get(key, "").lower() == "true":
+                warnings.append(f"conf {where}: {key} true is not honoured by caldera yet ({meaning})")
         action_arguments[name] = arguments
     return action_arguments
+
+
+NOT_HONOURED: Mapping[str, Mapping[str, str]] = {
+    "preempt": {"enableTopologyAwarePreemption": "Volcano's normal preemption runs instead of "
+                                                 "kube-scheduler-style candidate selection"},
+}
+"""Action arguments that change placement in Volcano and that caldera accepts without acting on them."""
 
 
 def parse_conf(text: str) -> SchedulerConf:

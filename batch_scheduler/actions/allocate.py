@@ -6,7 +6,8 @@ again after every job; a queue the plugins call overused gets nothing more this 
 From the queue first in line, the job first in job order gets a statement:
 
 - a task its queue may not take (allocatable) is skipped;
-- a task of a role that already fit nowhere is skipped (Volcano's predicate error cache);
+- a task of a role that already fit nowhere is skipped (Volcano's predicate error cache;
+  ``predicateErrorCacheEnable: false`` in the allocate action's arguments turns it off);
 - a task that fits nowhere stops the job, unless its other tasks can still make it
   ready (Volcano's ``NeedContinueAllocating``: the roles' minimums and minMember);
 - otherwise it goes to the best node with room now, or — when only evictions under way
@@ -25,11 +26,13 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from batch_scheduler.actions.queues import by_queue, interleave
-from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo
+from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo, parse_bool
 from batch_scheduler.statement import Statement
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
+
+ERROR_CACHE = "predicateErrorCacheEnable"
 
 
 def worksheet(ssn: Session, job: JobInfo) -> deque[TaskInfo]:
@@ -37,7 +40,13 @@ def worksheet(ssn: Session, job: JobInfo) -> deque[TaskInfo]:
                         key=ssn.tiers.task_key()))
 
 
-def place_tasks(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo]) -> Statement | None:
+def error_cache(ssn: Session) -> bool:
+    """Whether allocate skips tasks of a role that already fit nowhere (Volcano's default: yes)."""
+    return parse_bool(ssn.conf.argument("allocate", ERROR_CACHE) or "true") is not False
+
+
+def place_tasks(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo],
+                role_cache: bool = True) -> Statement | None:
     """Volcano's ``allocateResourcesForTasks``: the job's statement, or None (discarded)."""
     stmt = Statement(ssn)
     failure: tuple[str, str] | None = None
@@ -47,7 +56,7 @@ def place_tasks(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskI
         if refusal is not None:
             failure = failure or (refusal.condition, refusal.message)
             continue
-        if job.task_has_fit_errors(task):
+        if role_cache and job.task_has_fit_errors(task):
             job.fit_errors[task.uid] = f"task {task.name}: a task of role {task.role} already fit nowhere"
             continue
         choice = ssn.best_node(task)
@@ -107,9 +116,11 @@ def run(ssn: Session) -> None:
             job.set_reason(refusal.condition, refusal.message)
         return True
 
+    role_cache = error_cache(ssn)
+
     def handle(queue: QueueInfo, job: JobInfo) -> bool:
         tasks = sheets[job.key]
-        stmt = place_tasks(ssn, queue, job, tasks)
+        stmt = place_tasks(ssn, queue, job, tasks, role_cache)
         if stmt is not None and ssn.tiers.job_ready(job):
             stmt.commit()
             return bool(tasks)  # more tasks than the gang needs: back in line

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import yaml
+
+from batch_scheduler.conf import parse_conf
 from batch_scheduler.status import job_phase
 from tests.batch_scheduler.inputs import conf, podgroup, priority_class, session, task
 from tests.builders import node
@@ -106,3 +109,19 @@ def test_a_gated_pod_waits_for_its_scheduling_gates_and_says_so() -> None:
     ssn.run()
     assert placed(ssn) == {}
     assert ssn.jobs["default/g"].reason == "1 pod(s) wait for their scheduling gates to be removed (quota.example.com/wait)"
+
+
+def test_allocate_skips_tasks_of_a_role_that_fit_nowhere_unless_the_cache_is_off() -> None:
+    # Two "big" tasks ask for a label no node has: the second one is not even tried (Volcano's
+    # predicate error cache by task role) unless predicateErrorCacheEnable is false.
+    role = {"volcano.sh/task-spec": "big"}
+    pods = [task(f"b-{i}", group="a", labels=role, nodeSelector={"pool": "none"}) for i in range(2)]
+    pods.append(task("s-0", group="a"))
+    for arguments, tried in (({}, 1), ({"predicateErrorCacheEnable": False}, 2)):
+        text = yaml.safe_dump({"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}, {"name": "predicates"}]}],
+                               "configurations": [{"name": "allocate", "arguments": arguments}]})
+        ssn = session(parse_conf(text), [node("n1", cpu="4")], pods, podgroups=[podgroup("a", phase="Inqueue")])
+        ssn.run()
+        job = ssn.jobs["default/a"]
+        assert placed(ssn) == {"s-0": "n1"}
+        assert sum("0/1 nodes are available" in why for why in job.fit_errors.values()) == tried, arguments

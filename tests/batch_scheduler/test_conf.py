@@ -724,3 +724,13 @@ async def test_a_running_batch_scheduler_names_what_it_does_not_implement(store:
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_topology_aware_preemption_is_named_as_not_honoured() -> None:
+    text = ('actions: "allocate, preempt"\ntiers:\n- plugins:\n  - name: gang\n'
+            'configurations:\n- name: preempt\n  arguments: {enableTopologyAwarePreemption: true}\n')
+    conf = parse_conf(text)
+    assert conf.warnings == ("conf configurations[0] (preempt): enableTopologyAwarePreemption true is not honoured by "
+                             "caldera yet (Volcano's normal preemption runs instead of kube-scheduler-style candidate "
+                             "selection)",)
+    assert parse_conf(text.replace("true", "false")).warnings == ()
