@@ -190,11 +190,12 @@ class Allocatable(Protocol):
 @runtime_checkable
 class Enqueueable(Protocol):
     def enqueueable(self, job: JobInfo) -> Vote:
-        """Whether the job may be admitted; must not change the plugin's state."""
+        """Whether the job may be admitted. As in Volcano, a plugin may reserve the job's
+        minResources as it permits (proportion and capacity do), even if a later voter rejects."""
         ...
 
     def enqueued(self, job: JobInfo) -> None:
-        """The job was admitted: count its minResources as reserved from now on."""
+        """The job was admitted (every voter hears it, whatever it voted)."""
         ...
 
 
