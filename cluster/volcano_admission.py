@@ -368,6 +368,11 @@ def _validate_dependencies(tasks: Sequence[TaskSpec]) -> None:
     if all(task.depends_on is None for task in tasks):
         return
     graph = {task.name: list(task.depends_on.name) if task.depends_on else [] for task in tasks}
+    for i, task in enumerate(tasks):
+        for dep in graph[task.name]:
+            if dep not in graph:  # Volcano's topological sort never reaches such a task: not a DAG
+                raise JobError(f"spec.tasks[{i}].dependsOn.name", dep, f"{dep!r} is not a task of the job, so the "
+                               f"dependencies do not form a directed acyclic graph (DAG) (tasks: {', '.join(graph)})")
     state: dict[str, int] = {}  # 1 on the path, 2 done
 
     def visit(name: str, path: list[str]) -> None:
@@ -378,7 +383,7 @@ def _validate_dependencies(tasks: Sequence[TaskSpec]) -> None:
                 index = next(i for i, t in enumerate(tasks) if t.name == name)
                 raise JobError(f"spec.tasks[{index}].dependsOn.name", dep,
                                f"the tasks' dependencies do not form a directed acyclic graph (DAG): {cycle}")
-            if state.get(dep) is None and dep in graph:
+            if state.get(dep) is None:
                 visit(dep, [*path, dep])
         state[name] = 2
 

@@ -375,6 +375,9 @@ NAME_60 = "w" * 60
         # AD-8
         ([task("a", depends_on=["b"]), task("b", depends_on=["a"])], {},
          "spec.tasks[1].dependsOn.name: the tasks' dependencies do not form a directed acyclic graph (DAG): a → b → a"),
+        ([task("a", depends_on=["a"])], {}, "spec.tasks[0].dependsOn.name: the tasks' dependencies do not form a directed "
+                                             "acyclic graph (DAG): a → a"),
+        ([task("a"), task("b", depends_on=["c"])], {}, "spec.tasks[1].dependsOn.name: 'c' is not a task of the job"),
         # plugins, volumes, NUMA, the CRD's minimums and patterns
         ([task("t")], {"plugins": {"horovod": []}}, "spec.plugins.horovod: unknown job plugin 'horovod' (expected one of ssh, env"),
         ([task("master")], {"plugins": {"mpi": []}}, "spec.plugins.mpi: the mpi plugin's worker task 'worker' is not a task of the job"),
