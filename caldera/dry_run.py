@@ -7,6 +7,12 @@ same decision core and commit path its Ray workers run, without Ray) for
 ``agent-scheduler`` pods, and one batch session for ``volcano`` pods — until two rounds
 in a row change nothing, or ``--max-rounds``. Pods never complete; bound pods are
 reported Running by the simulated kubelets, and evicted pods are gone.
+
+The files are checked first, all of them, as ``kubectl apply --validate=strict`` and
+Kubernetes' and Volcano's admission would check them (cluster.manifests): every refusal is
+one line naming the file, the object, the field and what is accepted, the exit code is 2
+and nothing runs. A field that changes placement but that caldera does not honour yet
+(pod anti-affinity, topology spread, ...) is one warning line per object and field.
 """
 
 from __future__ import annotations
@@ -31,15 +37,15 @@ from binder.commit import Binder
 from caldera.connect import client
 from cluster.feed import Informer
 from cluster.keys import Keys, Kind
-from cluster.manifests import ClusterObject, ManifestError, expand, load_manifests
+from cluster.manifests import ClusterObject, Manifest, ManifestErrors, admit, expand, read_manifests
 from cluster.model import Node, NodeShard, Pod, PodGroup, PriorityClass, Queue
-from cluster.quantity import QuantityError
 from cluster.redis_server import RedisServer
 from cluster.records import PodRecord
 from cluster.shard import ShardingMode
 from cluster.sim.cluster import SimBindTarget, SimEvictor, running
 from cluster.snapshot import NodeColumns
 from cluster.store import Put, Store
+from cluster.unhonoured import notice
 from sharding.config import DEFAULT_SCHEDULER_CONFIGS, ConfigError, parse_scheduler_configs
 from sharding.controller import ControllerConfig, ShardingController
 
@@ -90,23 +96,31 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def load_objects(paths: Sequence[str]) -> tuple[list[ClusterObject], list[str]]:
-    """Every object of the files, Volcano Jobs expanded; and the kinds skipped. Raises ValueError with one line."""
-    objects: list[ClusterObject] = []
-    skipped: list[str] = []
+def load_objects(paths: Sequence[str]) -> tuple[list[ClusterObject], list[str], list[str]]:
+    """Every object of the files, checked, Volcano Jobs expanded; the kinds skipped; a warning per ignored field.
+
+    The checks are ``kubectl apply --validate=strict``'s and admission's (cluster.manifests),
+    across all the files. Raises ManifestErrors, one line per refusal, when any object is
+    refused (so nothing is applied), and ValueError when a file cannot be read.
+    """
+    manifests: list[Manifest] = []
+    errors: list[str] = []
     for path in paths:
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
             raise ValueError(f"-f {path}: {e.strerror or e}") from None
-        try:
-            loaded, kinds = load_manifests(text)
-        except (ManifestError, QuantityError) as e:
-            raise ValueError(f"{path}: {e}") from None
-        objects += expand(loaded)
-        skipped += kinds
-    return objects, skipped
+        found, refused = read_manifests(text, source=path)
+        manifests += found
+        errors += refused
+    errors += admit(manifests)
+    if errors:
+        raise ManifestErrors(errors)
+    objects = expand([m.obj for m in manifests if m.obj is not None])
+    skipped = [m.kind for m in manifests if m.obj is None]
+    warnings = [f"{m.title}: {notice(path)}" for m in manifests for path in m.unhonoured]
+    return objects, skipped, warnings
 
 
 async def simulate(objects: Sequence[ClusterObject], conf: SchedulerConf, controller_config: ControllerConfig,
@@ -219,13 +233,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.max_rounds < 1:
             raise ValueError(f"--max-rounds: {args.max_rounds} (expected a positive integer)")
-        objects, skipped = load_objects(args.filename)
+        objects, skipped, unhonoured = load_objects(args.filename)
         conf = load_conf(args.conf)
         configs = parse_scheduler_configs(args.scheduler_configs)
+    except ManifestErrors as e:
+        for line in e.lines:
+            print(f"{prog}: error: {line}", file=sys.stderr)
+        return 2
     except (ValueError, ConfError, ConfigError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     for line in conf.warnings:  # e.g. a Volcano plugin caldera does not implement yet
+        print(f"{prog}: warning: {line}", file=sys.stderr)
+    for line in unhonoured:  # e.g. "Pod ns/p: spec.affinity.podAntiAffinity is not honoured by caldera yet ..."
         print(f"{prog}: warning: {line}", file=sys.stderr)
     if skipped:
         print(f"{prog}: warning: skipped {len(skipped)} object(s) of kinds caldera does not schedule: "

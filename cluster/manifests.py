@@ -1,28 +1,39 @@
-"""Reading ordinary Kubernetes YAML (what ``kubectl apply -f`` takes) into model objects.
+"""Reading ordinary Kubernetes YAML (what ``kubectl apply -f`` takes) into model objects, strictly.
 
-Kinds caldera does not model (Deployments, Services, ...) are skipped and reported, not
-errors. Everything else is checked as it is loaded, quantities included, so a bad
-manifest fails here with one line naming the document, the object, the field and the
-problem. A Volcano Job loads as a Job (checked by expanding it); :func:`expand` turns it
-into the PodGroup and pods Volcano's job controller would make.
+Each object is checked as ``kubectl apply --validate=strict`` and the admission behind it
+would check it: against its kind's schema (an unknown field is refused by name, with the
+nearest known one: cluster.schema), decoded into the model with its quantities parsed,
+then Kubernetes' and Volcano's admission rules (cluster.admission, cluster.queue_admission),
+the pods of its pod templates included. :func:`read_manifests` reads one file and returns
+every refusal, one line each, naming the document, the object, the field and the problem;
+:func:`admit` checks the objects of all the files against each other (the PriorityClasses
+and Queues they name, the queue tree). Kinds caldera does not model (Services, ...) are
+skipped and reported, not errors, after their schema's check when they have one. What
+placement ignores is listed per object (``Manifest.unhonoured``), for warnings.
+
+A Volcano Job loads as a Job (checked by expanding it); :func:`expand` turns it into the
+PodGroup and pods Volcano's job controller would make. Objects from the API server (the
+mirror) are decoded with :func:`decode_json`, leniently: the API server admitted them.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 import msgspec
 import yaml
 
+from cluster.admission import Registry, global_default_problems, node_problems, pod_problems, priority_class_problems
 from cluster.model import Node, NodeShard, Pod, PodGroup, PriorityClass, Queue
-from cluster.quantity import QuantityError
+from cluster.queue_admission import mutated, queue_problems
+from cluster.schema import Findings, Problem, Reference, Schemas, Template, join
+from cluster.unhonoured import unhonoured as _unhonoured
 from cluster.kubeflow import expand_training_job
 from cluster.kubeflow_api import MPIJob, PyTorchJob, TFJob
 from cluster.pod_controllers import BatchJob, Deployment, ReplicaSet, StatefulSet, expand_workload
-from cluster.pod_template import FieldError
 from cluster.volcano_job import Job, JobError, admit_queue, expand_job
 
 ClusterObject = Node | Pod | PodGroup | Queue | PriorityClass | NodeShard
@@ -90,12 +101,6 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
-def _label(data: Mapping[object, object], kind: str) -> str:
-    metadata = data.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, dict) else None
-    return f"{kind} {name if isinstance(name, str) and name else '<no name>'}"
-
-
 def _validation_problem(exc: msgspec.ValidationError) -> tuple[str, str]:
     """Split msgspec's "problem - at `$.a.b[0]`" into (field path, problem)."""
     problem, sep, path = str(exc).rpartition(" - at `")
@@ -125,35 +130,140 @@ def _check(obj: KubeObject) -> None:
         expand_workload(obj)
 
 
-def _decode(data: object, where: str) -> KubeObject | None:
+# -- reading one object, strictly ------------------------------------------------------------
+
+
+_CLUSTER_SCOPED = frozenset({"Node", "Queue", "PriorityClass", "NodeShard", "HyperNode", "Namespace"})
+
+
+class Manifest(msgspec.Struct, frozen=True, kw_only=True):
+    """One object of a manifest, read and checked: where it was, what it is, what the checks read from it."""
+
+    source: str = ""  # the file, for messages
+    where: str  # "document 2", or "document 2 item 1" inside a kind: List
+    kind: str
+    name: str
+    namespace: str = ""  # "" for cluster-scoped kinds
+    obj: KubeObject | None = None  # None: a kind caldera does not model (still checked when it has a schema)
+    references: tuple[Reference, ...] = ()  # the other objects it names
+    refused: bool = False  # the checks refused it (its name still counts as defined, for admit)
+    unhonoured: tuple[str, ...] = ()  # set fields placement ignores (cluster.unhonoured)
+
+    @property
+    def label(self) -> str:
+        """``Kind name``, as error lines name the object."""
+        return f"{self.kind} {self.name or '<no name>'}"
+
+    @property
+    def title(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), as warnings name the object."""
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else self.label
+
+    def line(self, problem: Problem | str) -> str:
+        """One error line: ``[source: ]document N (Kind name): path: problem``."""
+        return f"{self.source + ': ' if self.source else ''}{self.where} ({self.label}): {problem}"
+
+
+def _meta(data: Mapping[object, object], kind: str) -> tuple[str, str]:
+    metadata = data.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    name = name if isinstance(name, str) else ""
+    if kind in _CLUSTER_SCOPED:
+        return name, ""
+    return name, namespace if isinstance(namespace, str) and namespace else "default"
+
+
+def _template_pod(template: Template) -> tuple[Pod | None, list[Problem]]:
+    """The pod a template makes, as a model Pod (named after the template), or why it is not one."""
+    meta = template.data.get("metadata")
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    meta.setdefault("name", "template")
+    try:
+        return from_builtins({"metadata": meta, "spec": template.data.get("spec", {})}, Pod), []
+    except msgspec.ValidationError as exc:
+        path, problem = _validation_problem(exc)
+        return None, [Problem(join(template.path, path), problem)]
+
+
+def _prefixed(prefix: str, problems: Iterable[Problem]) -> list[Problem]:
+    return [Problem(join(prefix, p.path), p.problem) for p in problems]
+
+
+def _object_problems(obj: KubeObject | None) -> list[Problem]:
+    """Kubernetes' admission rules for one object (a Queue's are checked with all the queues: :func:`admit`)."""
+    if isinstance(obj, Pod):
+        return pod_problems(obj)
+    if isinstance(obj, Node):
+        return node_problems(obj)
+    if isinstance(obj, PriorityClass):
+        return priority_class_problems(obj)
+    return []
+
+
+def _read(data: object, where: str, source: str, schemas: Schemas) -> tuple[Manifest | None, list[str]]:
+    """One object, checked: its Manifest, and its error lines (every one the checks found; then it is refused).
+
+    None for what is not an object at all.
+    """
+    at = f"{source}: {where}" if source else where
     if not isinstance(data, dict):
-        raise ManifestError(
-            f"{where}: expected a Kubernetes object (a mapping with apiVersion and kind), got {type(data).__name__}"
-        )
+        return None, [f"{at}: expected a Kubernetes object (a mapping with apiVersion and kind), got {type(data).__name__}"]
     kind, api_version = data.get("kind"), data.get("apiVersion")
     for field, value in (("kind", kind), ("apiVersion", api_version)):
         if not isinstance(value, str) or not value:
-            raise ManifestError(f"{where}: {field}: missing or not a string (every object needs apiVersion and kind)")
+            return None, [f"{at}: {field}: missing or not a string (every object needs apiVersion and kind)"]
     assert isinstance(kind, str) and isinstance(api_version, str)
+    name, namespace = _meta(data, kind)
+    manifest = Manifest(source=source, where=where, kind=kind, name=name, namespace=namespace, refused=True)
+    normal: dict[str, Any] = _normalise(data)
+    schema = schemas.schema(api_version, kind)
+    findings = schemas.check(normal, schema) if schema is not None else Findings()
+    if findings.unknown:  # a misspelling explains whatever else looks wrong: say it alone
+        return manifest, [manifest.line(p) for p in findings.unknown]
+    obj: KubeObject | None = None
     cls = KINDS.get((_group(api_version), kind))
-    if cls is None:
-        return None
-    label = _label(data, kind)
-    try:
-        obj: KubeObject = from_builtins(data, cls)
-        _check(obj)
-    except msgspec.ValidationError as exc:
-        path, problem = _validation_problem(exc)
-        raise ManifestError(f"{where} ({label}): {path}: {problem}") from exc
-    except (QuantityError, FieldError) as exc:
-        raise ManifestError(f"{where} ({label}): {exc}") from exc
-    return obj
+    if cls is not None:
+        try:
+            obj = msgspec.convert(normal, cls)
+            _check(obj)
+        except msgspec.ValidationError as exc:
+            path, problem = _validation_problem(exc)
+            return manifest, [manifest.line(Problem(path, problem))]
+        except ValueError as exc:  # QuantityError, JobError and the like: "field: problem" already
+            # Where the rules below cover what failed (a pod's quantities), they name every problem.
+            found = _object_problems(obj)
+            return manifest, [manifest.line(p) for p in found] or [manifest.line(str(exc))]
+    problems = [*findings.invalid, *_object_problems(obj)]
+    unhonoured = [*findings.unhonoured, *(_unhonoured(obj) if isinstance(obj, (Pod, PodGroup, Queue)) else [])]
+    for template in findings.templates:
+        pod, bad = _template_pod(template)
+        problems += bad
+        if pod is not None:
+            problems += _prefixed(template.path, pod_problems(pod))
+            unhonoured += [join(template.path, p) for p in _unhonoured(pod)]
+    if problems:
+        return manifest, [manifest.line(p) for p in problems]
+    if isinstance(obj, Queue):
+        obj = mutated(obj)
+    manifest = msgspec.structs.replace(manifest, obj=obj, references=tuple(findings.references),
+                                       unhonoured=tuple(dict.fromkeys(unhonoured)), refused=False)
+    return manifest, []
+
+
+def _decode(data: object, where: str) -> KubeObject | None:
+    manifest, errors = _read(data, where, "", Schemas.bundled())
+    if errors:
+        raise ManifestError(errors[0])
+    assert manifest is not None
+    return manifest.obj
 
 
 def decode_object(data: object, *, index: int = 0) -> KubeObject | None:
     """Decode one parsed manifest; None when its kind is not one caldera models.
 
-    ``index`` is the document's position in its file, for error messages.
+    ``index`` is the document's position in its file, for error messages. Raises
+    ManifestError with the first problem (see :func:`read_manifests` for all of them).
     """
     return _decode(data, f"document {index}")
 
@@ -170,29 +280,92 @@ def _entries(document: object, index: int) -> Iterator[tuple[object, str]]:
         yield document, f"document {index}"
 
 
-def load_manifests(text: str) -> tuple[list[KubeObject], list[str]]:
-    """Load multi-document YAML: the modelled objects, and the kind of each skipped object.
+def read_manifests(text: str, *, source: str = "") -> tuple[list[Manifest], list[str]]:
+    """Every object of multi-document YAML, checked one by one (refused ones marked); one error line per refusal.
 
-    Empty documents are ignored; a ``kind: List`` contributes its items. Documents are
-    numbered from 0 in the order they appear in ``text``, empty ones included.
+    The checks: the kind's schema (unknown fields by name, with the nearest known one;
+    types), decoding into the model, Kubernetes' rules for pods, nodes and PriorityClasses,
+    and the pods of every pod template inside. Checks that need the other objects are
+    :func:`admit`'s. An error line starts with ``source: `` when one is given. Empty
+    documents are ignored; a ``kind: List`` contributes its items; documents are numbered
+    from 0 in the order they appear in ``text``, empty ones included.
     """
+    at = f"{source}: " if source else ""
     try:
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
-        raise ManifestError(f"invalid YAML: {' '.join(str(exc).split())}") from exc
-    objects: list[KubeObject] = []
-    skipped: list[str] = []
+        return [], [f"{at}invalid YAML: {' '.join(str(exc).split())}"]
+    schemas = Schemas.bundled()
+    manifests: list[Manifest] = []
+    errors: list[str] = []
     for index, document in enumerate(documents):
         if document is None:
             continue
-        for data, where in _entries(document, index):
-            obj = _decode(data, where)
-            if obj is not None:
-                objects.append(obj)
-            else:
-                assert isinstance(data, dict)
-                skipped.append(str(data["kind"]))
-    return objects, skipped
+        try:
+            entries = list(_entries(document, index))
+        except ManifestError as exc:
+            errors.append(f"{at}{exc}")
+            continue
+        for data, where in entries:
+            manifest, problems = _read(data, where, source, schemas)
+            errors += problems
+            if manifest is not None:
+                manifests.append(manifest)
+    return manifests, errors
+
+
+def admit(manifests: Sequence[Manifest]) -> list[str]:
+    """The error lines of the checks across all the files' objects.
+
+    Every PriorityClass and Queue named must be one of the files (or built in); the Queues
+    pass Volcano's queue admission together (cluster.queue_admission), and each Volcano
+    Job's queue Volcano's job admission (cluster.volcano_job.admit_queue: it exists, is
+    Open, is a leaf); at most one PriorityClass is the global default.
+    """
+    classes = [(m, m.obj) for m in manifests if isinstance(m.obj, PriorityClass)]
+    queues = [(m, m.obj) for m in manifests if isinstance(m.obj, Queue)]
+    # A refused PriorityClass or Queue still counts as defined: its own error says what to fix.
+    registry = Registry([m.name for m in manifests if m.kind == "PriorityClass"],
+                        [m.name for m in manifests if m.kind == "Queue"])
+    errors: list[str] = []
+    for m in manifests:
+        for ref in m.references:
+            missing = registry.problem(ref)
+            if missing is not None:
+                errors.append(m.line(Problem(ref.path, missing)))
+    for i, problem in global_default_problems([pc for _, pc in classes]).items():
+        errors.append(classes[i][0].line(problem))
+    if not any(m.refused for m in manifests if m.kind == "Queue"):  # the tree is checked once it is whole
+        for i, problems in queue_problems([q for _, q in queues]).items():
+            errors += [queues[i][0].line(p) for p in problems]
+        by_name = {q.name: q for _, q in queues}
+        for m in manifests:
+            if isinstance(m.obj, Job):
+                try:
+                    admit_queue(m.obj, by_name)
+                except JobError as exc:
+                    errors.append(m.line(str(exc)))
+    return errors
+
+
+def load_manifests(text: str) -> tuple[list[KubeObject], list[str]]:
+    """Load multi-document YAML: the modelled objects, and the kind of each skipped object.
+
+    Raises ManifestError with the first refusal of :func:`read_manifests` (the checks of
+    one object; :func:`admit` checks objects against each other).
+    """
+    manifests, errors = read_manifests(text)
+    if errors:
+        raise ManifestError(errors[0])
+    return [m.obj for m in manifests if m.obj is not None], [m.kind for m in manifests if m.obj is None]
+
+
+class ManifestErrors(ValueError):
+    """Manifests refused: one line per refusal (``lines``), across all the files read."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
 
 
 def expand(objects: Iterable[KubeObject], *, queues: Mapping[str, Queue] | None = None) -> list[ClusterObject]:

@@ -22,8 +22,8 @@ status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
 """
 
 WORKLOAD = """\
-apiVersion: apps/v1
-kind: Deployment
+apiVersion: v1
+kind: ConfigMap
 metadata: {name: web}
 ---
 apiVersion: v1
@@ -83,7 +83,7 @@ def test_places_both_schedulers_pods_and_says_why_the_others_wait(tmp_path: Path
     queues = {q["name"]: q["allocated"] for q in result["queues"]}
     assert queues["default"]["cpu"] == "2"
     warning = r.stderr.strip().splitlines()
-    assert warning == ["caldera dry-run: warning: skipped 2 object(s) of kinds caldera does not schedule: Deployment, Service"]
+    assert warning == ["caldera dry-run: warning: skipped 2 object(s) of kinds caldera does not schedule: ConfigMap, Service"]
 
 
 def test_table_output_names_every_pod(tmp_path: Path) -> None:
