@@ -351,10 +351,13 @@ def share(allocated: float, total: float) -> float:
     return allocated / total
 
 
-def amount_text(name: str, value: float) -> str:
-    """A Volcano-unit amount of ``name`` as a Kubernetes quantity ("unlimited" when infinite)."""
+def amount_text(name: str, value: float, *, down: bool = False) -> str:
+    """A Volcano-unit amount of ``name`` as a Kubernetes quantity ("unlimited" when infinite);
+    rounded up to a whole caldera amount, or down with ``down`` (room, not need)."""
     if not math.isfinite(value):
         return "unlimited"
+    if down:
+        value = math.floor(value / _milli(name) + 1e-9) * _milli(name)
     v = Vector()
     if name == CPU:
         v.cpu = value

@@ -5,8 +5,9 @@ admitted than fits and allocate always has work), minus what all schedulers allo
 Admitted jobs reserve their minResources: Inqueue jobs all of them, Running jobs (with
 at least minMember tasks placed) the part of what they hold their minResources covers.
 A job fits when its minResources plus those reservations stay within idle in every
-resource it asks for. A job without minResources is admitted. A factor below 1 is
-Volcano's default instead (the conf loader warns).
+resource it asks for; what its scheduling-gated pods ask for is not reserved (Volcano's
+``DeductSchGatedResources``). A job without minResources is admitted (a permit, as in
+Volcano). A factor below 1 is Volcano's default instead (the conf loader warns).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import PERMIT, Vote, VoteKind, check_arguments, number
 from batch_scheduler.info import JobInfo, shareable
-from batch_scheduler.plugins.proportion import allocated_tasks, fmt, inqueue_part
-from batch_scheduler.vector import Vector
+from batch_scheduler.plugins.proportion import allocated_tasks, deduct_gated, fmt, inqueue_part
+from batch_scheduler.vector import Vector, amount_text
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -50,9 +51,9 @@ class OvercommitPlugin:
             if job.min_resources is None:
                 continue
             if job.phase == "Inqueue":
-                self.inqueue.add(job.min_resources)
+                self.inqueue.add(deduct_gated(job, job.min_resources))
             elif job.phase == "Running" and allocated_tasks(job) >= job.min_member:
-                self.inqueue.add(inqueue_part(job))
+                self.inqueue.add(deduct_gated(job, inqueue_part(job)))
 
     def enqueueable(self, job: JobInfo) -> Vote:
         need = job.min_resources
@@ -64,10 +65,10 @@ class OvercommitPlugin:
         r = short[0]
         left = self.idle.get(r) - self.inqueue.get(r)
         return Vote(VoteKind.REJECT, condition="NotEnoughResources", reason=(
-            f"cluster: job needs {r} {fmt(r, need.get(r))} to start, only {fmt(r, max(left, 0.0))} can be admitted "
+            f"cluster: job needs {r} {fmt(r, need.get(r))} to start, only {amount_text(r, max(left, 0.0), down=True)} can be admitted "
             f"({fmt(r, self.ssn.total.get(r))} allocatable × overcommit-factor {self.factor:g}, "
             f"{fmt(r, self.used.get(r))} allocated, {fmt(r, self.inqueue.get(r))} reserved by admitted jobs)"))
 
     def enqueued(self, job: JobInfo) -> None:
         if job.min_resources is not None:
-            self.inqueue.add(job.min_resources)
+            self.inqueue.add(deduct_gated(job, job.min_resources))

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from batch_scheduler.framework import ABSTAIN, PERMIT, VoteKind
+from batch_scheduler.framework import PERMIT, VoteKind
 from batch_scheduler.plugins.overcommit import OvercommitPlugin
 from batch_scheduler.session import Session
 from tests.batch_scheduler.inputs import conf, podgroup, queue, session
@@ -47,12 +47,12 @@ def test_overcommit_reason_text() -> None:
                            "overcommit-factor 1.5, 4 allocated, 0 reserved by admitted jobs)")
 
 
-def test_overcommit_counts_admitted_jobs_and_abstains_without_min_resources() -> None:
+def test_overcommit_counts_admitted_jobs_and_permits_without_min_resources() -> None:
     ssn = overcommit_session("1.5", 4000, [
         podgroup("old", phase="Inqueue", min_resources={"cpu": "3"}), podgroup("a", min_resources={"cpu": "6"}),
         podgroup("b", min_resources={"cpu": "6"}), podgroup("free")])
     oc = plugin(ssn, OvercommitPlugin)
-    assert oc.enqueueable(ssn.jobs["default/free"]) == ABSTAIN
+    assert oc.enqueueable(ssn.jobs["default/free"]) == PERMIT  # best effort: Volcano permits it
     assert ssn.tiers.enqueueable(ssn.jobs["default/a"]) == PERMIT  # 11 − 3 reserved ≥ 6
     ssn.tiers.enqueued(ssn.jobs["default/a"])  # admitted: only now reserved
     vote = ssn.tiers.enqueueable(ssn.jobs["default/b"])  # 11 − 9 < 6
@@ -84,3 +84,11 @@ def test_enqueue_action_admits_what_the_cluster_can_take_after_a_queue_refusal()
     assert ssn.jobs["default/capped"].phase == "Pending"
     assert "capability cpu 4" in ssn.jobs["default/capped"].reason
     assert ssn.jobs["default/fits"].phase == "Inqueue", ssn.jobs["default/fits"].reason
+
+
+def test_overcommit_reason_rounds_the_room_down_to_whole_gpus() -> None:
+    # 1 GPU × 1.2 leaves room for 1.2 GPUs: "only 1 can be admitted", never "only 2" beside "needs 2".
+    ssn = session(conf(["overcommit"]), [node("n1", cpu=10, gpu=1)], [],
+                  podgroups=[podgroup("j", min_resources={"nvidia.com/gpu": "2"})])
+    vote = ssn.tiers.enqueueable(ssn.jobs["default/j"])
+    assert vote.reason.startswith("cluster: job needs nvidia.com/gpu 2 to start, only 1 can be admitted (1 allocatable")
