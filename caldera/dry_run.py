@@ -85,7 +85,8 @@ class DryRunResult(msgspec.Struct, frozen=True):
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("dry-run", help="place a YAML cluster + workload offline and say why each pending pod waits")
     p.add_argument("-f", "--filename", action="append", required=True,
-                   help="multi-document Kubernetes YAML (Node, Pod, PodGroup, Queue, PriorityClass, Volcano Job); repeatable")
+                   help="multi-document Kubernetes YAML (Node, Pod, PodGroup, Queue, PriorityClass, Volcano Job, "
+                        "Deployment, ReplicaSet, StatefulSet, batch Job, Kubeflow PyTorchJob/TFJob/MPIJob); repeatable")
     p.add_argument("--conf", default=None, help="Volcano-format scheduler conf (default: Volcano's Helm-chart conf)")
     p.add_argument("--scheduler-configs", default=DEFAULT_SCHEDULER_CONFIGS,
                    help=f"sharding bands, as for caldera sharding (default: {DEFAULT_SCHEDULER_CONFIGS})")

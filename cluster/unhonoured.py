@@ -1,8 +1,8 @@
 """What an object asks of placement that caldera does not honour yet, by field path.
 
 caldera's schedulers place a pod as if these fields were absent: pod (anti-)affinity,
-topology spread, scheduling gates, DRA claims, PVC-backed volumes (volume topology), host
-ports, NUMA policy; a PodGroup's network topology and subgroups; a Queue's node-group
+topology spread, DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
+policy (scheduling gates are honoured: a gated pod waits until its gates are removed); a PodGroup's network topology and subgroups; a Queue's node-group
 affinity. Saying so beats a placement that silently breaks what the user asked for.
 
 :func:`unhonoured` is pure and works on the decoded model, so the dry-run warns from it
@@ -45,8 +45,6 @@ def _pod(pod: Pod) -> list[str]:
             paths.append("spec.affinity.podAntiAffinity")
     if spec.topology_spread_constraints:
         paths.append("spec.topologySpreadConstraints")
-    if spec.scheduling_gates:
-        paths.append("spec.schedulingGates")
     if spec.resource_claims:
         paths.append("spec.resourceClaims")
     for i, volume in enumerate(spec.volumes):

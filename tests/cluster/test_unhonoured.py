@@ -46,7 +46,6 @@ EVERYTHING = [
     "metadata.annotations.volcano.sh/numa-topology-policy",
     "spec.affinity.podAntiAffinity",
     "spec.topologySpreadConstraints",
-    "spec.schedulingGates",
     "spec.resourceClaims",
     "spec.volumes[1].persistentVolumeClaim",
     "spec.volumes[2].ephemeral",
