@@ -6,13 +6,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup redis clean
+.PHONY: demo test check setup redis clean
 
 demo: setup redis
 	$(BIN)/caldera demo
 
-test: setup redis
+test: setup redis check
 	$(BIN)/python -m pytest
+
+# The mechanical gates: pyflakes-level ruff over the code and tests, mypy --strict (pyproject.toml).
+check: setup
+	$(BIN)/python -m ruff check --select F --no-cache cluster binder sharding batch_scheduler agent_scheduler caldera tests
+	$(BIN)/python -m mypy
 
 setup: $(STAMP)
 
