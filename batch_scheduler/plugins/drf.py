@@ -1,7 +1,8 @@
 """drf: dominant resource fairness between jobs, and (``enableHierarchy``) between queues — Volcano's drf plugin.
 
-A job's share is its largest fraction of any cluster resource it holds; the job with the
-smaller share goes first, so a CPU-heavy and a GPU-heavy job progress alike. As a
+A job's share is its largest fraction of any cluster resource it holds — the cluster's
+pod slots too, every task counting one pod as in Volcano; the job with the smaller share
+goes first, so a CPU-heavy and a GPU-heavy job progress alike. As a
 preempt voter it lets a victim go only when the victim's job, without it (and without
 the candidates before it), keeps at least the preemptor's share with the preemptor's task.
 
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import check_arguments
 from batch_scheduler.info import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo
+from batch_scheduler.plugins.shares import resreq
 from batch_scheduler.vector import Vector, share
 
 if TYPE_CHECKING:
@@ -90,10 +92,10 @@ class DrfPlugin:
             attr = Attr()
             for t in job.tasks.values():
                 if t.status in ALLOCATED_STATUSES:
-                    attr.allocated.add(t.resreq)
+                    attr.allocated.add(resreq(t))
             attr.share = dominant_share(attr.allocated, self.total)
             self.attrs[job.key] = attr
-            if self.hierarchical and job.queue in ssn.queues:
+            if self.hierarchical and ssn.in_queue(job):
                 self.total_allocated.add(attr.allocated)
                 self._update_hierarchy(self.root, self.total_allocated, job, attr)
 
@@ -120,7 +122,7 @@ class DrfPlugin:
         assert node.children is not None
         request = Vector()
         for t in job.tasks.values():
-            request.add(t.resreq)
+            request.add(resreq(t))
         node.children[job.key] = HNode(job.key, 1.0, attr, request, node, None)
 
     def _refresh(self, node: HNode, demanding: set[str]) -> None:
@@ -181,11 +183,11 @@ class DrfPlugin:
         return -1 if result < 0 else (1 if result > 0 else 0)
 
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
-        mine = dominant_share(self.attrs[preemptor.job].allocated + preemptor.resreq, self.total)
+        mine = dominant_share(self.attrs[preemptor.job].allocated + resreq(preemptor), self.total)
         allocations: dict[str, Vector] = {}
         out = []
         for c in candidates:
-            remaining = allocations.setdefault(c.job, self.attrs[c.job].allocated.copy()).sub(c.resreq)
+            remaining = allocations.setdefault(c.job, self.attrs[c.job].allocated.copy()).sub(resreq(c))
             theirs = dominant_share(remaining, self.total)
             if mine < theirs or abs(mine - theirs) <= SHARE_DELTA:
                 out.append(c)
@@ -198,21 +200,21 @@ class DrfPlugin:
         root = self.root.clone()
         ljob = self.ssn.jobs[reclaimer.job]
         lqueue = self.ssn.queues[ljob.queue]
-        lattr = Attr(self.attrs[ljob.key].allocated + reclaimer.resreq)
-        total_allocated.add(reclaimer.resreq)
+        lattr = Attr(self.attrs[ljob.key].allocated + resreq(reclaimer))
+        total_allocated.add(resreq(reclaimer))
         lattr.share = dominant_share(lattr.allocated, self.total)
         self._update_hierarchy(root, total_allocated, ljob, lattr)
         out = []
         for c in candidates:
             rjob = self.ssn.jobs[c.job]
             rqueue = self.ssn.queues[rjob.queue]
-            total_allocated.sub(c.resreq)
-            rattr = Attr(self.attrs[rjob.key].allocated - c.resreq)
+            total_allocated.sub(resreq(c))
+            rattr = Attr(self.attrs[rjob.key].allocated - resreq(c))
             rattr.share = dominant_share(rattr.allocated, self.total)
             self._update_hierarchy(root, total_allocated, rjob, rattr)
             result = self._compare_queues(root, lqueue, rqueue)
-            total_allocated.add(c.resreq)
-            rattr.allocated.add(c.resreq)
+            total_allocated.add(resreq(c))
+            rattr.allocated.add(resreq(c))
             rattr.share = dominant_share(rattr.allocated, self.total)
             self._update_hierarchy(root, total_allocated, rjob, rattr)
             if result < 0:
@@ -225,12 +227,13 @@ class DrfPlugin:
         attr = self.attrs.get(task.job)
         if attr is None:
             return
-        attr.allocated.add(task.resreq) if sign > 0 else attr.allocated.sub(task.resreq)
+        request = resreq(task)
+        attr.allocated.add(request) if sign > 0 else attr.allocated.sub(request)
         attr.share = dominant_share(attr.allocated, self.total)
         if self.hierarchical:
             job = self.ssn.jobs[task.job]
-            if job.queue in self.ssn.queues:
-                self.total_allocated.add(task.resreq) if sign > 0 else self.total_allocated.sub(task.resreq)
+            if self.ssn.in_queue(job):
+                self.total_allocated.add(request) if sign > 0 else self.total_allocated.sub(request)
                 self._update_hierarchy(self.root, self.total_allocated, job, attr)
 
     def allocated(self, task: TaskInfo) -> None:

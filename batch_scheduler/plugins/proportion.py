@@ -23,6 +23,13 @@ need goes round again. Then:
   down to it.
 
 Allocations, pipelines and evictions in the session update what each queue holds.
+
+As in Volcano every task also counts one ``pods`` (``plugins.shares``), and the cluster's
+pod slots are water-filled with the rest: a queue deserves at most as many pods as it has
+placed and pending, so while it has pods waiting its allocation stays below its deserved
+pod count — overused then does not hold, and the allocatable check (which, like Volcano's,
+leaves ``pods`` out) is what stops it. Scheduling-gated tasks' requests are deducted from
+what their job reserves, as Volcano's ``DeductSchGatedResources`` does.
 """
 
 from __future__ import annotations
@@ -34,7 +41,9 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import PERMIT, Refusal, Vote, VoteKind, check_arguments
 from batch_scheduler.info import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
+from batch_scheduler.plugins.shares import resreq
 from batch_scheduler.vector import INFINITY, ZERO, Vector, amount_text, exceeded_part, share, vmax
+from cluster.resources import CPU, MEMORY, PODS
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -47,24 +56,49 @@ def fmt(name: str, amount: float) -> str:
     return amount_text(name, amount)
 
 
+def _scalar(name: str) -> bool:
+    """Kubernetes' ``IsScalarResourceName``: extended, prefixed native, hugepages and volume-limit resources."""
+    return "/" in name or name.startswith(("hugepages-", "attachable-volumes-"))
+
+
 def inqueue_part(job: JobInfo) -> Vector:
     """What a running job's minResources still reserve beyond what it holds, per resource its
-    minResources names (Volcano's ``GetInqueueResource``)."""
+    minResources names (Volcano's ``GetInqueueResource``; the pods it holds count as ``pods``)."""
     need = job.min_resources if job.min_resources is not None else Vector()
     held = job.allocated
     names = job.podgroup.spec.min_resources if job.podgroup is not None and job.podgroup.spec.min_resources else {}
     out = Vector()
     for name in names:
-        if name == "cpu":
+        if name == CPU:
             out.cpu = max(need.cpu - held.cpu, 0.0)
-        elif name == "memory":
+        elif name == MEMORY:
             out.memory = max(need.memory - held.memory, 0.0)
-        elif not name.startswith("count/"):
+        elif name == PODS:
+            reserved_pods = need.scalars.get(PODS, 0.0) - allocated_tasks(job)
+            if reserved_pods > 0:
+                out.scalars[PODS] = reserved_pods
+        elif _scalar(name) and not name.startswith("count/"):
             reserved = need.scalars.get(name, 0.0)
             if name not in held.scalars:
                 out.scalars[name] = reserved
             elif reserved - held.scalars[name] > 0:
                 out.scalars[name] = reserved - held.scalars[name]
+    return out
+
+
+def deduct_gated(job: JobInfo, need: Vector) -> Vector:
+    """``need`` less what the job's scheduling-gated tasks ask for, never below 0, in the dimensions
+    ``need`` has (Volcano's ``DeductSchGatedResources``: gated pods do not keep other jobs out)."""
+    gated = Vector()
+    for t in job.tasks.values():
+        if t.scheduling_gated:
+            gated.add(resreq(t))
+    if gated.is_empty():
+        return need
+    out = Vector(max(need.cpu - gated.cpu, 0.0), max(need.memory - gated.memory, 0.0), need.scalars)
+    for name, amount in need.scalars.items():
+        if name in gated.scalars:
+            out.scalars[name] = max(amount - gated.scalars[name], 0.0)
     return out
 
 
@@ -118,14 +152,14 @@ class ProportionPlugin:
                 self.attrs[job.queue] = attr
             for t in job.tasks.values():
                 if t.status in ALLOCATED_STATUSES:
-                    attr.allocated.add(t.resreq)
-                    attr.request.add(t.resreq)
+                    attr.allocated.add(resreq(t))
+                    attr.request.add(resreq(t))
                 elif t.status is TaskStatus.PENDING:
-                    attr.request.add(t.resreq)
+                    attr.request.add(resreq(t))
             if job.phase == "Inqueue" and job.min_resources is not None:
-                attr.inqueue.add(job.min_resources)
+                attr.inqueue.add(deduct_gated(job, job.min_resources))
             if job.phase == "Running" and job.min_resources is not None and allocated_tasks(job) >= job.min_member:
-                attr.inqueue.add(inqueue_part(job))
+                attr.inqueue.add(deduct_gated(job, inqueue_part(job)))
             attr.elastic.add(job.elastic())
         self._water_fill(total)
 
@@ -178,13 +212,13 @@ class ProportionPlugin:
     def allocated(self, task: TaskInfo) -> None:
         attr = self.attrs.get(self.ssn.jobs[task.job].queue)
         if attr is not None:
-            attr.allocated.add(task.resreq)
+            attr.allocated.add(resreq(task))
             attr.update_share()
 
     def deallocated(self, task: TaskInfo) -> None:
         attr = self.attrs.get(self.ssn.jobs[task.job].queue)
         if attr is not None:
-            attr.allocated.sub(task.resreq)
+            attr.allocated.sub(resreq(task))
             attr.update_share()
 
     # -- extension points -----------------------------------------------------------------
@@ -200,7 +234,8 @@ class ProportionPlugin:
         attr = self.attrs.get(queue.name)
         if attr is None or not attr.deserved.less_equal(attr.allocated, ZERO):
             return None
-        held = ", ".join(f"{r} {fmt(r, attr.allocated.get(r))}" for r in attr.deserved.resource_names()) or "nothing"
+        held = ", ".join(f"{r} {fmt(r, attr.allocated.get(r))}" for r in attr.deserved.resource_names()
+                         if r != PODS) or "nothing"
         return Refusal(f"queue {queue.name}: at its deserved share ({held}); waits for its running jobs to finish",
                        "QueueShareExceeded")
 
@@ -210,7 +245,8 @@ class ProportionPlugin:
         attr = self.attrs.get(queue.name)
         if attr is None:
             return None
-        ok, short = (attr.allocated + task.resreq).less_equal_in(attr.deserved, task.resreq)
+        request = resreq(task)
+        ok, short = (attr.allocated + request).less_equal_in(attr.deserved, request)
         if ok:
             return None
         r = short[0]
@@ -240,7 +276,7 @@ class ProportionPlugin:
         future = need.copy().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
         ok, short = future.less_equal_in(attr.real_capability, need)
         if ok:
-            attr.inqueue.add(need)
+            attr.inqueue.add(deduct_gated(job, need))
             return PERMIT
         r = short[0]
         kind = "capability" if attr.capability is not None and math.isfinite(attr.capability.get(r)) and \
@@ -263,11 +299,17 @@ class ProportionPlugin:
                 continue
             allocated = allocations.setdefault(q, attr.allocated.copy())
             if not allocated.less_equal(attr.deserved, ZERO):
-                allocated.sub(c.resreq)
+                allocated.sub(resreq(c))
                 out.append(c)
         return out
 
     @property
     def deserved(self) -> dict[str, dict[str, float]]:
         """Each queue's deserved share in caldera amounts (for ``caldera status``)."""
-        return {q: {r: float(v) for r, v in a.deserved.to_amounts().items()} for q, a in self.attrs.items()}
+        return {q: {r: float(v) for r, v in a.deserved.to_amounts().items() if r != PODS} for q, a in self.attrs.items()}
+
+    @property
+    def real_capability(self) -> dict[str, dict[str, float]]:
+        """Each queue's real capability in caldera amounts (infinite ones left out)."""
+        return {q: {r: float(v) for r, v in a.real_capability.to_amounts().items() if r != PODS}
+                for q, a in self.attrs.items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batch_scheduler.plugins.drf import DrfPlugin, dominant_share
+from batch_scheduler.vector import Vector
 from tests.batch_scheduler.inputs import conf, podgroup, session, task
 from tests.batch_scheduler.plugins.common import by_name, lone, names, plugin, stamp
 from tests.builders import node
@@ -33,7 +34,20 @@ def test_drf_share_is_the_largest_fraction_held() -> None:
     assert drf.share(lone(ssn, "a")) == pytest.approx(0.4)
     assert drf.share(lone(ssn, "idle")) == 0.0
     assert sorted(ssn.jobs.values(), key=ssn.tiers.job_key())[0] is lone(ssn, "idle")
-    assert dominant_share({"nvidia.com/gpu": 1}, {"cpu": 10}) == 1.0  # held but none in the cluster
+    # only the resources the cluster has count (Volcano's calculateShare walks the total's names)
+    assert dominant_share(Vector(1000, scalars={"nvidia.com/gpu": 1000}), Vector(10000)) == pytest.approx(0.1)
+
+
+def test_drf_share_counts_pod_slots() -> None:
+    # Every task holds one of its node's pods, as in Volcano: on a node of 4 pod slots a job of two
+    # small tasks holds half the cluster's pods, more than its cpu share.
+    ssn = session(conf(["drf"]), [node("n1", cpu=10, memory="100Gi", pods=4)],
+                  [task("a1", group="a", cpu="1", memory="1Gi", node="n1"), task("a2", group="a", cpu="1", memory="1Gi", node="n1"),
+                   task("b", cpu="4", memory="1Gi", node="n1")], podgroups=[podgroup("a", min_member=1)])
+    drf = plugin(ssn, DrfPlugin)
+    assert drf.share(ssn.jobs["default/a"]) == pytest.approx(0.5)  # 2 of 4 pods (cpu 0.2)
+    assert drf.share(lone(ssn, "b")) == pytest.approx(0.4)  # cpu (1 of 4 pods)
+    assert sorted([ssn.jobs["default/a"], lone(ssn, "b")], key=ssn.tiers.job_key())[0] is lone(ssn, "b")
 
 
 def test_drf_lets_a_victim_go_only_while_its_job_keeps_the_preemptors_share() -> None:

@@ -7,71 +7,67 @@ from typing import Any
 
 import pytest
 
-from batch_scheduler.framework import ABSTAIN, PERMIT, Refusal, VoteKind
-from batch_scheduler.plugins.proportion import ProportionPlugin, water_fill
+from batch_scheduler.framework import PERMIT, Refusal, VoteKind
+from batch_scheduler.plugins.proportion import ProportionPlugin
 from batch_scheduler.session import Session
 from cluster.records import PodRecord
 from tests.batch_scheduler.inputs import conf, podgroup, queue, session, task
-from tests.batch_scheduler.plugins.common import GI, THREE_NODES, plugin
+from tests.batch_scheduler.plugins.common import THREE_NODES, plugin
+from tests.builders import node
 
 # -- proportion ---------------------------------------------------------------------------
 
-BIG = 1e12
+def deserved_cpu(*queues_: Any, demand: Mapping[str, list[str]], nodes: list[Any] | None = None) -> dict[str, float]:
+    """Each queue's deserved cpu (millicores) when it asks for ``demand``: one pending cpu-only task per entry."""
+    pods = [task(f"{q}-{i}", group=q, cpu=c, memory=0) for q, cpus in demand.items() for i, c in enumerate(cpus)]
+    ssn = session(conf(["proportion"]), nodes or THREE_NODES, pods, podgroups=[podgroup(q.name, queue=q.name) for q in queues_],
+                  queues=queues_, default_queue=queues_[0].name)
+    return {q: d.get("cpu", 0.0) for q, d in plugin(ssn, ProportionPlugin).deserved.items()}
 
 
-def fill(total: Mapping[str, int], weights: Mapping[str, int], *, request: Mapping[str, Mapping[str, float]] | None = None,
-         capability: Mapping[str, Mapping[str, float]] | None = None,
-         guarantee: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, dict[str, float]]:
-    request = request or {}
-    capability = capability or {}
-    guarantee = guarantee or {}
-    return water_fill(
-        total, weights,
-        {q: {r: float(request.get(q, {}).get(r, BIG)) for r in total} for q in weights},
-        {q: {r: float(capability.get(q, {}).get(r, total[r])) for r in total} for q in weights},
-        {q: dict(guarantee.get(q, {})) for q in weights})
+MANY = ["10"] * 4  # 40 cpu: more than the 30 there are
 
 
-@pytest.mark.parametrize(("kwargs", "expected"), [
-    ({}, {"a": 20000, "b": 10000}),  # weights 2:1
-    ({"request": {"a": {"cpu": 6000}}}, {"a": 6000, "b": 24000}),  # a satisfied: the rest goes round again
-    ({"request": {"a": {"cpu": 0}, "b": {"cpu": 0}}}, {"a": 0, "b": 0}),  # nobody asks: nobody gets
-    ({"request": {"a": {"cpu": 1000}, "b": {"cpu": 2000}}}, {"a": 1000, "b": 2000}),
-    ({"guarantee": {"b": {"cpu": 15000}}, "capability": {"a": {"cpu": 15000}}}, {"a": 15000, "b": 15000}),
-    ({"guarantee": {"b": {"cpu": 15000}}, "capability": {"a": {"cpu": 15000}}, "request": {"b": {"cpu": 1000}}},
-     {"a": 15000, "b": 15000}),  # the guarantee is a floor, even above the request
+@pytest.mark.parametrize(("queues_", "demand", "expected"), [
+    ((queue("a", weight=2), queue("b")), {"a": MANY, "b": MANY}, {"a": 20000, "b": 10000}),  # weights 2:1
+    ((queue("a", weight=2), queue("b")), {"a": ["6"], "b": MANY}, {"a": 6000, "b": 24000}),  # the rest goes round
+    ((queue("a", weight=2), queue("b")), {}, {"a": 0, "b": 0}),  # nobody asks: nobody gets
+    ((queue("a", weight=2), queue("b")), {"a": ["1"], "b": ["2"]}, {"a": 1000, "b": 2000}),
+    ((queue("a", weight=2, capability={"cpu": "15"}), queue("b", guarantee={"cpu": "15"})), {"a": MANY, "b": MANY},
+     {"a": 15000, "b": 15000}),
+    # the guarantee is a floor, even above the request
+    ((queue("a", weight=2, capability={"cpu": "15"}), queue("b", guarantee={"cpu": "15"})), {"a": MANY, "b": ["1"]},
+     {"a": 15000, "b": 15000}),
     # a capped at its capability: what it cannot take goes to b
-    ({"capability": {"a": {"cpu": 5000}}}, {"a": 5000, "b": 25000}),
+    ((queue("a", weight=2, capability={"cpu": "5"}), queue("b")), {"a": MANY, "b": MANY}, {"a": 5000, "b": 25000}),
+    # two capped queues leave everything else to the third
+    ((queue("a", capability={"cpu": "1"}), queue("b", capability={"cpu": "1"}), queue("c")),
+     {"a": MANY, "b": MANY, "c": MANY}, {"a": 1000, "b": 1000, "c": 28000}),
 ])
-def test_water_fill(kwargs: dict[str, Any], expected: dict[str, float]) -> None:
-    deserved = fill({"cpu": 30000}, {"a": 2, "b": 1}, **kwargs)
-    assert {q: d["cpu"] for q, d in deserved.items()} == pytest.approx(expected, abs=1e-3)
-
-
-def test_water_fill_hands_out_everything_a_capped_queue_leaves() -> None:
-    deserved = fill({"cpu": 100000}, {"a": 1, "b": 1, "c": 1},
-                    capability={"a": {"cpu": 1000}, "b": {"cpu": 1000}})
-    assert {q: d["cpu"] for q, d in deserved.items()} == pytest.approx({"a": 1000, "b": 1000, "c": 98000}, abs=1e-3)
-
-
-def test_water_fill_a_queue_is_satisfied_only_when_it_has_all_it_asks_for() -> None:
-    # Both queues want far more cpu than there is and little memory. The queue that asks for
-    # nothing drops out, and its share of cpu goes round again to those that still want it.
-    total = {"cpu": 30000, "memory": 96 * GI}
-    deserved = fill(total, {"a": 2, "b": 1, "idle": 1},
-                    request={"a": {"cpu": 40000, "memory": 4 * GI}, "b": {"cpu": 20000, "memory": 2 * GI},
-                             "idle": {"cpu": 0, "memory": 0}})
-    assert {q: d["cpu"] for q, d in deserved.items()} == pytest.approx({"a": 20000, "b": 10000, "idle": 0}, abs=1e-3)
-    assert {q: d["memory"] for q, d in deserved.items()} == pytest.approx({"a": 4 * GI, "b": 2 * GI, "idle": 0})
+def test_water_fill(queues_: tuple[Any, ...], demand: dict[str, list[str]], expected: dict[str, float]) -> None:
+    assert deserved_cpu(*queues_, demand=demand) == pytest.approx(expected, abs=1e-3)
 
 
 def test_water_fill_works_per_resource() -> None:
-    deserved = fill({"cpu": 30000, "nvidia.com/gpu": 8}, {"a": 1, "b": 1},
-                    request={"a": {"cpu": BIG, "nvidia.com/gpu": 2}, "b": {"cpu": BIG, "nvidia.com/gpu": BIG}})
-    assert deserved["a"] == pytest.approx({"cpu": 15000, "nvidia.com/gpu": 2})
-    assert deserved["b"] == pytest.approx({"cpu": 15000, "nvidia.com/gpu": 6})
+    pods = ([task(f"a{i}", group="a", cpu="10", memory=0, gpu=1) for i in range(2)]
+            + [task(f"b{i}", group="b", cpu="10", memory=0, gpu=1) for i in range(8)])
+    ssn = session(conf(["proportion"]), [node(f"g{i}", cpu=10, memory="64Gi", gpu=4) for i in range(3)], pods,
+                  podgroups=[podgroup("a", queue="a"), podgroup("b", queue="b")], queues=[queue("a"), queue("b")],
+                  default_queue="a")
+    deserved = plugin(ssn, ProportionPlugin).deserved
+    assert deserved["a"] == pytest.approx({"cpu": 15000, "nvidia.com/gpu": 2})  # all the GPUs it asks for
+    assert deserved["b"] == pytest.approx({"cpu": 15000, "nvidia.com/gpu": 8})  # and b the rest it asks for
 
 
+def test_water_fill_counts_pods_like_volcano() -> None:
+    # Every task is one pod: a queue deserves as many pods as it asks for, so with tasks waiting
+    # it is never overused — the allocatable check stops it at its cpu share instead.
+    pods = cpu_tasks("qa", bound=2, pending=2) + cpu_tasks("qb", pending=2)
+    ssn = proportion_session(queue("qa", weight=2), queue("qb", weight=1), pods=pods)
+    attr = plugin(ssn, ProportionPlugin).attrs["qa"]
+    assert attr.deserved.get("pods") == 4 and attr.allocated.get("pods") == 2
+    assert ssn.tiers.overused(ssn.queues["qa"]) is None
+    assert ssn.tiers.allocatable(ssn.queues["qa"], ssn.tasks["uid-qa-p0"]) is not None
 
 
 def proportion_session(*queues_: Any, pods: list[PodRecord], podgroups: list[Any] | None = None,
@@ -101,10 +97,16 @@ def test_proportion_refuses_a_task_past_the_deserved_share_and_orders_queues() -
     assert refusal is not None and refusal.condition == "QueueShareExceeded"
     assert refusal.message.startswith("queue qa: deserved share cpu 20 would be exceeded (allocated 20, task needs 10)")
     assert ssn.tiers.allocatable(qb, ssn.tasks["uid-qb-p0"]) is None
-    over = ssn.tiers.overused(qa)
+    assert ssn.tiers.overused(qa) is None  # qa's pending pods: below its deserved pod count (Volcano)
+
+
+def test_proportion_overused_once_a_queue_holds_all_it_deserves() -> None:
+    ssn = proportion_session(queue("qa", weight=2), queue("qb", weight=1),
+                             pods=cpu_tasks("qa", bound=2) + cpu_tasks("qb", pending=2))
+    over = ssn.tiers.overused(ssn.queues["qa"])
     assert over is not None and over.condition == "QueueShareExceeded"
-    assert "queue qa" in over.message and "cpu 20" in over.message and "deserved share" in over.message
-    assert ssn.tiers.overused(qb) is None
+    assert over.message == "queue qa: at its deserved share (cpu 20); waits for its running jobs to finish"
+    assert ssn.tiers.overused(ssn.queues["qb"]) is None
 
 
 def test_proportion_capability_caps_the_queue_and_says_so() -> None:
@@ -127,7 +129,7 @@ def test_proportion_deserved_hands_on_what_satisfied_queues_leave() -> None:
     ssn = session(conf(["proportion"]), THREE_NODES, pods, podgroups=[podgroup("ga", queue="qa"), podgroup("gb", queue="qb")],
                   queues=[queue("qa", weight=2), queue("qb", weight=1)])
     prop = plugin(ssn, ProportionPlugin)
-    assert prop.deserved["default"]["cpu"] == 0.0
+    assert "default" not in prop.deserved  # a queue without jobs takes no part (Volcano)
     assert prop.deserved["qa"]["cpu"] == pytest.approx(20000)
     assert prop.deserved["qb"]["cpu"] == pytest.approx(10000)
     assert ssn.tiers.allocatable(ssn.queues["qb"], ssn.tasks["uid-b-p0"]) is None  # 10 cpu idle, qb's share
@@ -148,7 +150,7 @@ def test_proportion_guarantee_is_kept_from_the_others() -> None:
     ssn = proportion_session(queue("qa", weight=2), queue("qg", guarantee={"cpu": "20"}),
                              pods=cpu_tasks("qa", pending=3) + cpu_tasks("qg", pending=3))
     prop = plugin(ssn, ProportionPlugin)
-    assert prop.capability["qa"]["cpu"] == pytest.approx(10000)  # 30 − qg's guarantee
+    assert prop.real_capability["qa"]["cpu"] == pytest.approx(10000)  # 30 − qg's guarantee
     assert prop.deserved["qa"]["cpu"] == pytest.approx(10000)
     assert prop.deserved["qg"]["cpu"] == pytest.approx(20000)
 
@@ -191,9 +193,9 @@ def test_proportion_enqueue_counts_admitted_jobs() -> None:
         podgroup("old", queue="qc", phase="Inqueue", min_resources={"cpu": "4"}),
         podgroup("a", queue="qc", min_resources={"cpu": "4"}), podgroup("b", queue="qc", min_resources={"cpu": "4"}),
         podgroup("none", queue="qc")])
-    assert ssn.tiers.enqueueable(ssn.jobs["default/none"]) == PERMIT  # no minResources: abstains
+    assert ssn.tiers.enqueueable(ssn.jobs["default/none"]) == PERMIT  # no minResources: permitted
     ssn.tiers.enqueued(ssn.jobs["default/none"])  # admitted: only now reserved
-    assert plugin(ssn, ProportionPlugin).enqueueable(ssn.jobs["default/none"]) == ABSTAIN
+    assert plugin(ssn, ProportionPlugin).enqueueable(ssn.jobs["default/none"]) == PERMIT  # as Volcano's
     assert ssn.tiers.enqueueable(ssn.jobs["default/a"]) == PERMIT  # 4 admitted + 4
     ssn.tiers.enqueued(ssn.jobs["default/a"])  # admitted: only now reserved
     vote = ssn.tiers.enqueueable(ssn.jobs["default/b"])  # 8 admitted + 4 > 10
