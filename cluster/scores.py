@@ -144,3 +144,114 @@ def label_bonus(columns: NodeColumns, key: str, value: str) -> Scores:
         return np.zeros(len(columns), dtype=np.float64)
     bonus: Scores = (labels.codes == code).astype(np.float64)
     return bonus
+
+
+# -- kube-scheduler's integer scores, as Volcano's nodeorder plugin takes them -------------
+#
+# Volcano's nodeorder calls kube-scheduler's score plugins and adds their scores times its
+# weights, without normalising them to [0, 1]: each is an integer in [0, MAX_NODE_SCORE]
+# computed with Go's integer arithmetic. These reproduce those numbers exactly, so a
+# weight means what it means in Volcano. (The agent scheduler keeps the [0, 1] scores above.)
+
+MAX_NODE_SCORE = 100
+DEFAULT_MILLI_CPU = 100
+"""kube-scheduler's ``DefaultMilliCPURequest``: what a container stating no cpu counts as in least/most requested."""
+DEFAULT_MEMORY = 200 * 1024 * 1024
+"""kube-scheduler's ``DefaultMemoryRequest``."""
+_PLAIN = frozenset({"cpu", "memory"})  # the resources kube-scheduler scores even when the pod asks for none
+
+
+def requested_score(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, int], *, most: bool,
+                    nodes: Index | None = None) -> Scores:
+    """kube-scheduler's ``LeastAllocated`` (``most=False``: free after placing) or ``MostAllocated``
+    score: per resource ``(capacity − requested) × 100 // capacity`` (0 past capacity) or
+    ``min(requested, capacity) × 100 // capacity``, then the integer weighted mean over the
+    resources the node has. ``request`` is the pod's (non-zero) request; a resource other than
+    cpu and memory that the pod does not ask for is left out, as in kube-scheduler."""
+    sel: slice | Index = slice(0, len(columns)) if nodes is None else nodes
+    n = len(columns) if nodes is None else len(nodes)
+    total = np.zeros(n, dtype=np.int64)
+    weight_sum = np.zeros(n, dtype=np.int64)
+    for name, weight in weights.items():
+        amount = int(request.get(name, 0))
+        if (amount == 0 and name not in _PLAIN) or weight == 0:
+            continue
+        r = columns.resource_index.get(name)
+        if r is None:
+            continue
+        capacity = columns.allocatable[r, sel]
+        requested = columns.allocated[r, sel] + amount
+        has = capacity > 0
+        safe = np.where(has, capacity, 1)
+        if most:
+            score = np.minimum(requested, capacity) * MAX_NODE_SCORE // safe
+        else:
+            score = np.where(requested > capacity, 0, (capacity - requested) * MAX_NODE_SCORE // safe)
+        total += np.where(has, score * weight, 0)
+        weight_sum += np.where(has, weight, 0)
+    out: Scores = (total // np.maximum(weight_sum, 1)).astype(np.float64)
+    return out
+
+
+def balanced_resource_score(columns: NodeColumns, request: Mapping[str, int],
+                            resources: Sequence[str] = ("cpu", "memory", "nvidia.com/gpu"),
+                            nodes: Index | None = None) -> Scores:
+    """kube-scheduler's ``BalancedAllocation`` score: ``int((1 − std) × 100)`` of the
+    used-after-placing fractions (each capped at 1) of ``resources`` the node has — the
+    standard deviation of two is half their difference; a best-effort pod scores 0, and a
+    resource other than cpu and memory counts only when the pod asks for it."""
+    sel: slice | Index = slice(0, len(columns)) if nodes is None else nodes
+    n = len(columns) if nodes is None else len(nodes)
+    if all(request.get(name, 0) == 0 for name in resources):
+        return np.zeros(n, dtype=np.float64)
+    fractions: list[tuple[Scores, npt.NDArray[np.bool_]]] = []
+    for name in resources:
+        amount = int(request.get(name, 0))
+        r = columns.resource_index.get(name)
+        if (amount == 0 and name not in _PLAIN) or r is None:
+            continue
+        capacity = columns.allocatable[r, sel]
+        has = capacity > 0
+        fraction = np.divide(columns.allocated[r, sel] + amount, capacity, out=np.zeros(n, dtype=np.float64),
+                             where=has)
+        np.minimum(fraction, 1.0, out=fraction)
+        fractions.append((fraction, has))
+    count = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n, dtype=np.float64)
+    high = np.full(n, -np.inf)
+    low = np.full(n, np.inf)
+    for fraction, has in fractions:  # in resource order, as Go sums them
+        count += has
+        total += np.where(has, fraction, 0.0)
+        high = np.where(has, np.maximum(high, fraction), high)
+        low = np.where(has, np.minimum(low, fraction), low)
+    mean = total / np.maximum(count, 1)
+    spread = np.zeros(n, dtype=np.float64)
+    for fraction, has in fractions:
+        deviation = fraction - mean
+        spread += np.where(has, deviation * deviation, 0.0)
+    std = np.where(count == 2, (high - low) / 2, np.where(count > 2, np.sqrt(spread / np.maximum(count, 1)), 0.0))
+    score: Scores = np.trunc((1.0 - std) * MAX_NODE_SCORE)
+    return score
+
+
+def preferred_affinity_weight(columns: NodeColumns, terms: Sequence[PreferredSchedulingTerm]) -> Scores:
+    """kube-scheduler's ``NodeAffinity`` score before normalising: the summed weight of the
+    preferred terms a node matches (terms of weight 0 are skipped, as there)."""
+    score = np.zeros(len(columns), dtype=np.float64)
+    for term in terms:
+        if term.weight == 0:
+            continue
+        np.add(score, float(term.weight), out=score, where=term_mask(columns, term.preference))
+    return score
+
+
+def default_normalize(counts: Scores, *, reverse: bool) -> Scores:
+    """kube-scheduler's ``DefaultNormalizeScore``: ``100 × count // max`` over the nodes given
+    (``100 −`` that when ``reverse``); all 100 (reverse) or all 0 when every count is 0."""
+    top = float(counts.max()) if len(counts) else 0.0
+    if top <= 0:
+        return np.full(len(counts), float(MAX_NODE_SCORE) if reverse else 0.0)
+    scaled = np.floor(MAX_NODE_SCORE * counts / top)
+    out: Scores = MAX_NODE_SCORE - scaled if reverse else scaled
+    return out

@@ -1,10 +1,15 @@
-"""binpack: fill nodes up before starting new ones, so whole nodes stay free for big gangs.
+"""binpack: fill nodes up before starting new ones, so whole nodes stay free for big gangs — Volcano's binpack plugin.
 
-A node's score is the weighted mean, over the resources the task requests that have a
-weight, of (allocated + request) ÷ allocatable, times ``binpack.weight``. Arguments
-(Volcano's): ``binpack.weight`` (1), ``binpack.cpu`` (1), ``binpack.memory`` (1),
-``binpack.resources`` (extra resource names, comma-separated, e.g.
-``nvidia.com/gpu``) and ``binpack.resources.<name>`` (their weights, default 1).
+A node's score, as Volcano computes it: over the resources the task requests that have a
+weight, the weighted mean of (used + request) ÷ allocatable — a resource the node has none
+of adds 0 but still counts its weight — times 100 × ``binpack.weight``; and 0 when the
+request does not fit in some such resource (used + request above allocatable).
+
+Arguments (Volcano's; a number that is not an integer leaves the default, as in Volcano):
+``binpack.weight`` (1), ``binpack.cpu`` (1), ``binpack.memory`` (1), ``binpack.resources``
+(extra resource names, comma-separated, e.g. ``nvidia.com/gpu``) and
+``binpack.resources.<name>`` (their weights, default 1). A negative cpu, memory or
+resource weight is 1, as in Volcano.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from batch_scheduler.framework import check_arguments, number
+from batch_scheduler.framework import check_arguments
 from batch_scheduler.info import TaskInfo
-from cluster.scores import Index, Scores, most_allocated
+from batch_scheduler.plugins.arguments import weight
+from cluster.resources import CPU, MEMORY
+from cluster.scores import MAX_NODE_SCORE, Index, Scores
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -27,7 +34,7 @@ RESOURCES = "binpack.resources"
 class BinpackPlugin:
     name = "binpack"
 
-    def __init__(self, weight: float, resource_weights: Mapping[str, float]) -> None:
+    def __init__(self, weight: int, resource_weights: Mapping[str, int]) -> None:
         self.weight = weight
         self.resource_weights = resource_weights
 
@@ -35,21 +42,43 @@ class BinpackPlugin:
     def create(cls, arguments: Mapping[str, str]) -> BinpackPlugin:
         check_arguments(cls.name, arguments, ["binpack.weight", "binpack.cpu", "binpack.memory", RESOURCES],
                         [RESOURCES + "."])
-        weights = {"cpu": number(arguments, "binpack.cpu", 1.0), "memory": number(arguments, "binpack.memory", 1.0)}
         listed = [r.strip() for r in arguments.get(RESOURCES, "").split(",") if r.strip()]
         for name in arguments:
             if name.startswith(RESOURCES + ".") and name[len(RESOURCES) + 1:] not in listed:
                 raise ValueError(f"{name}: resource {name[len(RESOURCES) + 1:]!r} is not listed in {RESOURCES} "
                                  f"({', '.join(listed) or 'empty'})")
-        for r in listed:
-            weights[r] = number(arguments, f"{RESOURCES}.{r}", 1.0)
-        return cls(number(arguments, "binpack.weight", 1.0), weights)
+        weights = {r: weight(arguments, f"{RESOURCES}.{r}", 1, negative=1) for r in listed}
+        weights[CPU] = weight(arguments, "binpack.cpu", 1, negative=1)
+        weights[MEMORY] = weight(arguments, "binpack.memory", 1, negative=1)
+        return cls(weight(arguments, "binpack.weight", 1), weights)
 
     def open(self, ssn: Session) -> None:
         pass
 
     def node_scores(self, ssn: Session, task: TaskInfo, nodes: Index | None = None) -> Scores:
-        weights = {r: w for r, w in self.resource_weights.items() if task.request.get(r, 0) > 0 and w > 0}
-        if not weights or not self.weight:
-            return np.zeros(ssn.n if nodes is None else len(nodes), dtype=np.float64)
-        return self.weight * most_allocated(ssn.columns, task.request, weights, nodes)
+        n = ssn.n if nodes is None else len(nodes)
+        if not self.weight:
+            return np.zeros(n, dtype=np.float64)
+        cols = ssn.columns
+        sel: slice | Index = slice(0, n) if nodes is None else nodes
+        total = np.zeros(n, dtype=np.float64)
+        short = np.zeros(n, dtype=np.bool_)
+        weight_sum = 0
+        for name, amount in task.request.items():
+            w = self.resource_weights.get(name)
+            if amount <= 0 or w is None:
+                continue
+            weight_sum += w
+            r = cols.resource_index.get(name)
+            if r is None or w == 0:
+                continue  # no node has any, or weight 0: adds nothing (and is not checked), as in Volcano
+            capacity = cols.allocatable[r, sel]
+            used = cols.allocated[r, sel] + amount
+            has = capacity > 0
+            short |= has & (used > capacity)
+            total += np.divide(used * float(w), capacity, out=np.zeros(n, dtype=np.float64), where=has)
+        if weight_sum:
+            total /= weight_sum
+        total *= MAX_NODE_SCORE * self.weight
+        total[short] = 0.0
+        return total

@@ -151,9 +151,10 @@ def test_full_volcano_conf_loads_with_its_arguments() -> None:
     assert binpack.resource_weights == {"cpu": 2.0, "memory": 1.0, "nvidia.com/gpu": 8.0, "example.com/fpga": 1.0}
     nodeorder = plugins[NodeOrderPlugin]
     assert isinstance(nodeorder, NodeOrderPlugin)
-    assert nodeorder.weights == {"leastrequested.weight": 0.0, "mostrequested.weight": 2.0,
-                                 "balancedresource.weight": 0.5, "nodeaffinity.weight": 3.0,
-                                 "tainttoleration.weight": 1.0}
+    # "0.5" is no integer: Volcano's Arguments.GetInt keeps the default (1)
+    assert nodeorder.weights == {"leastrequested.weight": 0, "mostrequested.weight": 2,
+                                 "balancedresource.weight": 1, "nodeaffinity.weight": 3,
+                                 "tainttoleration.weight": 1}
     overcommit = plugins[OvercommitPlugin]
     assert isinstance(overcommit, OvercommitPlugin) and overcommit.factor == 1.5
     predicates = plugins[PredicatesPlugin]

@@ -13,7 +13,7 @@ from batch_scheduler.session import Session
 from cluster.model import Node
 from cluster.records import PodRecord
 from tests.batch_scheduler.inputs import conf, session, task
-from tests.batch_scheduler.plugins.common import GI, scores
+from tests.batch_scheduler.plugins.common import GI, plugin, scores
 from tests.builders import node
 
 # -- binpack ------------------------------------------------------------------------------
@@ -49,17 +49,38 @@ def test_binpack_resource_weights(arguments: dict[str, Any], better: str) -> Non
     assert ssn.columns.names[int(np.argmax(s))] == better
 
 
-@pytest.mark.parametrize("weight", [0.5, 1, 3, 10])
-def test_binpack_score_between_zero_and_weight(weight: float) -> None:
+@pytest.mark.parametrize("weight", [1, 3, 10])
+def test_binpack_score_between_zero_and_100_times_the_weight(weight: int) -> None:
     nodes = [node("empty", gpu=8), node("mid", gpu=8), node("will-be-full", gpu=8)]
     used = {"mid": {"cpu": 3000, "memory": 9 * GI, "nvidia.com/gpu": 2},
             "will-be-full": {"cpu": 7000, "memory": 31 * GI, "nvidia.com/gpu": 7}}
     args = {**GPU_ARGS, "binpack.weight": weight}
     ssn = binpack_session(args, nodes, [task("p", cpu="1", memory="1Gi", gpu=1)], used)
     s = scores(ssn, BinpackPlugin)
-    assert all(0.0 <= x <= weight for x in s)
-    assert s[2] == pytest.approx(weight)  # full after placing, in every weighted resource
+    assert all(0.0 <= x <= 100 * weight for x in s)
+    assert s[2] == pytest.approx(100 * weight)  # full after placing, in every weighted resource
     assert s[0] < s[1] < s[2]
+    # empty: (cpu 1/8 + memory 1/32 + 5 × gpu 1/8) ÷ 7, as Volcano's BinPackingScore
+    assert s[0] == pytest.approx(100 * weight * (1 / 8 + 1 / 32 + 5 / 8) / 7)
+
+
+def test_binpack_a_node_the_task_does_not_fit_scores_zero() -> None:
+    # Volcano's ResourceBinPackingScore fails on a requested, weighted resource the node has too
+    # little of; a weighted resource the node has none of adds 0 but keeps its weight.
+    nodes = [node("tight", cpu=2), node("no-gpu", cpu=8)]
+    ssn = binpack_session(GPU_ARGS, nodes, [task("p", cpu="1", memory="1Gi", gpu=1)], {"tight": {"cpu": 1500}})
+    assert scores(ssn, BinpackPlugin)[0] == 0.0
+    assert scores(ssn, BinpackPlugin)[1] == pytest.approx(10 * 100 * (1 / 8 + 1 / 32) / 7)
+
+
+@pytest.mark.parametrize(("arguments", "weight", "cpu"), [
+    ({"binpack.weight": "0.5"}, 1, 1),  # not an integer: Volcano's GetInt keeps the default
+    ({"binpack.weight": "3", "binpack.cpu": "-2"}, 3, 1),  # a negative resource weight is 1
+])
+def test_binpack_arguments_as_volcano_reads_them(arguments: dict[str, Any], weight: int, cpu: int) -> None:
+    ssn = binpack_session(arguments, [node("a")], [task("p")])
+    binpack = plugin(ssn, BinpackPlugin)
+    assert (binpack.weight, binpack.resource_weights["cpu"]) == (weight, cpu)
 
 
 def test_binpack_weight_zero_or_nothing_weighted_scores_zero() -> None:
