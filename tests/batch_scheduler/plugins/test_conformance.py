@@ -6,7 +6,7 @@ import pytest
 
 from batch_scheduler.conf import load_conf
 from batch_scheduler.plugins.conformance import ConformancePlugin
-from tests.batch_scheduler.inputs import conf, session, task
+from tests.batch_scheduler.inputs import conf, priority_class, session, task
 from tests.batch_scheduler.plugins.common import by_name, names, plugin
 from tests.builders import node
 
@@ -32,9 +32,12 @@ def test_conformance_never_offers_system_pods(namespace: str, priority_class_nam
 
 def test_conformance_vetoes_what_priority_would_allow_in_its_tier() -> None:
     ssn = session(load_conf(None), [node("n1", cpu=64)], [
-        task("me", priority=100), task("sys", namespace="kube-system", priority=0, node="n1"),
-        task("crit", priority_class="system-cluster-critical", priority=0, node="n1"),
-        task("user", priority=0, node="n1"),
-    ])
+        task("me", priority_class="high"), task("sys", namespace="kube-system", priority_class="low", node="n1"),
+        task("crit", priority_class="system-cluster-critical", node="n1"),
+        task("user", priority_class="low", node="n1"),
+    ], priority_classes=[priority_class("high", 100), priority_class("low", 0)])
+    # priority would let all three go (their jobs' classes are lower than the preemptor's; the
+    # critical class is not defined here, so it counts 0); conformance, in the same tier, keeps
+    # the system pods
     victims = ssn.tiers.preemptable(ssn.tasks["uid-me"], by_name(ssn, "sys", "crit", "user"))
     assert names(victims) == ["user"]

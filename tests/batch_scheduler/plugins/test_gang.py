@@ -7,7 +7,7 @@ import pytest
 from batch_scheduler.info import TASK_SPEC_KEY as TASK_SPEC_LABEL
 from batch_scheduler.plugins.gang import GangPlugin
 from cluster.records import PodRecord
-from tests.batch_scheduler.inputs import conf, podgroup, session, task
+from tests.batch_scheduler.inputs import conf, podgroup, priority_class, session, task
 from tests.batch_scheduler.plugins.common import lone, names, plugin, stamp
 from tests.builders import node
 
@@ -68,7 +68,8 @@ def test_gang_lone_pods_are_always_valid_and_unready_gangs_go_first() -> None:
 
 
 @pytest.mark.parametrize(("min_member", "running", "victims"), [
-    (1, 3, 3),  # minMember 1: every task may go
+    (1, 3, 2),  # minMember 1: all but the last (Volcano: a job keeps minMember ready tasks)
+    (1, 1, 0),  # a lone running task is never a victim of gang
     (2, 3, 1),  # one may go, two must stay
     (3, 3, 0),  # at minMember: none
     (2, 2, 0),
@@ -91,12 +92,14 @@ def test_gang_protection_counts_each_job_separately() -> None:
                   podgroups=[podgroup("g", min_member=2), podgroup("h", min_member=1)])
     candidates = ssn.jobs["default/g"].running() + ssn.jobs["default/h"].running()
     out = plugin(ssn, GangPlugin).preemptable(ssn.tasks["uid-me"], candidates)
-    assert sorted(names(out)) == ["b0", "h0", "h1", "h2"]
+    assert sorted(names(out)) == ["b0", "h0", "h1"]  # g keeps 2, h keeps 1
 
 
 def test_gang_switched_off_as_a_voter_leaves_the_decision_to_others() -> None:
     ssn = session(conf([{"name": "gang", "enablePreemptable": False}, "priority"]), [node("n1", cpu=64)],
-                  [task("me", priority=10), *gang_pods(2, 0)], podgroups=[podgroup("g", min_member=2)])
+                  [task("me", priority_class="high"), *gang_pods(2, 0)],
+                  podgroups=[podgroup("g", min_member=2, priority_class="low")],
+                  priority_classes=[priority_class("high", 10), priority_class("low", 0)])
     candidates = ssn.jobs["default/g"].running()
     assert len(ssn.tiers.preemptable(ssn.tasks["uid-me"], candidates)) == 2  # priority alone decides
     assert ssn.tiers.job_ready(ssn.jobs["default/g"])  # gang still answers its other points
