@@ -1,8 +1,12 @@
-"""Scores: how good each node is for a pod, as float arrays in [0, 1] over all nodes (higher is better).
+"""Scores: how good each node is for a pod, as float arrays over all nodes (higher is better).
 
 The pod's request is added to each node's allocated amounts before scoring, as
 kube-scheduler does, so a score describes the node as it would be with the pod on it.
 A resource a node has none of (zero allocatable) contributes 0 for that node.
+
+The first functions score in [0, 1] (the agent scheduler's); the last section reproduces
+kube-scheduler's integer scores in [0, 100], which Volcano's nodeorder plugin adds up and
+the batch scheduler's nodeorder therefore uses.
 """
 
 from __future__ import annotations
