@@ -15,7 +15,16 @@ from hypothesis import strategies as st
 from cluster.model import Node, ObjectMeta, PreferredSchedulingTerm
 from cluster.records import NodeRecord
 from cluster.resources import Resources
-from cluster.scores import balanced_allocation, label_bonus, least_allocated, most_allocated, preferred_affinity
+from cluster.scores import (
+    balanced_allocation,
+    balanced_resource_score,
+    default_normalize,
+    label_bonus,
+    least_allocated,
+    most_allocated,
+    preferred_affinity,
+    requested_score,
+)
 from cluster.snapshot import NodeColumns
 from tests.builders import node
 
@@ -184,3 +193,39 @@ def test_every_score_stays_in_the_unit_interval(
                   preferred_affinity(cols, pref), label_bonus(cols, "zone", "a")):
         assert score.shape == (len(figures),) and score.dtype == np.float64
         assert np.all((score >= 0.0) & (score <= 1.0)), score
+
+
+# -- kube-scheduler's integer scores (Volcano's nodeorder) --------------------------------
+
+
+def test_kube_requested_scores_use_go_integer_arithmetic() -> None:
+    cols = columns(record("n", {"cpu": 3000, "memory": 3 * GI}, {"cpu": 1000}))
+    request = Resources({"cpu": 1000, "memory": GI})
+    # free after placing: cpu 1000/3000 → 33, memory 2Gi/3Gi → 66; (33·50 + 66·50) // 100 = 49
+    assert requested_score(cols, request, {"cpu": 50, "memory": 50}, most=False)[0] == 49
+    # used: cpu 66, memory 33; (66 + 33) // 2 = 49
+    assert requested_score(cols, request, {"cpu": 1, "memory": 1}, most=True)[0] == 49
+
+
+def test_kube_balanced_score_leaves_out_gpus_the_pod_does_not_ask_for() -> None:
+    cols = columns(record("g", {"cpu": 8000, "memory": 32 * GI, "nvidia.com/gpu": 8}))
+    assert balanced_resource_score(cols, Resources({"cpu": 4000, "memory": 8 * GI}))[0] == 87  # |1/2 − 1/4| / 2
+    assert balanced_resource_score(cols, Resources({})).tolist() == [0.0]  # best effort
+
+
+def test_kube_normalize_scales_to_the_largest_count() -> None:
+    assert default_normalize(np.array([0.0, 1.0, 3.0]), reverse=True).tolist() == [100, 67, 0]
+    assert default_normalize(np.array([0.0, 0.0]), reverse=True).tolist() == [100, 100]
+    assert default_normalize(np.array([2.0, 3.0]), reverse=False).tolist() == [66, 100]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(node_figures, max_size=12), st.dictionaries(st.sampled_from(RESOURCES), amounts))
+def test_kube_scores_are_integers_in_0_to_100(figures: list[tuple[dict[str, int], dict[str, int], str]],
+                                              request: dict[str, int]) -> None:
+    cols = columns(*(record(f"n{i}", alloc, used, {"zone": zone}) for i, (alloc, used, zone) in enumerate(figures)))
+    for score in (requested_score(cols, request, {"cpu": 50, "memory": 50}, most=False),
+                  requested_score(cols, request, {"cpu": 1, "memory": 1, "nvidia.com/gpu": 3}, most=True),
+                  balanced_resource_score(cols, request)):
+        assert score.shape == (len(figures),) and score.dtype == np.float64
+        assert np.all((score >= 0) & (score <= 100) & (score == np.floor(score))), score
