@@ -4,7 +4,8 @@
   Go test reads the queue's ``volcano_queue_allocated_*`` metric over HTTP after each of
   three sessions (only its first case ever runs: the test returns after it; the ``expected``
   binds are never checked); here each session is opened on what is left and the queue's
-  allocation (what caldera's metric reports) is read.
+  allocation (what caldera's metric reports) is read. Its second case ("realcapability-test")
+  never runs in Go and is not ported.
 - ``TestEnqueueAndAllocable``: every case (enqueue, then allocate, with the switches each
   case turns on).
 - ``TestAllocate``: queue priority orders queues before their share.
@@ -75,6 +76,20 @@ def test_proportion_pod_deallocate() -> None:
         ssn.run()
         held.append(ssn.queues["q1"].allocated.cpu)
     assert held == [12000, 4000, 0]
+
+
+@pytest.mark.xfail(strict=True, reason="session.py counts a job whose PodGroup is gone in the default queue's "
+                                       "allocation; Volcano's snapshot leaves jobs without a PodGroup out "
+                                       "(pkg/scheduler/cache/cache.go Snapshot)")
+def test_proportion_pod_deallocate_no_queue_holds_the_orphans() -> None:
+    """proportion_test.go TestProportion "pod-deallocate", last session: once both PodGroups are
+    deleted, no queue holds anything (the metric the Go test reads is 0 for every queue)."""
+    pods = [_worker("worker-1", rl("3", "3k"), "pg1", {}), _worker("worker-3", rl("4", "4k"), "pg2", {})]
+    case = Case(name="pod-deallocate", pods=pods, nodes=[build_node("node1", rl("4", "4k", PODS10))],
+                queues=[build_queue("q1", 0, None)])
+    ssn = open_session(case, [[Plugin("proportion", ("enablePredicate",))]], ["allocate"])
+    ssn.run()
+    assert {name: q.allocated.cpu for name, q in ssn.queues.items()} == {name: 0 for name in ssn.queues}
 
 
 # -- TestEnqueueAndAllocable --------------------------------------------------------------
