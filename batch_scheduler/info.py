@@ -5,7 +5,7 @@ session and changed only by its statements; nothing here touches Redis. They fol
 Volcano's ``api.TaskInfo``, ``api.JobInfo`` and ``api.QueueInfo``: the same task statuses,
 the same counts (ready, pipelined, valid, ...), the same gang rules per task role, so
 that plugins written against them decide as Volcano's do. Job and queue figures are
-:class:`~batch_scheduler.vector.Vector` s, without ``pods``.
+:class:`~batch_scheduler.vector.Vector` s; like Volcano's they count one ``pods`` per task.
 """
 
 from __future__ import annotations
@@ -122,8 +122,9 @@ class TaskInfo:
 
     @functools.cached_property
     def resreq(self) -> Vector:
-        """What the task takes from its job's and queue's share (no ``pods``)."""
-        return Vector.from_amounts(shareable(self.request))
+        """What the task counts for in its job's and queue's shares: Volcano's ``Resreq``, its
+        request with one ``pods`` (which emptiness and the per-dimension checks leave out)."""
+        return Vector.from_amounts(self.request)
 
     @functools.cached_property
     def role(self) -> str:

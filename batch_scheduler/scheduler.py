@@ -211,8 +211,8 @@ class BatchScheduler:
         queues = {}
         for name, q in ssn.queues.items():
             status = queue_status(q, ssn.jobs.values())
-            queues[name] = {"weight": q.weight, "allocated": q.allocated.to_amounts().to_quantities(),
-                            "capability": q.capability.to_amounts().to_quantities() if q.capability is not None else {},
+            queues[name] = {"weight": q.weight, "allocated": q.allocated.to_amounts(pods=False).to_quantities(),
+                            "capability": q.capability.to_amounts(pods=False).to_quantities() if q.capability is not None else {},
                             "deserved": Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
                             "pending_jobs": status.pending + status.inqueue, "running_jobs": status.running}
         out["queues"] = queues
@@ -350,7 +350,7 @@ class BatchScheduler:
         m.unschedulable_tasks.set(report.pending)
         m.unschedulable_jobs.set(len(waiting))
         for name, queue in ssn.queues.items():
-            allocated = queue.allocated.to_amounts()
+            allocated = queue.allocated.to_amounts(pods=False)
             m.queue_cpu.labels(name).set(allocated.get("cpu", 0))
             m.queue_memory.labels(name).set(allocated.get("memory", 0))
             for r, amount in allocated.items():

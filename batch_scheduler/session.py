@@ -88,8 +88,9 @@ class Session:
         self.n = len(inp.columns)
         self.allowed: Mask = shard_feasible(inp.columns, config.scheduler, config.sharding)
         self.rank = shard_rank(inp.columns, config.scheduler, config.sharding)
-        usable = self.allowed & ~inp.columns.unschedulable[: self.n]
-        self.total = Vector.from_amounts({r: int(inp.columns.allocatable[i, : self.n][usable].sum())
+        # The cluster the shares divide: every node this scheduler may use (its shard in hard
+        # mode), cordoned ones too, as Volcano's TotalResource counts every node it sees.
+        self.total = Vector.from_amounts({r: int(inp.columns.allocatable[i, : self.n][self.allowed].sum())
                                           for i, r in enumerate(inp.columns.resources)})
         self.priority_classes = inp.priority_classes
         self.queues: dict[str, QueueInfo] = {}
@@ -187,6 +188,8 @@ class Session:
             if info is None:
                 job.set_reason("QueueNotFound", f"queue {job.queue} does not exist")
                 continue
+            if job.reason_kind == "PodGroupNotFound":
+                continue  # Volcano leaves pods of a missing PodGroup out of every job and queue
             job.queue_info = info
             info.allocated.add(job.allocated)
 

@@ -87,7 +87,7 @@ def queue_status(queue: QueueInfo, jobs: Iterable[JobInfo]) -> QueueStatus:
         if job.queue == queue.name and job.podgroup is not None:
             counts[job_phase(job)] += 1
     state = queue.queue.status.state if queue.queue is not None else "Open"
-    allocated: dict[str, Quantity] = dict(queue.allocated.to_amounts().to_quantities())
+    allocated: dict[str, Quantity] = dict(queue.allocated.to_amounts(pods=False).to_quantities())
     return QueueStatus(state=state, allocated=allocated, pending=counts["Pending"],
                        inqueue=counts["Inqueue"], running=counts["Running"], unknown=counts["Unknown"],
                        completed=counts["Completed"])

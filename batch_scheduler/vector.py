@@ -91,10 +91,13 @@ class Vector:
                 v.scalars[name] = float(amount * _milli(name))
         return v
 
-    def to_amounts(self) -> Resources:
-        """Caldera's integer amounts (rounded up), finite entries only."""
+    def to_amounts(self, *, pods: bool = True) -> Resources:
+        """Caldera's integer amounts (rounded up), finite entries only; without ``pods`` when
+        told (what a user reads as a job's or queue's allocation)."""
         out: dict[str, int] = {}
         for name, value in self.items():
+            if name == PODS and not pods:
+                continue
             if math.isfinite(value) and value > 0:
                 out[name] = math.ceil(value / _milli(name) - 1e-9)
         return Resources(out)

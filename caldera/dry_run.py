@@ -200,7 +200,7 @@ async def collect(store: Store, session: Session | None, evicted: dict[str, PodR
     queues = []
     if session is not None:
         for name in sorted(session.queues):
-            queues.append(QueueResult(name, dict(session.queues[name].allocated.to_amounts().to_quantities())))
+            queues.append(QueueResult(name, dict(session.queues[name].allocated.to_amounts(pods=False).to_quantities())))
     return DryRunResult(pods=pods, podgroups=podgroups, shards=shards, queues=queues)
 
 

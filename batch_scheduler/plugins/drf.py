@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import check_arguments
 from batch_scheduler.info import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo
-from batch_scheduler.plugins.shares import resreq
 from batch_scheduler.vector import Vector, share
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ class DrfPlugin:
             attr = Attr()
             for t in job.tasks.values():
                 if t.status in ALLOCATED_STATUSES:
-                    attr.allocated.add(resreq(t))
+                    attr.allocated.add(t.resreq)
             attr.share = dominant_share(attr.allocated, self.total)
             self.attrs[job.key] = attr
             if self.hierarchical and ssn.in_queue(job):
@@ -122,7 +121,7 @@ class DrfPlugin:
         assert node.children is not None
         request = Vector()
         for t in job.tasks.values():
-            request.add(resreq(t))
+            request.add(t.resreq)
         node.children[job.key] = HNode(job.key, 1.0, attr, request, node, None)
 
     def _refresh(self, node: HNode, demanding: set[str]) -> None:
@@ -183,11 +182,11 @@ class DrfPlugin:
         return -1 if result < 0 else (1 if result > 0 else 0)
 
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
-        mine = dominant_share(self.attrs[preemptor.job].allocated + resreq(preemptor), self.total)
+        mine = dominant_share(self.attrs[preemptor.job].allocated + preemptor.resreq, self.total)
         allocations: dict[str, Vector] = {}
         out = []
         for c in candidates:
-            remaining = allocations.setdefault(c.job, self.attrs[c.job].allocated.copy()).sub(resreq(c))
+            remaining = allocations.setdefault(c.job, self.attrs[c.job].allocated.copy()).sub(c.resreq)
             theirs = dominant_share(remaining, self.total)
             if mine < theirs or abs(mine - theirs) <= SHARE_DELTA:
                 out.append(c)
@@ -200,21 +199,21 @@ class DrfPlugin:
         root = self.root.clone()
         ljob = self.ssn.jobs[reclaimer.job]
         lqueue = self.ssn.queues[ljob.queue]
-        lattr = Attr(self.attrs[ljob.key].allocated + resreq(reclaimer))
-        total_allocated.add(resreq(reclaimer))
+        lattr = Attr(self.attrs[ljob.key].allocated + reclaimer.resreq)
+        total_allocated.add(reclaimer.resreq)
         lattr.share = dominant_share(lattr.allocated, self.total)
         self._update_hierarchy(root, total_allocated, ljob, lattr)
         out = []
         for c in candidates:
             rjob = self.ssn.jobs[c.job]
             rqueue = self.ssn.queues[rjob.queue]
-            total_allocated.sub(resreq(c))
-            rattr = Attr(self.attrs[rjob.key].allocated - resreq(c))
+            total_allocated.sub(c.resreq)
+            rattr = Attr(self.attrs[rjob.key].allocated - c.resreq)
             rattr.share = dominant_share(rattr.allocated, self.total)
             self._update_hierarchy(root, total_allocated, rjob, rattr)
             result = self._compare_queues(root, lqueue, rqueue)
-            total_allocated.add(resreq(c))
-            rattr.allocated.add(resreq(c))
+            total_allocated.add(c.resreq)
+            rattr.allocated.add(c.resreq)
             rattr.share = dominant_share(rattr.allocated, self.total)
             self._update_hierarchy(root, total_allocated, rjob, rattr)
             if result < 0:
@@ -227,7 +226,7 @@ class DrfPlugin:
         attr = self.attrs.get(task.job)
         if attr is None:
             return
-        request = resreq(task)
+        request = task.resreq
         attr.allocated.add(request) if sign > 0 else attr.allocated.sub(request)
         attr.share = dominant_share(attr.allocated, self.total)
         if self.hierarchical:

@@ -24,7 +24,7 @@ need goes round again. Then:
 
 Allocations, pipelines and evictions in the session update what each queue holds.
 
-As in Volcano every task also counts one ``pods`` (``plugins.shares``), and the cluster's
+As in Volcano every task also counts one ``pods`` (``TaskInfo.resreq``), and the cluster's
 pod slots are water-filled with the rest: a queue deserves at most as many pods as it has
 placed and pending, so while it has pods waiting its allocation stays below its deserved
 pod count — overused then does not hold, and the allocatable check (which, like Volcano's,
@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import PERMIT, Refusal, Vote, VoteKind, check_arguments
 from batch_scheduler.info import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
-from batch_scheduler.plugins.shares import resreq
 from batch_scheduler.vector import INFINITY, ZERO, Vector, amount_text, exceeded_part, share, vmax
 from cluster.resources import CPU, MEMORY, PODS
 
@@ -92,7 +91,7 @@ def deduct_gated(job: JobInfo, need: Vector) -> Vector:
     gated = Vector()
     for t in job.tasks.values():
         if t.scheduling_gated:
-            gated.add(resreq(t))
+            gated.add(t.resreq)
     if gated.is_empty():
         return need
     out = Vector(max(need.cpu - gated.cpu, 0.0), max(need.memory - gated.memory, 0.0), need.scalars)
@@ -152,10 +151,10 @@ class ProportionPlugin:
                 self.attrs[job.queue] = attr
             for t in job.tasks.values():
                 if t.status in ALLOCATED_STATUSES:
-                    attr.allocated.add(resreq(t))
-                    attr.request.add(resreq(t))
+                    attr.allocated.add(t.resreq)
+                    attr.request.add(t.resreq)
                 elif t.status is TaskStatus.PENDING:
-                    attr.request.add(resreq(t))
+                    attr.request.add(t.resreq)
             if job.phase == "Inqueue" and job.min_resources is not None:
                 attr.inqueue.add(deduct_gated(job, job.min_resources))
             if job.phase == "Running" and job.min_resources is not None and allocated_tasks(job) >= job.min_member:
@@ -212,13 +211,13 @@ class ProportionPlugin:
     def allocated(self, task: TaskInfo) -> None:
         attr = self.attrs.get(self.ssn.jobs[task.job].queue)
         if attr is not None:
-            attr.allocated.add(resreq(task))
+            attr.allocated.add(task.resreq)
             attr.update_share()
 
     def deallocated(self, task: TaskInfo) -> None:
         attr = self.attrs.get(self.ssn.jobs[task.job].queue)
         if attr is not None:
-            attr.allocated.sub(resreq(task))
+            attr.allocated.sub(task.resreq)
             attr.update_share()
 
     # -- extension points -----------------------------------------------------------------
@@ -245,7 +244,7 @@ class ProportionPlugin:
         attr = self.attrs.get(queue.name)
         if attr is None:
             return None
-        request = resreq(task)
+        request = task.resreq
         ok, short = (attr.allocated + request).less_equal_in(attr.deserved, request)
         if ok:
             return None
@@ -299,7 +298,7 @@ class ProportionPlugin:
                 continue
             allocated = allocations.setdefault(q, attr.allocated.copy())
             if not allocated.less_equal(attr.deserved, ZERO):
-                allocated.sub(resreq(c))
+                allocated.sub(c.resreq)
                 out.append(c)
         return out
 

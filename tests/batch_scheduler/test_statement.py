@@ -46,8 +46,8 @@ def test_allocate_then_discard_restores_everything_exactly() -> None:
     n1 = ssn.columns.index["n1"]
     cpu = ssn.columns.resource_index["cpu"]
     assert ssn.columns.allocated[cpu, n1] == 5000
-    assert ssn.jobs["default/g"].allocated.to_amounts() == Resources({"cpu": 5000, "memory": 3 * 2**30})  # no pods
-    assert ssn.queues["q"].allocated.to_amounts() == Resources({"cpu": 6000, "memory": 4 * 2**30})
+    assert ssn.jobs["default/g"].allocated.to_amounts() == Resources({"cpu": 5000, "memory": 3 * 2**30, "pods": 2})  # a pod slot each
+    assert ssn.queues["q"].allocated.to_amounts() == Resources({"cpu": 6000, "memory": 4 * 2**30, "pods": 3})
     assert (p0.status, p0.node) == (TaskStatus.ALLOCATED, "n1")
     assert ssn.tiers.job_ready(ssn.jobs["default/g"])
     assert not stmt.empty
@@ -56,7 +56,7 @@ def test_allocate_then_discard_restores_everything_exactly() -> None:
     assert same(state(ssn), before)
     assert (p0.status, p0.node) == (TaskStatus.PENDING, "")
     assert ssn.jobs["default/g"].allocated.to_amounts() == Resources()
-    assert ssn.queues["q"].allocated.to_amounts() == Resources({"cpu": 1000, "memory": 2**30})
+    assert ssn.queues["q"].allocated.to_amounts() == Resources({"cpu": 1000, "memory": 2**30, "pods": 1})
     assert stmt.empty and ssn.commits == [] and ssn.evictions == []
 
 
@@ -70,7 +70,7 @@ def test_commit_hands_the_batch_to_the_session() -> None:
     assert ssn.commits == [[p0, p1]]
     assert stmt.empty and ssn.evictions == []
     assert (p1.status, p1.node) == (TaskStatus.BINDING, "n2")  # handed to the binder
-    assert ssn.jobs["default/g"].allocated.to_amounts() == Resources({"cpu": 5000, "memory": 3 * 2**30})
+    assert ssn.jobs["default/g"].allocated.to_amounts() == Resources({"cpu": 5000, "memory": 3 * 2**30, "pods": 2})
     stmt.discard()  # nothing left to undo once committed
     assert p0.status is TaskStatus.BINDING and ssn.commits == [[p0, p1]]
 

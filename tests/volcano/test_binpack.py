@@ -14,7 +14,14 @@ import pytest
 
 from batch_scheduler.conf import parse_conf
 from batch_scheduler.plugins.binpack import BinpackPlugin
-from tests.volcano.builders import PENDING, build_node, build_pod, build_pod_group, build_queue, scalar
+from tests.volcano.builders import (
+    PENDING,
+    build_node,
+    build_pod,
+    build_pod_group,
+    build_queue,
+    scalar,
+)
 from tests.volcano.builders import build_resource_list as rl
 from tests.volcano.harness import Case, Plugin, conf_text, open_session
 

@@ -16,7 +16,13 @@ import pytest
 from batch_scheduler.info import TaskStatus
 from batch_scheduler.status import gang_unschedulable
 from cluster.model import Pod
-from tests.volcano.builders import PENDING, PG_RUNNING, RUNNING, build_pod, build_pod_group
+from tests.volcano.builders import (
+    PENDING,
+    PG_RUNNING,
+    RUNNING,
+    build_pod,
+    build_pod_group,
+)
 from tests.volcano.builders import build_resource_list as rl
 from tests.volcano.harness import Case, Plugin, open_session
 

@@ -78,9 +78,6 @@ def test_proportion_pod_deallocate() -> None:
     assert held == [12000, 4000, 0]
 
 
-@pytest.mark.xfail(strict=True, reason="session.py counts a job whose PodGroup is gone in the default queue's "
-                                       "allocation; Volcano's snapshot leaves jobs without a PodGroup out "
-                                       "(pkg/scheduler/cache/cache.go Snapshot)")
 def test_proportion_pod_deallocate_no_queue_holds_the_orphans() -> None:
     """proportion_test.go TestProportion "pod-deallocate", last session: once both PodGroups are
     deleted, no queue holds anything (the metric the Go test reads is 0 for every queue)."""
