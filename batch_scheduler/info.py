@@ -11,11 +11,10 @@ that plugins written against them decide as Volcano's do. Job and queue figures 
 from __future__ import annotations
 
 import enum
-import functools
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import msgspec
 
@@ -70,6 +69,30 @@ COMPLETED_STATUSES = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 VALID = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
 """Volcano's ``ValidTaskNum``: tasks that exist and may still run."""
 _PIPELINED_OR_READY = READY | {TaskStatus.PIPELINED}
+T = TypeVar("T")
+
+
+class lazy(Generic[T]):  # noqa: N801 - used as a decorator, like functools.cached_property
+    """``functools.cached_property`` without its lock (Python 3.11 takes one per first read):
+    the value is worked out on first read and kept in the instance's ``__dict__``."""
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> lazy[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type[Any]) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type[Any]) -> T | lazy[T]:
+        if obj is None:
+            return self
+        value = self.compute(obj)
+        obj.__dict__[self.name] = value
+        return value
 
 
 def pod_index(name: str) -> int | None:
@@ -96,20 +119,20 @@ class TaskInfo:
     preemption_policy: str = ""  # the pod's, or its PriorityClass's
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # Keep the job's per-status counts and its (and its queue's) allocation in step with
-        # every status change, as Volcano's JobInfo.UpdateTaskStatus does.
+        # Keep the job's per-status counts and its allocation in step with every status
+        # change, as Volcano's JobInfo.UpdateTaskStatus does.
         if name == "status" and "status" in self.__dict__:
             old = self.__dict__["status"]
             counts: Counter[TaskStatus] | None = self.__dict__.get("_counts")
             if counts is not None:
                 counts[old] -= 1
                 counts[value] += 1
-            job: JobInfo | None = self.__dict__.get("_job")
-            if job is not None and (old in ALLOCATED_STATUSES) != (value in ALLOCATED_STATUSES):
-                holds = value in ALLOCATED_STATUSES
-                for v in (job.allocated, job.queue_info.allocated if job.queue_info is not None else None):
-                    if v is not None:
-                        v.add(self.resreq) if holds else v.sub(self.resreq)
+            allocated: Vector | None = self.__dict__.get("_allocated")
+            if allocated is not None and (old in ALLOCATED_STATUSES) != (value in ALLOCATED_STATUSES):
+                if value in ALLOCATED_STATUSES:
+                    allocated.add(self.resreq)
+                else:
+                    allocated.sub(self.resreq)
         object.__setattr__(self, name, value)
 
     @property
@@ -120,34 +143,39 @@ class TaskInfo:
     def namespace(self) -> str:
         return self.pod.namespace
 
-    @functools.cached_property
+    @lazy
     def resreq(self) -> Vector:
         """What the task counts for in its job's and queue's shares: Volcano's ``Resreq``, its
         request with one ``pods`` (which emptiness and the per-dimension checks leave out)."""
         return Vector.from_amounts(self.request)
 
-    @functools.cached_property
+    @lazy
     def role(self) -> str:
         """Its task role (``volcano.sh/task-spec``, annotation then label), '' for none."""
         meta = self.pod.metadata
         return meta.annotations.get(TASK_SPEC_KEY) or meta.labels.get(TASK_SPEC_KEY, "")
 
-    @functools.cached_property
+    @lazy
+    def created(self) -> str:
+        return self.pod.metadata.creation_timestamp or ""
+
+    @lazy
     def index(self) -> int | None:
         return pod_index(self.pod.name)
 
-    @functools.cached_property
+    @lazy
     def template(self) -> tuple[Resources, bytes]:
         """What decides where the task may go and how nodes score for it; alike tasks share it."""
         spec = self.pod.spec
         return self.request, _encoder.encode((spec.tolerations, spec.node_selector, spec.affinity))
 
-    @functools.cached_property
+    @lazy
     def best_effort(self) -> bool:
-        """Requests nothing but its pod slot (backfill places these)."""
-        return self.resreq.is_empty()
+        """Requests nothing but its pod slot (backfill places these): Volcano's ``Resreq.IsEmpty``.
+        Integer amounts are whole millicores, bytes or units, never below its 0.1 tolerance."""
+        return all(name == PODS for name in self.request)
 
-    @functools.cached_property
+    @lazy
     def preemptable(self) -> bool:
         """``volcano.sh/preemptable`` (annotation, then label); absent means true, a value Go's
         ParseBool does not read means false (as in Volcano)."""
@@ -164,7 +192,7 @@ class TaskInfo:
         """A kube-system or system-critical pod, which nothing may evict (conformance)."""
         return self.namespace == "kube-system" or self.pod.spec.priority_class_name in CRITICAL_CLASSES
 
-    @property
+    @lazy
     def scheduling_gated(self) -> bool:
         """The pod has scheduling gates: nothing places it until they are removed."""
         return bool(self.pod.spec.scheduling_gates)
@@ -180,7 +208,7 @@ def task_order(a: TaskInfo, b: TaskInfo) -> int:
     ia, ib = a.index, b.index
     if ia is not None and ib is not None and ia != ib:
         return -1 if ia < ib else 1
-    ca, cb = a.pod.metadata.creation_timestamp or "", b.pod.metadata.creation_timestamp or ""
+    ca, cb = a.created, b.created
     if ca != cb:
         return -1 if ca < cb else 1
     return (a.uid > b.uid) - (a.uid < b.uid)
@@ -205,19 +233,23 @@ class JobInfo:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     allocated: Vector = field(default_factory=Vector)  # sum over tasks in ALLOCATED_STATUSES
     fit_errors: dict[str, str] = field(default_factory=dict)  # task uid -> why it fit nowhere (NodesFitErrors)
-    queue_info: QueueInfo | None = None  # its queue's info, once the session has found it
     reason: str = ""  # why it waits, set by the actions
     reason_kind: str = ""  # a PodGroup condition reason, e.g. NotEnoughResources
     counts: Counter[TaskStatus] = field(default_factory=Counter)
     counted: int = 0  # tasks the counts cover
+    best_effort_tasks: int = 0  # tasks requesting nothing but a pod slot (most jobs: none)
 
     def __post_init__(self) -> None:
         self.task_min_member_total = sum(self.min_task_member.values())
 
     def add(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
+        # The job's counters, not the job: no reference cycle, so a session's objects are freed
+        # by reference counting when it ends, not by the cyclic collector.
         task.__dict__["_counts"] = self.counts
-        task.__dict__["_job"] = self
+        task.__dict__["_allocated"] = self.allocated
+        if task.best_effort:
+            self.best_effort_tasks += 1
         self.counts[task.status] += 1
         self.counted += 1
         if task.status in ALLOCATED_STATUSES:
@@ -258,6 +290,8 @@ class JobInfo:
         return self.counts[TaskStatus.PIPELINED] if self.counted == len(self.tasks) else self.count((TaskStatus.PIPELINED,))
 
     def pending_best_effort_count(self) -> int:
+        if not self.best_effort_tasks:
+            return 0
         return sum(1 for t in self.tasks.values() if t.status is TaskStatus.PENDING and t.best_effort)
 
     @property
@@ -293,22 +327,30 @@ class JobInfo:
 
     def check_task_valid(self) -> bool:
         """Enough tasks of each role exist (only when the job's minMember covers the roles' minimums)."""
+        if not self.min_task_member:
+            return True
         if self.min_member < self.task_min_member_total:
             return True
         roles = self._roles(VALID, False)
         return all(need == 0 or roles[role] >= need for role, need in self.min_task_member.items())
 
     def check_task_ready(self) -> bool:
+        if not self.min_task_member:
+            return True
         if self.min_member < self.task_min_member_total:
             return True
         return self._roles_meet(self._roles(READY, True))
 
     def check_task_pipelined(self) -> bool:
+        if not self.min_task_member:
+            return True
         if self.min_member < self.task_min_member_total:
             return True
         return self._roles_meet(self._roles(_PIPELINED_OR_READY, True))
 
     def check_task_starving(self) -> bool:
+        if not self.min_task_member:
+            return False
         if self.min_member < self.task_min_member_total:
             return True
         return not self._roles_meet(self._roles(_PIPELINED_OR_READY, False))
@@ -359,8 +401,18 @@ class QueueInfo:
     hierarchy: str = ""  # volcano.sh/hierarchy, e.g. root/eng/prod
     weights: str = ""  # volcano.sh/hierarchy-weights, e.g. 1/2/8
     created: str = ""
-    allocated: Vector = field(default_factory=Vector)
+    jobs: list[JobInfo] = field(default_factory=list)  # the session's jobs in this queue
     order: int = 0
+
+    @property
+    def allocated(self) -> Vector:
+        """What the queue's jobs hold (Volcano's queue status ``allocated``); the plugins keep their own figures."""
+        total = Vector()
+        for job in self.jobs:
+            held = job.allocated
+            if held.cpu or held.memory or held.scalars:
+                total.add(held)
+        return total
 
     @property
     def open(self) -> bool:

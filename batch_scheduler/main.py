@@ -30,6 +30,7 @@ from binder.kube import KubeTarget
 from binder.metrics import BinderMetrics
 from cluster.feed import Informer
 from cluster.flags import Parser, parse_duration
+from cluster.heap import HeapKeeper
 from cluster.keys import Keys
 from cluster.kube.connect import add_kube_flags, kube_connection
 from cluster.kube.shards import ShardStatusReporter
@@ -115,8 +116,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
         kube = KubeTarget(config.kube.client(), qps=config.kube.qps, burst=config.kube.burst) if config.kube else None
         target: BindTarget = kube if kube is not None else SimBindTarget(store)
         evictor: Evictor = kube if kube is not None else SimEvictor(store)
-        scheduler = BatchScheduler(store, conf, config, bind_target=target,
-                                   evictor=evictor, metrics=metrics, binder_metrics=binder_metrics)
+        scheduler = BatchScheduler(store, conf, config, bind_target=target, evictor=evictor, metrics=metrics,
+                                   binder_metrics=binder_metrics, heap=HeapKeeper())
         figures.append(scheduler)
         where = "Kubernetes" if kube is not None else "the simulator"
         print(f"batch-scheduler: serving {', '.join(config.names)} in {where}; actions {', '.join(scheduler.conf.actions)}",

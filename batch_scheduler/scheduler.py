@@ -11,6 +11,7 @@ changed.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from collections import Counter, deque
 import logging
@@ -29,11 +30,13 @@ from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.registry import ACTIONS
 from batch_scheduler.session import Session, SessionConfig, SessionInput
 from batch_scheduler.status import pending_reason, podgroup_status, queue_status, same_status
+from batch_scheduler.vector import Vector
 from binder.bind import BindTarget, Evictor, bind_committed
 from binder.commit import Binder
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement
 from cluster.feed import Update
+from cluster.heap import HeapKeeper
 from cluster.keys import Kind
 from cluster.kube.connect import KubeConnection
 from cluster.model import PodGroup, PodGroupStatus, PriorityClass, Queue
@@ -68,6 +71,7 @@ class SessionReport:
     pending: int = 0
     actions: dict[str, float] = field(default_factory=dict)
     session: Session | None = None
+    allocated: dict[str, Vector] = field(default_factory=dict)  # per queue, what its jobs hold after the session
 
 
 def _now_text(wall: Callable[[], float]) -> str:
@@ -77,12 +81,14 @@ def _now_text(wall: Callable[[], float]) -> str:
 class BatchScheduler:
     def __init__(self, store: Store, conf: SchedulerConf, config: SchedulerConfig, *, bind_target: BindTarget,
                  evictor: Evictor, metrics: BatchMetrics | None = None, binder_metrics: BinderMetrics | None = None,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 heap: HeapKeeper | None = None) -> None:
         self.store = store
         self.conf = conf
         self.config = config
         self.bind_target = bind_target
         self.evictor = evictor
+        self.heap = heap  # the process's: keeps the cyclic collector off the cache between sessions
         self.metrics = metrics
         self.clock = clock
         self.wall = wall
@@ -175,6 +181,10 @@ class BatchScheduler:
                             phases=dict(self.phases), releasing=frozenset(self.releasing))
 
     async def run_session(self) -> SessionReport:
+        with self.heap.session() if self.heap is not None else contextlib.nullcontext():
+            return await self._run_session()
+
+    async def _run_session(self) -> SessionReport:
         start = self.clock()
         self.reload_conf()
         ssn = Session(self.conf, self.config.session, self.snapshot())
@@ -190,6 +200,8 @@ class BatchScheduler:
         self._observe(ssn, report)
         self.sessions += 1
         self.conflicts += report.conflicts
+        if self.last is not None and self.last.session is not None:
+            self.last.session.close()  # the report keeps its figures; the session's cycles go
         self.last = report
         self._recent.append((self.clock(), report.committed))
         return report
@@ -210,8 +222,9 @@ class BatchScheduler:
                                          if isinstance(getattr(p, "deserved", None), dict)), {})
         queues = {}
         for name, q in ssn.queues.items():
-            status = queue_status(q, ssn.jobs.values())
-            queues[name] = {"weight": q.weight, "allocated": q.allocated.to_amounts(pods=False).to_quantities(),
+            held = report.allocated.get(name) or q.allocated
+            status = queue_status(q, self.phases, held)
+            queues[name] = {"weight": q.weight, "allocated": held.to_amounts(pods=False).to_quantities(),
                             "capability": q.capability.to_amounts(pods=False).to_quantities() if q.capability is not None else {},
                             "deserved": Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
                             "pending_jobs": status.pending + status.inqueue, "running_jobs": status.running}
@@ -302,10 +315,11 @@ class BatchScheduler:
                 self.podgroups[job.key] = updated
                 writes.append(Put(updated))
         self.phases = {k: v for k, v in self.phases.items() if k in ssn.jobs}
+        report.allocated = {name: queue.allocated for name, queue in ssn.queues.items()}
         for name, queue in ssn.queues.items():
             if queue.queue is None:
                 continue
-            qstatus = queue_status(queue, ssn.jobs.values())
+            qstatus = queue_status(queue, self.phases, report.allocated[name])
             if qstatus != queue.queue.status:
                 updated_q = msgspec.structs.replace(queue.queue, status=qstatus)
                 self.queues[name] = updated_q
@@ -350,13 +364,14 @@ class BatchScheduler:
         m.unschedulable_tasks.set(report.pending)
         m.unschedulable_jobs.set(len(waiting))
         for name, queue in ssn.queues.items():
-            allocated = queue.allocated.to_amounts(pods=False)
+            held = report.allocated.get(name) or queue.allocated
+            allocated = held.to_amounts(pods=False)
             m.queue_cpu.labels(name).set(allocated.get("cpu", 0))
             m.queue_memory.labels(name).set(allocated.get("memory", 0))
             for r, amount in allocated.items():
                 if r not in ("cpu", "memory"):
                     m.queue_scalar.labels(name, r).set(amount)
-            status = queue_status(queue, ssn.jobs.values())
+            status = queue_status(queue, self.phases, held)
             for phase, gauge in m.queue_groups.items():
                 gauge.labels(name).set(getattr(status, phase))
 

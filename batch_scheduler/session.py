@@ -24,6 +24,7 @@ import numpy as np
 
 from batch_scheduler.chooser import Chooser
 from batch_scheduler.conf import SchedulerConf
+from batch_scheduler.framework import Tiers
 from batch_scheduler.info import (
     TASK_PRIORITY_ANNOTATION,
     JobInfo,
@@ -190,8 +191,7 @@ class Session:
                 continue
             if job.reason_kind == "PodGroupNotFound":
                 continue  # Volcano leaves pods of a missing PodGroup out of every job and queue
-            job.queue_info = info
-            info.allocated.add(job.allocated)
+            info.jobs.append(job)
 
     # -- what statements change ---------------------------------------------------------
 
@@ -294,3 +294,10 @@ class Session:
     def run(self) -> None:
         for name in self.conf.actions:
             ACTIONS[name].run(self)
+
+    def close(self) -> None:
+        """Drop the plugins and the chooser, which point back at the session: without the cycle,
+        reference counting frees the session's objects at once instead of the cyclic collector
+        (which would walk the scheduler's whole cache to find them)."""
+        self.tiers = Tiers([])
+        self.chooser = Chooser.__new__(Chooser)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 import msgspec
 
 from batch_scheduler.info import COMPLETED_STATUSES, SCHEDULED_STATUSES, JobInfo, QueueInfo, TaskStatus
+from batch_scheduler.vector import Vector
 from cluster.model import PodGroupCondition, PodGroupStatus, Quantity, QueueStatus
 
 UNSCHEDULABLE = "Unschedulable"
@@ -81,13 +82,16 @@ def same_status(a: PodGroupStatus, b: PodGroupStatus) -> bool:
     return plain(a) == plain(b)
 
 
-def queue_status(queue: QueueInfo, jobs: Iterable[JobInfo]) -> QueueStatus:
+def queue_status(queue: QueueInfo, phases: Mapping[str, str], allocated: Vector | None = None) -> QueueStatus:
+    """The Queue's status: its PodGroups by phase (``phases``: job key -> phase, as this session wrote
+    them) and what its jobs hold (``allocated``, worked out from its jobs when not given)."""
     counts = {"Pending": 0, "Inqueue": 0, "Running": 0, "Unknown": 0, "Completed": 0}
-    for job in jobs:
-        if job.queue == queue.name and job.podgroup is not None:
-            counts[job_phase(job)] += 1
+    for job in queue.jobs:
+        if job.podgroup is not None:
+            counts[phases.get(job.key, "Pending")] += 1
     state = queue.queue.status.state if queue.queue is not None else "Open"
-    allocated: dict[str, Quantity] = dict(queue.allocated.to_amounts(pods=False).to_quantities())
-    return QueueStatus(state=state, allocated=allocated, pending=counts["Pending"],
+    held = queue.allocated if allocated is None else allocated
+    quantities: dict[str, Quantity] = dict(held.to_amounts(pods=False).to_quantities())
+    return QueueStatus(state=state, allocated=quantities, pending=counts["Pending"],
                        inqueue=counts["Inqueue"], running=counts["Running"], unknown=counts["Unknown"],
                        completed=counts["Completed"])

@@ -19,6 +19,7 @@ Amounts are floats (shares divide them); :meth:`Vector.from_amounts` and
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Iterator, Mapping
 
@@ -44,6 +45,23 @@ INFINITY = Default.INFINITY
 def _milli(name: str) -> int:
     """How many Volcano units one caldera amount of ``name`` is."""
     return 1 if name in (CPU, MEMORY, PODS) else 1000
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(items: tuple[tuple[str, str | int | float], ...], field: str) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+    """A spec's ResourceList in Volcano units (memoised: every session reads the same PodGroups and
+    Queues again, and parsing quantities exactly is slow)."""
+    cpu = memory = 0.0
+    scalars: list[tuple[str, float]] = []
+    for name, value in items:
+        amount = to_amount(name, parse_quantity(value, field=f"{field}.{name}"))
+        if name == CPU:
+            cpu = float(amount)
+        elif name == MEMORY:
+            memory = float(amount)
+        elif not name.startswith("count/"):
+            scalars.append((name, float(amount * _milli(name))))
+    return cpu, memory, tuple(scalars)
 
 
 def _le(left: float, right: float) -> bool:
@@ -80,16 +98,8 @@ class Vector:
         """A ResourceList from a spec, keeping explicit zeros; None when not stated at all."""
         if values is None:
             return None
-        v = cls()
-        for name, value in values.items():
-            amount = to_amount(name, parse_quantity(value, field=f"{field}.{name}"))
-            if name == CPU:
-                v.cpu = float(amount)
-            elif name == MEMORY:
-                v.memory = float(amount)
-            elif not name.startswith("count/"):
-                v.scalars[name] = float(amount * _milli(name))
-        return v
+        cpu, memory, scalars = _parsed(tuple(values.items()), field)
+        return cls(cpu, memory, dict(scalars))
 
     def to_amounts(self, *, pods: bool = True) -> Resources:
         """Caldera's integer amounts (rounded up), finite entries only; without ``pods`` when

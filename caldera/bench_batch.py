@@ -32,6 +32,7 @@ from batch_scheduler.session import SessionConfig
 from caldera.connect import client, redis_url
 from cluster.audit import audit
 from cluster.feed import Informer
+from cluster.heap import HeapKeeper
 from cluster.keys import Keys
 from cluster.model import Pod, PodGroup, Queue
 from cluster.shard import ShardingMode
@@ -121,9 +122,10 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
         await store.write([Put(msgspec.convert({"metadata": {"name": q}, "spec": {"weight": w}}, Queue))
                            for q, w in QUEUES.items()])
         workload = Workload(args.seed)
+        heap = HeapKeeper()  # as the batch-scheduler process runs it
         scheduler = BatchScheduler(store, load_conf(None),
                                    SchedulerConfig(session=SessionConfig(scheduler=BATCH, sharding=ShardingMode.NONE)),
-                                   bind_target=SimBindTarget(store), evictor=SimEvictor(store))
+                                   bind_target=SimBindTarget(store), evictor=SimEvictor(store), heap=heap)
         informer = Informer(store, KINDS, block_ms=50, count=50000)
         updates = informer.updates()
         pending = 0
@@ -148,6 +150,7 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
                 await store.delete_pods(bound[i: i + 2000])
             pending = sum(1 for r in scheduler.pods.values() if not r.node)
         informer.stop()
+        heap.release()
         problems = await audit(store)
         await c.delete(*[k async for k in c.scan_iter(match=store.keys.prefix + "*")])
         s = np.array(seconds)

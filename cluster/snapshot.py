@@ -222,8 +222,10 @@ class NodeColumns:
     def add(self, name: str, request: Resources) -> None:
         """Take a request on a node in this view (a tentative placement)."""
         i = self.index[name]
-        v = self._vector(request)
-        self.allocated[: len(v), i] += v
+        index = self.resource_index
+        for resource, amount in request.items():
+            r = index.get(resource)
+            self.allocated[r if r is not None else self.column(resource), i] += amount
 
     # -- queries ----------------------------------------------------------------------
 

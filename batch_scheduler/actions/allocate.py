@@ -35,9 +35,8 @@ if TYPE_CHECKING:
 ERROR_CACHE = "predicateErrorCacheEnable"
 
 
-def worksheet(ssn: Session, job: JobInfo) -> deque[TaskInfo]:
-    return deque(sorted((t for t in job.pending() if not t.best_effort and not t.scheduling_gated),
-                        key=ssn.tiers.task_key()))
+def worksheet(ssn: Session, pending: list[TaskInfo]) -> deque[TaskInfo]:
+    return deque(ssn.tiers.sort_tasks(t for t in pending if not t.best_effort and not t.scheduling_gated))
 
 
 def error_cache(ssn: Session) -> bool:
@@ -98,8 +97,9 @@ def run(ssn: Session) -> None:
             job.phase = "Inqueue"  # no enqueue action: admitted here, as in Volcano
         if not ssn.in_queue(job) or not ssn.schedulable(job):
             continue
-        tasks = worksheet(ssn, job)
-        gated = [t for t in job.pending() if t.scheduling_gated]
+        pending = job.pending()
+        tasks = worksheet(ssn, pending)
+        gated = [t for t in pending if t.scheduling_gated]
         if gated:
             gates = sorted({g.name for t in gated for g in t.pod.spec.scheduling_gates})
             job.set_reason("SchedulingGated", f"{len(gated)} pod(s) wait for their scheduling gates to be removed "

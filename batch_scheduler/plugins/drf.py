@@ -34,13 +34,25 @@ SHARE_DELTA = 1e-6
 
 def dominant_share(allocated: Vector, total: Vector) -> float:
     """The largest allocated ÷ total over the resources the cluster has."""
-    return max((share(allocated.get(r), total.get(r)) for r in total.resource_names()), default=0.0)
+    return _dominant(allocated, [(r, total.get(r)) for r in total.resource_names()])
+
+
+def _dominant(allocated: Vector, totals: list[tuple[str, float]]) -> float:
+    """:func:`dominant_share` over the cluster's (resource, total) pairs, worked out once per session."""
+    best = 0.0
+    for name, total in totals:
+        held = allocated.cpu if name == "cpu" else allocated.memory if name == "memory" else allocated.scalars.get(name, 0.0)
+        s = share(held, total)
+        if s > best:
+            best = s
+    return best
 
 
 @dataclass
 class Attr:
     allocated: Vector = field(default_factory=Vector)
     share: float = 0.0
+    stale: bool = False  # allocated changed since share was worked out (flat DRF works it out when asked)
 
 
 @dataclass(eq=False)
@@ -83,6 +95,7 @@ class DrfPlugin:
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.total = ssn.total
+        self.totals = [(r, self.total.get(r)) for r in self.total.resource_names()]
         self.hierarchical = ssn.hierarchy_enabled(self.name)
         self.attrs: dict[str, Attr] = {}
         self.total_allocated = Vector()
@@ -92,14 +105,19 @@ class DrfPlugin:
             for t in job.tasks.values():
                 if t.status in ALLOCATED_STATUSES:
                     attr.allocated.add(t.resreq)
-            attr.share = dominant_share(attr.allocated, self.total)
+            attr.share = _dominant(attr.allocated, self.totals)
             self.attrs[job.key] = attr
             if self.hierarchical and ssn.in_queue(job):
                 self.total_allocated.add(attr.allocated)
                 self._update_hierarchy(self.root, self.total_allocated, job, attr)
 
+    def _share(self, attr: Attr) -> float:
+        if attr.stale:
+            attr.share, attr.stale = _dominant(attr.allocated, self.totals), False
+        return attr.share
+
     def share(self, job: JobInfo) -> float:
-        return self.attrs[job.key].share
+        return self._share(self.attrs[job.key])
 
     # -- hierarchy ------------------------------------------------------------------------
 
@@ -132,7 +150,7 @@ class DrfPlugin:
         for child in node.children.values():
             self._refresh(child, demanding)
             if child.attr.share != 0 and not child.saturated:
-                mdr = min(mdr, dominant_share(child.attr.allocated, self.total))
+                mdr = min(mdr, _dominant(child.attr.allocated, self.totals))
         node.attr.allocated = Vector()
         saturated = True
         for child in node.children.values():
@@ -141,7 +159,7 @@ class DrfPlugin:
             if child.attr.share != 0:
                 part = child.attr.allocated if child.saturated else child.attr.allocated.copy().multi(mdr / child.attr.share)
                 node.attr.allocated.add(part)
-        node.attr.share = dominant_share(node.attr.allocated, self.total)
+        node.attr.share = _dominant(node.attr.allocated, self.totals)
         node.saturated = saturated
 
     def _update_hierarchy(self, root: HNode, total_allocated: Vector, job: JobInfo, attr: Attr) -> None:
@@ -172,7 +190,7 @@ class DrfPlugin:
     # -- extension points -----------------------------------------------------------------
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
-        sa, sb = self.attrs[a.key].share, self.attrs[b.key].share
+        sa, sb = self._share(self.attrs[a.key]), self._share(self.attrs[b.key])
         return 0 if sa == sb else (-1 if sa < sb else 1)
 
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
@@ -182,12 +200,12 @@ class DrfPlugin:
         return -1 if result < 0 else (1 if result > 0 else 0)
 
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
-        mine = dominant_share(self.attrs[preemptor.job].allocated + preemptor.resreq, self.total)
+        mine = _dominant(self.attrs[preemptor.job].allocated + preemptor.resreq, self.totals)
         allocations: dict[str, Vector] = {}
         out = []
         for c in candidates:
             remaining = allocations.setdefault(c.job, self.attrs[c.job].allocated.copy()).sub(c.resreq)
-            theirs = dominant_share(remaining, self.total)
+            theirs = _dominant(remaining, self.totals)
             if mine < theirs or abs(mine - theirs) <= SHARE_DELTA:
                 out.append(c)
         return out
@@ -201,7 +219,7 @@ class DrfPlugin:
         lqueue = self.ssn.queues[ljob.queue]
         lattr = Attr(self.attrs[ljob.key].allocated + reclaimer.resreq)
         total_allocated.add(reclaimer.resreq)
-        lattr.share = dominant_share(lattr.allocated, self.total)
+        lattr.share = _dominant(lattr.allocated, self.totals)
         self._update_hierarchy(root, total_allocated, ljob, lattr)
         out = []
         for c in candidates:
@@ -209,12 +227,12 @@ class DrfPlugin:
             rqueue = self.ssn.queues[rjob.queue]
             total_allocated.sub(c.resreq)
             rattr = Attr(self.attrs[rjob.key].allocated - c.resreq)
-            rattr.share = dominant_share(rattr.allocated, self.total)
+            rattr.share = _dominant(rattr.allocated, self.totals)
             self._update_hierarchy(root, total_allocated, rjob, rattr)
             result = self._compare_queues(root, lqueue, rqueue)
             total_allocated.add(c.resreq)
             rattr.allocated.add(c.resreq)
-            rattr.share = dominant_share(rattr.allocated, self.total)
+            rattr.share = _dominant(rattr.allocated, self.totals)
             self._update_hierarchy(root, total_allocated, rjob, rattr)
             if result < 0:
                 out.append(c)
@@ -228,8 +246,9 @@ class DrfPlugin:
             return
         request = task.resreq
         attr.allocated.add(request) if sign > 0 else attr.allocated.sub(request)
-        attr.share = dominant_share(attr.allocated, self.total)
+        attr.stale = True  # an allocation event per task placed: the share waits until job order asks
         if self.hierarchical:
+            attr.share, attr.stale = _dominant(attr.allocated, self.totals), False
             job = self.ssn.jobs[task.job]
             if self.ssn.in_queue(job):
                 self.total_allocated.add(request) if sign > 0 else self.total_allocated.sub(request)

@@ -37,6 +37,9 @@ class PriorityPlugin:
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
         return _higher_first(a.priority, b.priority)
 
+    def task_order_key(self, task: TaskInfo) -> int:
+        return -task.priority
+
     def job_starving(self, job: JobInfo) -> bool:
         """Fewer tasks placed or pipelined than it has."""
         return job.ready_count + job.pipelined_count < len(job.tasks)

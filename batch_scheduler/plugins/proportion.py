@@ -115,9 +115,23 @@ class QueueAttr:
     guarantee: Vector = field(default_factory=Vector)
     share: float = 0.0
 
+    share_names: list[str] | None = None  # the deserved resources, once deserved is final
+    stale: bool = False  # allocated changed since share was worked out
+
+    def current_share(self) -> float:
+        if self.stale:
+            self.update_share()
+        return self.share
+
     def update_share(self) -> None:
-        self.share = max((share(self.allocated.get(n), self.deserved.get(n)) for n in self.deserved.resource_names()),
-                         default=0.0)
+        self.stale = False
+        names = self.share_names if self.share_names is not None else self.deserved.resource_names()
+        best = 0.0
+        for n in names:
+            s = share(self.allocated.get(n), self.deserved.get(n))
+            if s > best:
+                best = s
+        self.share = best
 
 
 def allocated_tasks(job: JobInfo) -> int:
@@ -161,6 +175,8 @@ class ProportionPlugin:
                 attr.inqueue.add(deduct_gated(job, inqueue_part(job)))
             attr.elastic.add(job.elastic())
         self._water_fill(total)
+        for attr in self.attrs.values():
+            attr.share_names = attr.deserved.resource_names()
 
     def _attr(self, queue: QueueInfo, total: Vector, total_guarantee: Vector) -> QueueAttr:
         attr = QueueAttr(name=queue.name, weight=queue.weight)
@@ -212,21 +228,21 @@ class ProportionPlugin:
         attr = self.attrs.get(self.ssn.jobs[task.job].queue)
         if attr is not None:
             attr.allocated.add(task.resreq)
-            attr.update_share()
+            attr.stale = True  # the share waits until queue order asks for it
 
     def deallocated(self, task: TaskInfo) -> None:
         attr = self.attrs.get(self.ssn.jobs[task.job].queue)
         if attr is not None:
             attr.allocated.sub(task.resreq)
-            attr.update_share()
+            attr.stale = True
 
     # -- extension points -----------------------------------------------------------------
 
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
         if a.priority != b.priority:
             return b.priority - a.priority
-        sa, sb = self.attrs[a.name].share if a.name in self.attrs else 0.0, \
-            self.attrs[b.name].share if b.name in self.attrs else 0.0
+        sa = self.attrs[a.name].current_share() if a.name in self.attrs else 0.0
+        sb = self.attrs[b.name].current_share() if b.name in self.attrs else 0.0
         return 0 if sa == sb else (-1 if sa < sb else 1)
 
     def overused(self, queue: QueueInfo) -> Refusal | None:

@@ -411,3 +411,20 @@ def test_number_reads_a_value(text: str | None, minimum: float, expected: float)
 def test_number_refuses_a_bad_value(text: str, minimum: float) -> None:
     with pytest.raises(ValueError, match=rf"^w: '{text}' \(expected a number >= {minimum:g}\)$"):
         number({"w": text}, "w", 1.0, minimum=minimum)
+
+
+def test_sorting_tasks_by_key_gives_the_order_the_comparisons_give() -> None:
+    from batch_scheduler.plugins.priority import PriorityPlugin
+    prio = PriorityPlugin()
+
+    def t(name: str, priority: int, order: int) -> TaskInfo:
+        x = task(name, order)
+        x.priority = priority
+        return x
+    indexed = [t("j-w-2", 1, 0), t("j-w-10", 1, 0), t("j-w-1", 5, 1), t("j-w-3", 1, 2)]
+    plain = [t("b", 1, 1), t("a", 1, 1), t("c", 3, 0)]
+    mixed = [t("j-w-1", 1, 2), t("solo", 1, 1), t("j-w-0", 1, 3)]
+    for tiers_ in (tiers([prio]), tiers([])):
+        for tasks in (indexed, plain, mixed):
+            assert [x.name for x in tiers_.sort_tasks(tasks)] == [x.name for x in sorted(tasks, key=tiers_.task_key())]
+    assert [x.name for x in tiers([prio]).sort_tasks(indexed)] == ["j-w-1", "j-w-2", "j-w-3", "j-w-10"]
