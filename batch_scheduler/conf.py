@@ -257,6 +257,9 @@ def _plugin(raw: object, where: str, warnings: list[str]) -> PluginOption | Unim
                 arguments[key] = text
         elif key not in volcano:
             warnings.append(_unread(f'plugin "{name}"', key, spec.reads | volcano))
+        elif key in PLUGIN_NOT_HONOURED.get(name, {}) and str(value).strip() not in ("", "0", "false", "False", "None"):
+            warnings.append(f'conf plugin "{name}": {key} {value} is not honoured by caldera yet '
+                            f"({PLUGIN_NOT_HONOURED[name][key]})")
     _overcommit(arguments, f'plugin "{name}"', f"{where}.arguments", warnings)
     try:
         spec.create(arguments)  # checks argument values
@@ -323,6 +326,11 @@ def _configurations(raw: object, warnings: list[str]) -> dict[str, dict[str, str
         action_arguments[name] = arguments
     return action_arguments
 
+
+PLUGIN_NOT_HONOURED: Mapping[str, Mapping[str, str]] = {
+    "capacity": {"ancestorReclaimLevel": "a Volcano 1.15 argument; reclaim follows release-1.14's capacity plugin"},
+}
+"""Plugin arguments that change placement in a Volcano release and that caldera accepts without acting on them."""
 
 NOT_HONOURED: Mapping[str, Mapping[str, str]] = {
     "preempt": {"enableTopologyAwarePreemption": "Volcano's normal preemption runs instead of "

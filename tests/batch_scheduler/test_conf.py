@@ -409,7 +409,7 @@ VOLCANO_READ = [  # Volcano's plugins and actions read these; caldera's do not: 
     ("predicates", "predicate.VolumeBindingEnable", "true"),
     ("predicates", "predicate.DynamicResourceAllocationEnable", "true"),
     ("predicates", "volumebinding.shape", "[{utilization: 0, score: 0}, {utilization: 100, score: 10}]"),
-    ("capacity", "ancestorReclaimLevel", "2"),
+    ("capacity", "ancestorReclaimLevel", "0"),  # above 0 it is named as not honoured (below)
     ("capacity", "capacity.DynamicResourceAllocationEnable", "true"),
 ]
 
@@ -735,3 +735,11 @@ def test_topology_aware_preemption_is_named_as_not_honoured() -> None:
                              "caldera yet (Volcano's normal preemption runs instead of kube-scheduler-style candidate "
                              "selection)",)
     assert parse_conf(text.replace("true", "false")).warnings == ()
+
+
+def test_capacitys_ancestor_reclaim_level_is_named_as_not_honoured() -> None:
+    text = ('actions: "reclaim"\ntiers:\n- plugins:\n  - name: capacity\n    enableHierarchy: true\n'
+            '    arguments: {ancestorReclaimLevel: 2}\n')
+    assert parse_conf(text).warnings == ('conf plugin "capacity": ancestorReclaimLevel 2 is not honoured by caldera yet '
+                                         "(a Volcano 1.15 argument; reclaim follows release-1.14's capacity plugin)",)
+    assert parse_conf(text.replace("2}", "0}")).warnings == ()
