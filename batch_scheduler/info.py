@@ -263,9 +263,10 @@ class JobInfo:
                 t.__dict__["_counts"] = counts
                 counts[t.status] += 1
             self.counted = len(self.tasks)
+        get = counts.get  # not counts[s]: a Counter's __missing__ is a Python call per absent status
         n = 0
         for s in statuses:
-            n += counts[s]
+            n += get(s, 0)
         return n
 
     def with_status(self, *statuses: TaskStatus) -> list[TaskInfo]:
@@ -287,7 +288,7 @@ class JobInfo:
     @property
     def pipelined_count(self) -> int:
         """Volcano's ``WaitingTaskNum``."""
-        return self.counts[TaskStatus.PIPELINED] if self.counted == len(self.tasks) else self.count((TaskStatus.PIPELINED,))
+        return self.counts.get(TaskStatus.PIPELINED, 0) if self.counted == len(self.tasks) else self.count((TaskStatus.PIPELINED,))
 
     def pending_best_effort_count(self) -> int:
         if not self.best_effort_tasks:

@@ -14,10 +14,11 @@ running tasks of the same job.
 
 from __future__ import annotations
 
+import bisect
 from typing import TYPE_CHECKING
 
 from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import candidate_nodes, preempt_on_nodes
+from batch_scheduler.actions.victims import VictimIndex, candidate_nodes, preempt_on_nodes, room_rows
 from batch_scheduler.info import PREEMPTABLE_STATUSES, JobInfo, TaskInfo
 from batch_scheduler.statement import Statement
 
@@ -31,7 +32,7 @@ def preemptors(ssn: Session) -> list[JobInfo]:
             if not j.is_pending() and ssn.in_queue(j) and ssn.schedulable(j) and ssn.tiers.job_starving(j)]
 
 
-def _preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, same_job: bool) -> bool:
+def _preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, same_job: bool, index: VictimIndex) -> bool:
     if not preemptor.may_preempt:
         return False
     job = ssn.jobs[preemptor.job]
@@ -48,25 +49,26 @@ def _preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, same_job: bool)
             return t.job == preemptor.job
         return other.queue == job.queue and t.job != preemptor.job
 
-    return preempt_on_nodes(ssn, stmt, preemptor, candidate_nodes(ssn, preemptor), eligible)
+    where = index.rows([job.queue]) | room_rows(ssn, preemptor)
+    return preempt_on_nodes(ssn, stmt, preemptor, candidate_nodes(ssn, preemptor, where), eligible)
 
 
 def run(ssn: Session) -> None:
     grouped = by_queue(ssn, preemptors(ssn))
+    index = VictimIndex(ssn)
     task_key = ssn.tiers.task_key()
     queue_key = ssn.tiers.queue_key()
     for name in sorted(grouped, key=lambda q: queue_key(ssn.queues[q])):
         starving = list(grouped[name])
-        line = list(starving)
-        tasks = {j.key: sorted((t for t in j.pending() if not t.scheduling_gated), key=task_key) for j in starving}
         job_key = ssn.tiers.job_key()
+        line = sorted(starving, key=job_key)  # as Volcano's heap: only the job just tried changes place
+        tasks = {j.key: sorted((t for t in j.pending() if not t.scheduling_gated), key=task_key) for j in starving}
         while line:
-            line.sort(key=job_key)
             job = line.pop(0)
             stmt = Statement(ssn)
             assigned = False
             while ssn.tiers.job_starving(job) and tasks[job.key]:
-                assigned = _preempt(ssn, stmt, tasks[job.key].pop(0), same_job=False)
+                assigned = _preempt(ssn, stmt, tasks[job.key].pop(0), same_job=False, index=index)
             if not ssn.tiers.job_pipelined(job):
                 stmt.discard()
                 continue
@@ -76,11 +78,11 @@ def run(ssn: Session) -> None:
                 job.reason, job.reason_kind = (f"preempting {evicted} lower-priority task(s) in queue {name}; "
                                                "starts once they are gone"), "Preempting"
             if assigned:
-                line.append(job)
+                bisect.insort(line, job, key=job_key)
         for job in starving:  # tasks within a job
             for task in sorted((t for t in job.pending() if not t.scheduling_gated), key=task_key):
                 stmt = Statement(ssn)
-                assigned = _preempt(ssn, stmt, task, same_job=True)
+                assigned = _preempt(ssn, stmt, task, same_job=True, index=index)
                 stmt.commit()
                 if not assigned:
                     break

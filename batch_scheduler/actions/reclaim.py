@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.actions.preempt import preemptors
 from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import candidate_nodes, reclaim_on_nodes
+from batch_scheduler.actions.victims import VictimIndex, candidate_nodes, reclaim_on_nodes
 from batch_scheduler.info import TaskInfo, TaskStatus
 from batch_scheduler.statement import Statement
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 def run(ssn: Session) -> None:
     grouped = by_queue(ssn, preemptors(ssn))
+    index = VictimIndex(ssn)
     task_key, queue_key, job_key = ssn.tiers.task_key(), ssn.tiers.queue_key(), ssn.tiers.job_key()
     for name in sorted(grouped, key=lambda q: queue_key(ssn.queues[q])):
         queue = ssn.queues[name]
@@ -43,12 +44,14 @@ def run(ssn: Session) -> None:
                 theirs = ssn.queues.get(other.queue)
                 return theirs is not None and theirs.reclaimable
 
+            others = [q for q, info in ssn.queues.items() if q != name and info.reclaimable]
             stmt = Statement(ssn)
             while ssn.tiers.job_starving(job) and tasks:
                 task = tasks.pop(0)
                 if not task.may_preempt or not ssn.tiers.preemptive(queue, task):
                     continue
-                reclaim_on_nodes(ssn, stmt, task, candidate_nodes(ssn, task), eligible)
+                where = index.rows(others)  # Volcano skips a node without reclaimees
+                reclaim_on_nodes(ssn, stmt, task, candidate_nodes(ssn, task, where), eligible)
             if not ssn.tiers.job_pipelined(job):
                 stmt.discard()
                 continue

@@ -12,13 +12,13 @@ pipelined onto the node: allocate places it in a later session, once its victims
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from batch_scheduler.info import TaskInfo
+from batch_scheduler.info import PREEMPTABLE_STATUSES, TaskInfo
 from batch_scheduler.statement import Statement
 from cluster.resources import Resources
 
@@ -28,9 +28,68 @@ if TYPE_CHECKING:
 VictimSelector = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
 
 
-def candidate_nodes(ssn: Session, task: TaskInfo) -> npt.NDArray[np.intp]:
-    """Rows the predicates allow without free resources, grouped own shard first (soft mode)."""
-    rows = np.flatnonzero(ssn.feasible(task, ignore_resources=True).mask)
+class VictimIndex:
+    """Per action: the nodes holding a running or bound preemptable task of some queues.
+
+    Worked out once per set of queues: within an action, tasks only stop being victims
+    (evicted), so the set stays a superset of where victims are, and the per-node check that
+    follows is exact."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.by_queue: dict[str, npt.NDArray[np.intp]] | None = None
+        self.masks: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
+
+    def rows(self, queues: Iterable[str]) -> npt.NDArray[np.bool_]:
+        key = frozenset(queues)
+        mask = self.masks.get(key)
+        if mask is None:
+            if self.by_queue is None:
+                self.by_queue = self._by_queue()
+            mask = np.zeros(self.ssn.n, dtype=np.bool_)
+            for q in key:
+                rows = self.by_queue.get(q)
+                if rows is not None:
+                    mask[rows] = True
+            self.masks[key] = mask
+        return mask
+
+    def _by_queue(self) -> dict[str, npt.NDArray[np.intp]]:
+        ssn, found = self.ssn, {}
+        rows: dict[str, list[int]] = {}
+        for node, tasks in ssn.node_tasks.items():
+            i = ssn.columns.index.get(node)
+            if i is None:
+                continue
+            for t in tasks:
+                if t.status in PREEMPTABLE_STATUSES and t.preemptable:
+                    rows.setdefault(ssn.jobs[t.job].queue, []).append(i)
+        for q, rs in rows.items():
+            found[q] = np.array(rs, dtype=np.intp)
+        return found
+
+
+def room_rows(ssn: Session, task: TaskInfo) -> npt.NDArray[np.bool_]:
+    """Nodes where the task fits in what they will have once their evictions finish."""
+    cols, n = ssn.columns, ssn.n
+    fits = np.ones(n, dtype=np.bool_)
+    for name, amount in task.request.items():
+        r = cols.resource_index.get(name)
+        if r is None:
+            return np.zeros(n, dtype=np.bool_)
+        fits &= cols.allocated[r, :n] + amount <= cols.allocatable[r, :n]
+    for node, freed in ssn.releasing.items():  # few nodes: evictions under way
+        i = cols.index.get(node)
+        if i is not None and not fits[i]:
+            fits[i] = task.request.fits_in(ssn.future_idle(node))
+    return fits
+
+
+def candidate_nodes(ssn: Session, task: TaskInfo, where: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
+    """Rows among ``where`` the predicates allow without free resources, own shard first (soft
+    mode). Volcano tries every such node; one without room and without a victim is always
+    passed over (even all victims would not make room), so only ``where`` is looked at."""
+    rows = np.flatnonzero(ssn.chooser.allowed(task) & where)
     return rows[np.argsort(ssn.rank[rows], kind="stable")]
 
 
