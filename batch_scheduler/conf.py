@@ -360,15 +360,15 @@ def parse_conf(text: str) -> SchedulerConf:
                          unimplemented=(*missing_actions, *missing_plugins), warnings=tuple(warnings))
 
 
-def load_conf(path: str | None) -> SchedulerConf:
-    """The conf in ``path`` (None: :data:`DEFAULT_CONF`)."""
+def load_conf(path: str | None, flag: str = "--scheduler-conf") -> SchedulerConf:
+    """The conf in ``path`` (None: :data:`DEFAULT_CONF`); ``flag`` names it in the error."""
     if path is None:
         return parse_conf(DEFAULT_CONF)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
-        raise ConfError(f"--scheduler-conf: {path}: {e.strerror or e}") from None
+        raise ConfError(f"{flag}: {path}: {e.strerror or e}") from None
     return parse_conf(text)
 
 

@@ -2,7 +2,7 @@
 
 N GPU nodes (8 GPUs, 64 cpu, 512Gi each); M pending pods in gang jobs of mixed sizes
 (1–16 tasks of 1 GPU, minAvailable = size) spread over three queues of weights 1, 2
-and 3. Each session runs the default (Volcano Helm) conf end to end — snapshot,
+and 3. Each session runs the default (Volcano Helm) conf, or ``--conf``'s, end to end — snapshot,
 enqueue, allocate, backfill, gang commits through the binder, binds, status and reasons
 written back — and between sessions the pods it placed end and new jobs arrive, so
 every session sees M pending pods and the same free capacity.
@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from typing import Any
 
 import msgspec
 import numpy as np
 import uvloop
 
-from batch_scheduler.conf import load_conf
+from batch_scheduler.conf import ConfError, load_conf
 from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
 from batch_scheduler.session import SessionConfig
 from caldera.connect import client, redis_url
@@ -77,6 +78,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sessions", type=int, default=6, help="sessions measured per run (default: 6)")
     p.add_argument("--free", type=float, default=0.05, help="share of GPUs free at each steady session (default: 0.05)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--conf", default=None, help="scheduler conf to run (default: Volcano's Helm-chart conf)")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
@@ -123,7 +125,7 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
                            for q, w in QUEUES.items()])
         workload = Workload(args.seed)
         heap = HeapKeeper()  # as the batch-scheduler process runs it
-        scheduler = BatchScheduler(store, load_conf(None),
+        scheduler = BatchScheduler(store, load_conf(args.conf),
                                    SchedulerConfig(session=SessionConfig(scheduler=BATCH, sharding=ShardingMode.NONE)),
                                    bind_target=SimBindTarget(store), evictor=SimEvictor(store), heap=heap)
         informer = Informer(store, KINDS, block_ms=50, count=50000)
@@ -176,6 +178,11 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if not 0 < args.free <= 0.5:
         print(f"caldera bench batch: error: --free: {args.free} (expected a share in (0, 0.5])")
+        return 2
+    try:
+        load_conf(args.conf, "--conf")
+    except ConfError as e:
+        print(f"caldera bench batch: error: {e}", file=sys.stderr)
         return 2
     with redis_url(args.redis_url) as url:
         report = uvloop.run(measure(url, args))
