@@ -39,6 +39,7 @@ import msgspec
 import yaml
 
 from batch_scheduler.framework import OTHER_SWITCHES, SWITCHES, Plugin, Tiers
+from batch_scheduler.plugins.capacity import ANCESTOR_RECLAIM_LEVEL
 from batch_scheduler.registry import (
     ACTIONS,
     PLUGINS,
@@ -169,6 +170,22 @@ def _unread(owner: str, argument: str, known: Collection[str]) -> str:
     return f'conf {owner}: argument "{argument}" is read by neither caldera nor Volcano; it has no effect{hint}'
 
 
+def _ancestor_level(arguments: dict[str, str], owner: str, enabled: frozenset[str], warnings: list[str]) -> None:
+    """capacity's ancestorReclaimLevel: below 0 it is 0, as in Volcano; without the hierarchy it
+    does nothing, as in Volcano. Both with a warning."""
+    try:
+        level = int(arguments.get(ANCESTOR_RECLAIM_LEVEL, "0"))
+    except ValueError:
+        return  # the plugin refuses it, naming it
+    if level < 0:
+        warnings.append(f"conf {owner}: {ANCESTOR_RECLAIM_LEVEL} {level} is below 0; using 0 (only the queues' own "
+                        "deserved decide reclaim), as Volcano does")
+        arguments[ANCESTOR_RECLAIM_LEVEL] = "0"
+    elif level > 0 and "enableHierarchy" not in enabled:
+        warnings.append(f"conf {owner}: {ANCESTOR_RECLAIM_LEVEL} {level} has no effect without enableHierarchy: true "
+                        "(as in Volcano)")
+
+
 def _overcommit(arguments: dict[str, str], owner: str, where: str, warnings: list[str]) -> None:
     """Refuse a factor that is not a number; one below 1 is Volcano's default, with a warning."""
     text = arguments.get(OVERCOMMIT_FACTOR)
@@ -257,10 +274,8 @@ def _plugin(raw: object, where: str, warnings: list[str]) -> PluginOption | Unim
                 arguments[key] = text
         elif key not in volcano:
             warnings.append(_unread(f'plugin "{name}"', key, spec.reads | volcano))
-        elif key in PLUGIN_NOT_HONOURED.get(name, {}) and str(value).strip() not in ("", "0", "false", "False", "None"):
-            warnings.append(f'conf plugin "{name}": {key} {value} is not honoured by caldera yet '
-                            f"({PLUGIN_NOT_HONOURED[name][key]})")
     _overcommit(arguments, f'plugin "{name}"', f"{where}.arguments", warnings)
+    _ancestor_level(arguments, f'plugin "{name}"', enabled, warnings)
     try:
         spec.create(arguments)  # checks argument values
     except ValueError as e:
@@ -326,11 +341,6 @@ def _configurations(raw: object, warnings: list[str]) -> dict[str, dict[str, str
         action_arguments[name] = arguments
     return action_arguments
 
-
-PLUGIN_NOT_HONOURED: Mapping[str, Mapping[str, str]] = {
-    "capacity": {"ancestorReclaimLevel": "a Volcano 1.15 argument; reclaim follows release-1.14's capacity plugin"},
-}
-"""Plugin arguments that change placement in a Volcano release and that caldera accepts without acting on them."""
 
 NOT_HONOURED: Mapping[str, Mapping[str, str]] = {
     "preempt": {"enableTopologyAwarePreemption": "Volcano's normal preemption runs instead of "

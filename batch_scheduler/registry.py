@@ -56,7 +56,7 @@ PLUGINS: Mapping[str, PluginSpec] = MappingProxyType({
     "conformance": PluginSpec(conformance.ConformancePlugin.create),
     "drf": PluginSpec(drf.DrfPlugin.create),
     "proportion": PluginSpec(proportion.ProportionPlugin.create),
-    "capacity": PluginSpec(capacity.CapacityPlugin.create),
+    "capacity": PluginSpec(capacity.CapacityPlugin.create, frozenset({capacity.ANCESTOR_RECLAIM_LEVEL})),
     "predicates": PluginSpec(predicates.PredicatesPlugin.create, frozenset(predicates.ACCEPTED),
                              ("predicate.resources.",)),
     "nodeorder": PluginSpec(nodeorder.NodeOrderPlugin.create, frozenset(nodeorder.DEFAULTS) | frozenset(nodeorder.NO_EFFECT)),

@@ -16,8 +16,10 @@ what releasing tasks hold and takes off what pipelined tasks wait for.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -227,6 +229,22 @@ class Session:
     def in_queue(self, job: JobInfo) -> bool:
         """The job's queue exists (Volcano leaves other jobs out of the session)."""
         return job.reason_kind not in ("PodGroupNotFound", "QueueNotFound") and job.queue in self.queues
+
+    def victim_order(self, preemptor: TaskInfo) -> Callable[[TaskInfo], Any]:
+        """Volcano's ``BuildVictimsPriorityQueue`` as a sort key: the first victim first — within a
+        job by reversed task order, across queues by victim queue order, else by reversed job order."""
+        mine = self.queues.get(self.jobs[preemptor.job].queue)
+        tiers, jobs, queues = self.tiers, self.jobs, self.queues
+
+        def first(a: TaskInfo, b: TaskInfo) -> int:
+            if a.job == b.job:
+                return -tiers.task_compare(a, b)
+            ja, jb = jobs[a.job], jobs[b.job]
+            if ja.queue != jb.queue and mine is not None:
+                return tiers.victim_queue_compare(queues[ja.queue], queues[jb.queue], mine)
+            return -tiers.job_compare(ja, jb)
+
+        return functools.cmp_to_key(first)
 
     def hierarchy_enabled(self, plugin: str) -> bool:
         """Whether the conf turns ``enableHierarchy`` on for the plugin (Volcano's default: off)."""

@@ -11,9 +11,8 @@ pipelined onto the node: allocate places it in a later session, once its victims
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -93,21 +92,6 @@ def candidate_nodes(ssn: Session, task: TaskInfo, where: npt.NDArray[np.bool_]) 
     return rows[np.argsort(ssn.rank[rows], kind="stable")]
 
 
-def victim_order(ssn: Session, preemptor: TaskInfo) -> Callable[[TaskInfo], Any]:
-    """Volcano's ``BuildVictimsPriorityQueue``: the first victim first."""
-    mine = ssn.queues.get(ssn.jobs[preemptor.job].queue)
-
-    def first(a: TaskInfo, b: TaskInfo) -> int:
-        if a.job == b.job:
-            return -ssn.tiers.task_compare(a, b)
-        ja, jb = ssn.jobs[a.job], ssn.jobs[b.job]
-        if ja.queue != jb.queue and mine is not None:
-            return ssn.tiers.victim_queue_compare(ssn.queues[ja.queue], ssn.queues[jb.queue], mine)
-        return -ssn.tiers.job_compare(ja, jb)
-
-    return functools.cmp_to_key(first)
-
-
 def freed_by(victims: Sequence[TaskInfo]) -> Resources:
     total = Resources()
     for v in victims:
@@ -123,7 +107,7 @@ def preempt_on_nodes(ssn: Session, stmt: Statement, preemptor: TaskInfo, rows: n
         return False
     scores = ssn.tiers.scores(ssn, preemptor, rows)
     queue = ssn.queues[ssn.jobs[preemptor.job].queue]
-    order = victim_order(ssn, preemptor)
+    order = ssn.victim_order(preemptor)
 
     def fits_now(node: str) -> bool:
         return ssn.tiers.allocatable(queue, preemptor) is None and preemptor.request.fits_in(ssn.future_idle(node))
@@ -148,7 +132,7 @@ def reclaim_on_nodes(ssn: Session, stmt: Statement, reclaimer: TaskInfo, rows: n
                      eligible: Callable[[TaskInfo], bool]) -> bool:
     """Volcano's ``reclaimForTask``: nodes in order, evicting until the task fits; True when
     it was pipelined somewhere."""
-    order = victim_order(ssn, reclaimer)
+    order = ssn.victim_order(reclaimer)
     for i in rows:
         node = ssn.columns.names[int(i)]
         reclaimees = [t for t in ssn.node_tasks.get(node, []) if eligible(t)]

@@ -33,6 +33,14 @@ refuse everything this session, as Volcano does. Queue order puts leaves first a
 compares two leaves by their ancestors just below the deepest one they share; victims
 come first from the queues closest in the tree to the reclaimer's.
 
+``ancestorReclaimLevel: N`` (an argument of Volcano 1.15's plugin; with the hierarchy only)
+also weighs ancestors in reclaim: a queue over its deserved may still reclaim when one of
+its ancestors within N levels (not the root) would stay within its deserved; a victim's
+ancestors within N levels that are not also the reclaimer's must each hold more than they
+deserve in a resource the victim uses; and two queues sharing such an ancestor do not take
+from each other when the reclaimer's queue deserves nothing it asks for. Candidates are
+weighed first victim first (1.15's order; 1.14 walks them in Go's map order).
+
 Allocations, pipelines and evictions in the session update what each queue holds (and,
 with the hierarchy, its ancestors).
 """
@@ -56,6 +64,7 @@ ROOT = "root"
 MAX_FLOAT = sys.float_info.max  # Volcano's math.MaxFloat64: an unlimited cpu or memory
 MAX_INT64 = float(2**63 - 1)  # Volcano's math.MaxInt64: the root's unlimited scalars
 UNLIMITED = 9e18  # amounts from here up are one of the two above (or sums of them)
+ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 
 
 @dataclass(eq=False)
@@ -189,10 +198,19 @@ def job_figures(job: JobInfo) -> tuple[Vector, Vector, Vector, Vector]:
 class CapacityPlugin:
     name = "capacity"
 
+    def __init__(self, ancestor_reclaim_level: int = 0) -> None:
+        self.level = ancestor_reclaim_level
+
     @classmethod
     def create(cls, arguments: Mapping[str, str]) -> CapacityPlugin:
-        check_arguments(cls.name, arguments)  # Volcano's release-1.14 capacity reads no argument
-        return cls()
+        check_arguments(cls.name, arguments, [ANCESTOR_RECLAIM_LEVEL])
+        text = arguments.get(ANCESTOR_RECLAIM_LEVEL, "0")
+        try:
+            level = int(text)
+        except ValueError:
+            raise ValueError(f"{ANCESTOR_RECLAIM_LEVEL}: {text!r} (expected a whole number of queue levels, "
+                             "e.g. 1 for the parent)") from None
+        return cls(max(level, 0))  # below 0: 0, as Volcano (the conf loader warns)
 
     def open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -479,14 +497,54 @@ class CapacityPlugin:
         attr = self.attrs.get(queue.name)
         if attr is None:
             return True
-        return within_somewhere(attr.allocated + task.resreq, attr.deserved, task.resreq)
+        if within_somewhere(attr.allocated + task.resreq, attr.deserved, task.resreq):
+            return True
+        # Volcano 1.15's ancestorReclaimLevel: or an ancestor within that many levels (not the
+        # root) would stay within its deserved somewhere with the task.
+        for depth in range(1, self._level() + 1):
+            above = self._ancestor(attr, depth)
+            if above is not None and above.name != ROOT and \
+                    within_somewhere(above.allocated + task.resreq, above.deserved, task.resreq):
+                return True
+        return False
+
+    def _level(self) -> int:
+        """How many ancestor levels reclaim weighs (``ancestorReclaimLevel``; only with the hierarchy)."""
+        return self.level if self.hierarchy else 0
+
+    def _ancestor(self, attr: QueueAttr, depth: int) -> QueueAttr | None:
+        """Volcano's ``queueAncestorAtDepth``: 1 the parent, 2 the grandparent, ..."""
+        return self.attrs.get(attr.ancestors[-depth]) if 0 < depth <= len(attr.ancestors) else None
+
+    def _shares_ancestor(self, a: QueueAttr, b: QueueAttr) -> bool:
+        """Volcano's ``sharesAnyNonRootAncestorWithinLevel``."""
+        level = self._level()
+        mine = set(a.ancestors[-level:]) if level else set()
+        return bool((mine & set(b.ancestors[-level:] if level else ())) - {ROOT})
+
+    def _ancestor_gates(self, reclaimer: QueueAttr, victim: QueueAttr) -> list[QueueAttr | None]:
+        """Volcano's ``getReclaimeeAncestorToCheck`` at each level: the victim's ancestor there,
+        when it is not the root and not the reclaimer's ancestor at the same level (None: missing)."""
+        gates: list[QueueAttr | None] = []
+        for depth in range(1, self._level() + 1):
+            if depth > len(victim.ancestors) or victim.ancestors[-depth] == ROOT:
+                continue
+            name = victim.ancestors[-depth]
+            if depth <= len(reclaimer.ancestors) and reclaimer.ancestors[-depth] == name:
+                continue
+            gates.append(self.attrs.get(name))
+        return gates
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
         if self.broken is not None:
             return []
         allocations: dict[str, Vector] = {}
         victims = []
-        for c in candidates:
+        job = self.ssn.jobs.get(reclaimer.job)
+        mine = self.attrs.get(job.queue) if job is not None else None
+        # The first victims first, as Volcano 1.15 weighs them (1.14 walks the node's tasks in
+        # Go's map order): which of them pass depends on those already taken.
+        for c in sorted(candidates, key=self.ssn.victim_order(reclaimer)):
             job = self.ssn.jobs.get(c.job)
             attr = self.attrs.get(job.queue) if job is not None else None
             if attr is None or not intersects(c.resreq, reclaimer.resreq):
@@ -494,7 +552,35 @@ class CapacityPlugin:
             allocated = allocations.setdefault(attr.name, attr.allocated.copy())
             if not attr.guarantee.less_equal(allocated - c.resreq):
                 continue  # its queue would drop below its guarantee
-            if not intersects(c.resreq, attr.deserved) or allocated.greater_in_relevant(attr.deserved, c.resreq)[0]:
-                allocated.sub(c.resreq)
-                victims.append(c)
+            if not intersects(c.resreq, attr.deserved):
+                # Uses nothing its queue deserves: a victim — unless, with ancestorReclaimLevel,
+                # the two queues share an ancestor within the levels and the reclaimer's queue
+                # deserves nothing it asks for either (no real contention between them).
+                if mine is not None and self._shares_ancestor(mine, attr) and not intersects(reclaimer.resreq, mine.deserved):
+                    continue
+            elif not allocated.greater_in_relevant(attr.deserved, c.resreq)[0]:
+                continue
+            above = self._ancestors_over(mine, attr, c, allocations) if mine is not None and self._level() else []
+            if above is None:
+                continue
+            for held in (allocated, *above):
+                held.sub(c.resreq)
+            victims.append(c)
         return victims
+
+    def _ancestors_over(self, mine: QueueAttr, attr: QueueAttr, victim: TaskInfo,
+                        allocations: dict[str, Vector]) -> list[Vector] | None:
+        """With ancestorReclaimLevel: what the victim's ancestors within the levels (those not
+        also the reclaimer's) hold, each over its deserved in a resource the victim uses or
+        deserving nothing it uses; None when one is not (reclaiming would take from a subtree
+        within its share)."""
+        held = []
+        for gate in self._ancestor_gates(mine, attr):
+            if gate is None:
+                return None
+            allocated = allocations.setdefault(gate.name, gate.allocated.copy())
+            held.append(allocated)
+            if intersects(victim.resreq, gate.deserved) and \
+                    not allocated.greater_in_relevant(gate.deserved, victim.resreq)[0]:
+                return None
+        return held

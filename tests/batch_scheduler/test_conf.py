@@ -409,7 +409,6 @@ VOLCANO_READ = [  # Volcano's plugins and actions read these; caldera's do not: 
     ("predicates", "predicate.VolumeBindingEnable", "true"),
     ("predicates", "predicate.DynamicResourceAllocationEnable", "true"),
     ("predicates", "volumebinding.shape", "[{utilization: 0, score: 0}, {utilization: 100, score: 10}]"),
-    ("capacity", "ancestorReclaimLevel", "0"),  # above 0 it is named as not honoured (below)
     ("capacity", "capacity.DynamicResourceAllocationEnable", "true"),
 ]
 
@@ -737,9 +736,17 @@ def test_topology_aware_preemption_is_named_as_not_honoured() -> None:
     assert parse_conf(text.replace("true", "false")).warnings == ()
 
 
-def test_capacitys_ancestor_reclaim_level_is_named_as_not_honoured() -> None:
+def test_capacitys_ancestor_reclaim_level_loads_as_volcano_reads_it() -> None:
     text = ('actions: "reclaim"\ntiers:\n- plugins:\n  - name: capacity\n    enableHierarchy: true\n'
             '    arguments: {ancestorReclaimLevel: 2}\n')
-    assert parse_conf(text).warnings == ('conf plugin "capacity": ancestorReclaimLevel 2 is not honoured by caldera yet '
-                                         "(a Volcano 1.15 argument; reclaim follows release-1.14's capacity plugin)",)
-    assert parse_conf(text.replace("2}", "0}")).warnings == ()
+    c = parse_conf(text)
+    assert c.warnings == () and c.tiers[0][0].arguments == {"ancestorReclaimLevel": "2"}
+    # Below 0: 0, as Volcano; without the hierarchy Volcano does nothing with it: both said.
+    c = parse_conf(text.replace("2}", "-1}"))
+    assert c.tiers[0][0].arguments == {"ancestorReclaimLevel": "0"}
+    assert c.warnings == ('conf plugin "capacity": ancestorReclaimLevel -1 is below 0; using 0 (only the queues\' own '
+                          "deserved decide reclaim), as Volcano does",)
+    assert parse_conf(text.replace("enableHierarchy: true", "enableHierarchy: false")).warnings == (
+        'conf plugin "capacity": ancestorReclaimLevel 2 has no effect without enableHierarchy: true (as in Volcano)',)
+    with pytest.raises(ConfError, match=r"ancestorReclaimLevel: '1\.5' \(expected a whole number of queue levels"):
+        parse_conf(text.replace("2}", "1.5}"))

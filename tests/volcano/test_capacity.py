@@ -3,7 +3,8 @@
 Every case of ``Test_capacityPlugin_OnSessionOpenWithoutHierarchy``,
 ``TestEnqueueAndAllocatable``, ``Test_capacityPlugin_OnSessionOpenWithHierarchy`` (with
 Volcano's tiers and the switches each Go test turns on) and ``Test_updateQueueAttrShare``
-(the share function alone, as the Go test calls it).
+(the share function alone, as the Go test calls it); and release-1.15's
+``Test_capacityPlugin_AncestorReclaimScenarios`` (the ``ancestorReclaimLevel`` argument).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from batch_scheduler.plugins.capacity import queue_share
 from batch_scheduler.vector import Vector
-from cluster.model import Queue
+from cluster.model import Pod, Queue
 from tests.volcano.builders import (
     PENDING,
     PG_INQUEUE,
@@ -27,6 +28,7 @@ from tests.volcano.builders import (
     build_pod,
     build_pod_group,
     build_pod_group_with_min_resources,
+    build_pod_with_priority,
     build_queue_with_priority_and_resources_quantity,
     build_queue_with_resources_quantity,
     build_queue_with_state,
@@ -478,6 +480,179 @@ TREE_CASES = [
 def test_capacity_plugin_on_session_open_with_hierarchy(case: Case) -> None:
     """capacity_test.go Test_capacityPlugin_OnSessionOpenWithHierarchy."""
     run_case(case, TREE_TIERS, ["enqueue", "reclaim", "allocate"])
+
+
+# -- Test_capacityPlugin_AncestorReclaimScenarios (release-1.15) -------------------------
+
+
+def ancestor_tiers(level: int, include_priority: bool) -> list[list[Plugin]]:
+    """The Go test's ``buildTier``."""
+    plugins = [
+        Plugin("capacity", ("enabledAllocatable", "enablePreemptive", "enableReclaimable", "enableQueueOrder",
+                            "enableHierarchy", "enableJobEnqueued"), {"ancestorReclaimLevel": level}),
+        Plugin("predicates", ("enablePredicate",)),
+        Plugin("gang", ("enableJobStarving",)),
+    ]
+    if include_priority:
+        plugins.append(Plugin("priority", ("enableJobOrder", "enableTaskOrder")))
+    return [plugins]
+
+
+A100 = "nvidia.com/a100"
+
+
+def a100(n: str) -> Mapping[str, str]:
+    return rl("", "", scalar(A100, n))
+
+
+a_n1 = build_node("n1", rl("16", "16Gi", scalar(A100, "4"), scalar("rdma/hca", "1001"), scalar("pods", "11")), {})
+a_root = build_queue_with_parents("root", "", rl("16", "16Gi", scalar(A100, "4"), scalar("rdma", "1000")), None)
+one_a100 = rl("1", "1Gi", scalar(A100, "1"), scalar("rdma/hca", "1"))
+small_n1 = build_node("n1", rl("2", "2Gi", scalar("pods", "10")), {})
+two = rl("2", "2Gi")
+
+
+def project_queue_tree() -> list[Queue]:
+    """The Go test's ``buildProjectQueueTree``."""
+    return [a_root,
+            build_queue_with_parents("project1_root", "root", a100("1"), a100("2")),
+            build_queue_with_parents("project1_non-preemptable", "project1_root", a100("1"), a100("1")),
+            build_queue_with_parents("project1_preemptable", "project1_root", None, None),
+            build_queue_with_parents("project2_root", "root", a100("3"), a100("4")),
+            build_queue_with_parents("project2_non-preemptable", "project2_root", a100("3"), a100("3")),
+            build_queue_with_parents("project2_preemptable", "project2_root", None, None)]
+
+
+def level_semantics_tree() -> list[Queue]:
+    """The Go test's ``buildLevelSemanticsTree``."""
+    return [build_queue_with_parents("root", "", None, None),
+            build_queue_with_parents("grand-a", "root", rl("2", "2Gi"), rl("4", "4Gi")),
+            build_queue_with_parents("parent-a", "grand-a", rl("2", "2Gi"), rl("2", "2Gi")),
+            build_queue_with_parents("queue-a", "parent-a", rl("2", "2Gi"), rl("2", "2Gi")),
+            build_queue_with_parents("grand-b", "root", rl("3", "3Gi"), rl("4", "4Gi")),
+            build_queue_with_parents("parent-b", "grand-b", rl("1", "1Gi"), rl("2", "2Gi")),
+            build_queue_with_parents("queue-b", "parent-b", rl("1", "1Gi"), rl("2", "2Gi"))]
+
+
+def victim_and_reclaimer(victim_queue: str, reclaimer_queue: str, req: Mapping[str, str] = two,
+                         reclaimer_req: Mapping[str, str] | None = None) -> dict[str, list]:
+    """The one running victim and one pending reclaimer of cases 5 to 11."""
+    return {"pods": [build_pod("ns1", "p-victim", "n1", RUNNING, req, "pg-victim", None, None),
+                     build_pod("ns1", "p-reclaimer", "", PENDING, reclaimer_req or req, "pg-reclaimer", None, None)],
+            "podgroups": [build_pod_group("pg-victim", "ns1", victim_queue, 1, None, PG_RUNNING),
+                          build_pod_group("pg-reclaimer", "ns1", reclaimer_queue, 1, None, PG_INQUEUE)]}
+
+
+def running(name: str, group: str, priority: int | None = None) -> Pod:
+    if priority is None:
+        return build_pod("ns1", name, "n1", RUNNING, one_a100, group, {}, {})
+    return build_pod_with_priority("ns1", name, "n1", RUNNING, one_a100, group, {}, {}, priority)
+
+
+ANCESTOR_CASES = [
+    (1, True, Case(
+        name="case1: Can reclaim based on parent deserved when ancestorReclaimLevel is 1",
+        nodes=[a_n1],
+        pods=[build_pod("ns1", "p1", "n1", RUNNING, rl("1", "1Gi", scalar(A100, "4"), scalar("rdma/hca", "1")), "pg1", {}, {}),
+              build_pod("ns1", "p2", "", PENDING, one_a100, "pg2", {}, {})],
+        podgroups=[build_pod_group("pg1", "ns1", "case1_queue2", 1, None, PG_RUNNING),
+                   build_pod_group("pg2", "ns1", "case1_queue11", 1, None, PG_INQUEUE)],
+        queues=[a_root, build_queue_with_parents("case1_queue1", "root", a100("1"), None),
+                build_queue_with_parents("case1_queue11", "case1_queue1", None, None),
+                build_queue_with_parents("case1_queue2", "root", None, None)],
+        expect_pipelined={"ns1/pg2": ["n1"]}, expect_evicted=["ns1/p1"], expect_evict_num=1)),
+    (1, True, Case(
+        name="case2: Cross-parent reclaim pipelines project1 pending job when project2 child and parent are both over deserved",
+        nodes=[a_n1],
+        pods=[running("p1", "pg1", 2), running("p2", "pg2", 2), running("p3", "pg3", 2), running("p4", "pg4", 1),
+              build_pod("ns1", "p5", "", PENDING, one_a100, "pg5", {}, {})],
+        podgroups=[*(build_pod_group(f"pg{i}", "ns1", "project2_preemptable", 1, None, PG_RUNNING) for i in range(1, 5)),
+                   build_pod_group("pg5", "ns1", "project1_preemptable", 1, None, PG_PENDING)],
+        queues=project_queue_tree(),
+        expect_pipelined={"ns1/pg5": ["n1"]}, expect_evicted=["ns1/p4"], expect_evict_num=1)),
+    (1, True, Case(
+        name="case3: Cross-parent reclaim can evict sibling-queue victim first",
+        nodes=[a_n1],
+        pods=[running("p1", "pg1", 2), running("p2", "pg2", 2), running("p3", "pg3", 2),
+              build_pod("ns1", "p4", "", PENDING, one_a100, "pg4_reclaimed", {}, {}),
+              running("p5", "pg5_pipelined"),
+              build_pod("ns1", "p6", "", PENDING, one_a100, "pg6", {}, {})],
+        podgroups=[*(build_pod_group(f"pg{i}", "ns1", "project2_preemptable", 1, None, PG_RUNNING) for i in range(1, 4)),
+                   build_pod_group("pg4_reclaimed", "ns1", "project2_preemptable", 1, None, PG_INQUEUE),
+                   build_pod_group("pg5_pipelined", "ns1", "project1_preemptable", 1, None, PG_RUNNING),
+                   build_pod_group("pg6", "ns1", "project2_non-preemptable", 1, None, PG_PENDING)],
+        queues=project_queue_tree(),
+        expect_pipelined={"ns1/pg6": ["n1"]}, expect_evicted=["ns1/p3"], expect_evict_num=1)),
+    (1, True, Case(
+        name="case4: Cross-parent reclaim is blocked when victim child is not over deserved",
+        nodes=[build_node("n1", rl("8", "8Gi", scalar(A100, "1"), scalar("rdma/hca", "1001"), scalar("pods", "11")), {})],
+        pods=[running("p1", "pg1"), build_pod("ns1", "p2", "", PENDING, one_a100, "pg2", {}, {}),
+              build_pod("ns1", "p3", "n1", RUNNING, one_a100, "pg3", NOT_PREEMPTABLE, {})],
+        podgroups=[build_pod_group("pg1", "ns1", "case4_child1", 1, None, PG_RUNNING),
+                   build_pod_group("pg2", "ns1", "case4_child2", 1, None, PG_PENDING),
+                   build_pod_group("pg3", "ns1", "case4_child1_sibling", 1, None, PG_RUNNING)],
+        queues=[a_root, build_queue_with_parents("case4_parent1", "root", a100("1"), None),
+                build_queue_with_parents("case4_child1", "case4_parent1", a100("1"), None),
+                build_queue_with_parents("case4_child1_sibling", "case4_parent1", None, None),
+                build_queue_with_parents("case4_parent2", "root", a100("1"), None),
+                build_queue_with_parents("case4_child2", "case4_parent2", a100("1"), None)])),
+    (0, False, Case(
+        name="case5: level 0 allows reclaim based on leaf-level deserved checks",
+        nodes=[small_n1], queues=level_semantics_tree(), **victim_and_reclaimer("queue-b", "queue-a"),
+        expect_pipelined={"ns1/pg-reclaimer": ["n1"]}, expect_evicted=["ns1/p-victim"], expect_evict_num=1)),
+    (1, False, Case(
+        name="case6: level 1 allows reclaim when parent-level check passes",
+        nodes=[small_n1], queues=level_semantics_tree(), **victim_and_reclaimer("queue-b", "queue-a"),
+        expect_pipelined={"ns1/pg-reclaimer": ["n1"]}, expect_evicted=["ns1/p-victim"], expect_evict_num=1)),
+    (2, False, Case(
+        name="case7: level 2 blocks reclaim when grandparent-level check fails",
+        nodes=[small_n1], queues=level_semantics_tree(), **victim_and_reclaimer("queue-b", "queue-a"))),
+    (1, False, Case(
+        name="case8: level 1 blocks sibling reclaim when leaf deserved is unset and no ancestor gate applies",
+        nodes=[small_n1],
+        queues=[build_queue_with_parents("root", "", None, None),
+                build_queue_with_parents("parent", "root", rl("4", "4Gi"), rl("4", "4Gi")),
+                build_queue_with_parents("queue-a", "parent", None, None),
+                build_queue_with_parents("queue-b", "parent", None, None)],
+        **victim_and_reclaimer("queue-b", "queue-a"))),
+    (2, False, Case(
+        name="case9: level 2 blocks reclaim when leaf deserved is unset and queues share grandparent",
+        nodes=[small_n1],
+        queues=[build_queue_with_parents("root", "", None, None),
+                build_queue_with_parents("grand", "root", rl("2", "2Gi"), rl("2", "2Gi")),
+                build_queue_with_parents("parent-a", "grand", None, None),
+                build_queue_with_parents("queue-a", "parent-a", None, None),
+                build_queue_with_parents("parent-b", "grand", None, None),
+                build_queue_with_parents("queue-b", "parent-b", None, None)],
+        **victim_and_reclaimer("queue-b", "queue-a"))),
+    (2, False, Case(
+        name="case10: level 2 blocks reclaim in unbalanced shared-grandparent tree when leaf deserved is unset",
+        nodes=[small_n1],
+        queues=[build_queue_with_parents("root", "", None, None),
+                build_queue_with_parents("grand", "root", rl("1", "1Gi"), rl("2", "2Gi")),
+                build_queue_with_parents("parent-deep", "grand", rl("1", "1Gi"), rl("2", "2Gi")),
+                build_queue_with_parents("queue-deep", "parent-deep", None, None),
+                build_queue_with_parents("queue-shallow", "grand", None, None)],
+        **victim_and_reclaimer("queue-deep", "queue-shallow"))),
+    (2, False, Case(
+        name="case11: unbalanced level2 blocks reclaim when depth-2 ancestor is not over deserved",
+        nodes=[build_node("n1", rl("4", "4Gi", scalar("pods", "10"), scalar(A100, "2")), {})],
+        queues=[build_queue_with_parents("root", "", None, None),
+                build_queue_with_parents("shallow-parent", "root", a100("1"), None),
+                build_queue_with_parents("queue-shallow", "shallow-parent", a100("1"), None),
+                build_queue_with_parents("deep-grand", "root", a100("2"), None),
+                build_queue_with_parents("deep-parent", "deep-grand", a100("1"), None),
+                build_queue_with_parents("queue-deep", "deep-parent", a100("1"), None)],
+        **victim_and_reclaimer("queue-deep", "queue-shallow", rl("1", "1Gi", scalar(A100, "2")),
+                               rl("1", "1Gi", scalar(A100, "1"))))),
+]
+
+
+@pytest.mark.parametrize(("level", "include_priority", "case"), ANCESTOR_CASES, ids=[c[2].name for c in ANCESTOR_CASES])
+def test_capacity_plugin_ancestor_reclaim_scenarios(level: int, include_priority: bool, case: Case) -> None:
+    """capacity_test.go (release-1.15) Test_capacityPlugin_AncestorReclaimScenarios."""
+    case.plugins = ("capacity", "predicates", "gang", "priority")
+    run_case(case, ancestor_tiers(level, include_priority), ["enqueue", "reclaim", "allocate"])
 
 
 # -- Test_updateQueueAttrShare ----------------------------------------------------------

@@ -201,7 +201,7 @@ def reclaim_session(*, hierarchy: bool = True, arguments: Mapping[str, str] | No
 @pytest.mark.parametrize("arguments", [None, {"ancestorReclaimLevel": "1"}], ids=["plain", "ancestorReclaimLevel"])
 def test_capacity_reclaims_from_a_sibling_under_a_full_parent(arguments: Mapping[str, str] | None) -> None:
     # As Volcano: reclaim looks at the leaves' deserved shares only, not at the parent being
-    # full. ancestorReclaimLevel is release-1.15's; release-1.14 reads no argument, so it changes nothing.
+    # full; ancestorReclaimLevel 1 changes nothing here, the two leaves sharing their parent.
     ssn = reclaim_session(arguments=arguments)
     ssn.run()
     assert len(ssn.evictions) == 1 and ssn.evictions[0].name in ("r1", "r2")
@@ -301,7 +301,8 @@ def test_capacity_reclaimable_keeps_a_queue_at_its_guarantee() -> None:
     ssn = session(conf(["capacity"]), [node("n0", cpu=3, memory="16Gi")], pods, queues=queues,
                   podgroups=[podgroup("j", queue="victim", phase="Running", min_member=1),
                              podgroup("k", queue="taker", phase="Inqueue")])
-    assert names(ssn.tiers.reclaimable(ssn.tasks["uid-want"], by_name(ssn, "v1", "v2", "v3"))) == ["v1"]  # 3 -> 2
+    # 3 -> 2: one victim, the first in victim order (reversed task order: the last created)
+    assert names(ssn.tiers.reclaimable(ssn.tasks["uid-want"], by_name(ssn, "v1", "v2", "v3"))) == ["v3"]
 
 
 def test_capacity_enqueue_reserves_min_resources_less_scheduling_gated_tasks() -> None:
