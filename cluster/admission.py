@@ -8,13 +8,14 @@ refusal a :class:`~cluster.schema.Problem` naming the field, the value and what 
   numbers of extended resources, requests at most their limits and, for resources that
   cannot be overcommitted (extended ones, hugepages), equal to them; amounts inside int64;
 - a node's extended resources in whole numbers;
+- PodGroups: at most one of highestTierAllowed and highestTierName in a network topology;
 - PriorityClasses: user values at most one billion, the ``system-`` prefix reserved for the
   two built-in classes, one global default, a known preemption policy;
 - Queues: Volcano's queue admission (cluster.queue_admission);
 - PriorityClasses and Queues together: one global default; the queue tree;
 - references across the files: the PriorityClass a pod, PodGroup or Job names; the Queue a
-  PodGroup (or a Kubeflow job) names. A Volcano Job's queue rules (exists, Open, a leaf)
-  are cluster.volcano_admission's, given the files' queues.
+  PodGroup (or a Kubeflow job) names, and that a PodGroup's queue is Open. A Volcano Job's
+  queue rules (exists, Open, a leaf) are cluster.volcano_admission's, given the files' queues.
 
 Lenient on purpose: an extended resource requested without a limit is accepted as its own
 limit (Kubernetes refuses it), since hand-written manifests commonly do that and the
@@ -24,10 +25,10 @@ request is what placement reads. A Volcano Job's own rules are cluster.volcano_j
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 
-from cluster.model import Node, Pod, PriorityClass, ResourceList, ResourceRequirements
+from cluster.model import Node, Pod, PodGroup, PriorityClass, Queue, ResourceList, ResourceRequirements
 from cluster.quantity import QuantityError, parse_amount, parse_quantity
 from cluster.resources import CONTAINER_RESOURCES, GPU, is_extended_resource, is_native_resource
 from cluster.schema import Problem, Reference, nearest
@@ -165,6 +166,33 @@ def priority_class_problems(pc: PriorityClass) -> list[Problem]:
         problems.append(Problem("preemptionPolicy", f"{pc.preemption_policy!r} is not a preemption policy "
                                                     f"(expected {' or '.join(PREEMPTION_POLICIES)})"))
     return problems
+
+
+def podgroup_problems(pg: PodGroup) -> list[Problem]:
+    """Volcano's PodGroup webhook on one object: a network topology (the PodGroup's, or a
+    sub-group policy's) names at most one of highestTierAllowed and highestTierName."""
+    problems = []
+    topologies: list[tuple[str, object]] = [("spec.networkTopology", pg.spec.network_topology)]
+    topologies += [(f"spec.subGroupPolicy[{i}].networkTopology", policy.get("networkTopology"))
+                   for i, policy in enumerate(pg.spec.sub_group_policy)]
+    for path, topology in topologies:
+        if not isinstance(topology, dict):
+            continue
+        if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
+            problems.append(Problem(path, f"both highestTierAllowed ({topology['highestTierAllowed']}) and "
+                                          f"highestTierName ({topology['highestTierName']!r}) are set "
+                                          "(expected at most one of them)"))
+    return problems
+
+
+def podgroup_queue_problem(pg: PodGroup, queues: Mapping[str, Queue]) -> Problem | None:
+    """Volcano's PodGroup webhook across the files: the queue it names is Open (an empty
+    ``status.state`` counts as Open: caldera has no queue controller to set it)."""
+    queue = queues.get(pg.spec.queue)
+    if queue is None or queue.status.state in ("", "Open"):
+        return None
+    return Problem("spec.queue", f"queue {queue.name!r} is {queue.status.state} "
+                                 "(a PodGroup can only be submitted to an Open queue)")
 
 
 # -- across the files -------------------------------------------------------------------------

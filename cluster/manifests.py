@@ -26,7 +26,15 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
-from cluster.admission import Registry, global_default_problems, node_problems, pod_problems, priority_class_problems
+from cluster.admission import (
+    Registry,
+    global_default_problems,
+    node_problems,
+    pod_problems,
+    podgroup_problems,
+    podgroup_queue_problem,
+    priority_class_problems,
+)
 from cluster.model import Node, NodeShard, Pod, PodGroup, PriorityClass, Queue
 from cluster.queue_admission import mutated, queue_problems
 from cluster.schema import Findings, Problem, Reference, Schemas, Template, join
@@ -198,6 +206,8 @@ def _object_problems(obj: KubeObject | None) -> list[Problem]:
         return node_problems(obj)
     if isinstance(obj, PriorityClass):
         return priority_class_problems(obj)
+    if isinstance(obj, PodGroup):
+        return podgroup_problems(obj)
     return []
 
 
@@ -320,7 +330,8 @@ def admit(manifests: Sequence[Manifest]) -> list[str]:
     Every PriorityClass and Queue named must be one of the files (or built in); the Queues
     pass Volcano's queue admission together (cluster.queue_admission), and each Volcano
     Job's queue Volcano's job admission (cluster.volcano_job.admit_queue: it exists, is
-    Open, is a leaf); at most one PriorityClass is the global default.
+    Open, is a leaf), each PodGroup's queue Volcano's PodGroup admission (it is Open); at
+    most one PriorityClass is the global default.
     """
     classes = [(m, m.obj) for m in manifests if isinstance(m.obj, PriorityClass)]
     queues = [(m, m.obj) for m in manifests if isinstance(m.obj, Queue)]
@@ -345,6 +356,8 @@ def admit(manifests: Sequence[Manifest]) -> list[str]:
                     admit_queue(m.obj, by_name)
                 except JobError as exc:
                     errors.append(m.line(str(exc)))
+            elif isinstance(m.obj, PodGroup) and (closed := podgroup_queue_problem(m.obj, by_name)) is not None:
+                errors.append(m.line(closed))
     return errors
 
 
