@@ -21,19 +21,18 @@ from typing import Any
 
 import msgspec
 import ray
-import redis.asyncio as aioredis
 
 from agent_scheduler.worker import BatchResult, Worker, WorkerConfig
 from binder.bind import BindTarget
 from binder.commit import Binder
-from binder.kube import KubeTarget
-from cluster.keys import Keys
-from cluster.records import PodRecord
-from cluster.resources import Resources
+from cluster.kube.bind import KubeTarget
 from cluster.kube.connect import KubeConnection
+from cluster.model.resources import Resources
 from cluster.sim.cluster import SimBindTarget
-from cluster.store import Store
-
+from cluster.store.client import Client, connect
+from cluster.store.keys import Keys
+from cluster.store.records import PodRecord
+from cluster.store.store import Store
 
 CONCURRENCY = 4  # batches one worker works on at once (its I/O overlaps)
 
@@ -80,12 +79,12 @@ class WorkerActor:
     def __init__(self, spec: bytes) -> None:
         self.spec = msgspec.msgpack.decode(spec, type=ActorSpec)
         self.worker: Worker | None = None
-        self.client: aioredis.Redis | None = None
+        self.client: Client | None = None
         self.kube: KubeTarget | None = None
         self.stopping = asyncio.Event()
 
     async def start(self) -> int:
-        self.client = aioredis.Redis.from_url(self.spec.redis_url)
+        self.client = connect(self.spec.redis_url)
         keys = Keys(self.spec.cluster)
         store = Store(self.client, keys)
         core = self.spec.worker.core
@@ -100,7 +99,7 @@ class WorkerActor:
     async def serve(self, inbox: str, outbox: str) -> None:
         """Answer the batches pushed to ``inbox`` into ``outbox`` until :meth:`stop`."""
         assert self.worker is not None and self.client is not None, "start() first"
-        blocking = aioredis.Redis.from_url(self.spec.redis_url)  # a blocking pop holds its connection
+        blocking = connect(self.spec.redis_url)  # a blocking pop holds its connection
         slots = asyncio.Semaphore(CONCURRENCY)
         running: set[asyncio.Task[None]] = set()
         decoder = msgspec.msgpack.Decoder(Call, dec_hook=_decode_resources)
@@ -159,17 +158,17 @@ class RayWorker:
         self.actor: Any = WorkerActor.options(name=None, max_concurrency=CONCURRENCY + 4).remote(msgspec.msgpack.encode(spec))  # type: ignore[attr-defined]
         self.pid = 0
         token = uuid.uuid4().hex[:12]
-        prefix = Keys(spec.cluster).prefix
-        self.inbox, self.outbox = f"{prefix}agent:inbox:{name}:{token}", f"{prefix}agent:outbox:{name}:{token}"
+        keys = Keys(spec.cluster)
+        self.inbox, self.outbox = keys.agent_inbox(name, token), keys.agent_outbox(name, token)
         self.ids = itertools.count()
         self.waiting: dict[int, asyncio.Future[BatchResult]] = {}
-        self.client: aioredis.Redis | None = None
+        self.client: Client | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.failure: WorkerFailed | None = None
 
     async def start(self) -> None:
         self.pid = await asyncio.wait_for(self.actor.start.remote(), timeout=120)
-        self.client = aioredis.Redis.from_url(self.spec.redis_url)
+        self.client = connect(self.spec.redis_url)
         serving = self.actor.serve.remote(self.inbox, self.outbox)
         self.tasks = [asyncio.create_task(self._read(), name=f"worker-{self.name}-answers"),
                       asyncio.create_task(self._watch(serving), name=f"worker-{self.name}-watch")]
@@ -189,7 +188,7 @@ class RayWorker:
                 future.set_exception(error)
 
     async def _read(self) -> None:
-        blocking = aioredis.Redis.from_url(self.spec.redis_url)
+        blocking = connect(self.spec.redis_url)
         decoder = msgspec.msgpack.Decoder(Answer)
         try:
             while True:

@@ -19,14 +19,13 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from cluster.model import Pod
-from cluster.predicates import filter_nodes
-from cluster.resources import Resources
-from cluster.scores import label_bonus, least_allocated, most_allocated
-from cluster.shard import ShardingMode, shard_feasible, shard_rank
-from cluster.snapshot import NodeColumns
-
-WARMUP_LABEL = "node.volcano.sh/warmup"
+from cluster.model.core import Pod
+from cluster.model.labels import WARMUP_LABEL
+from cluster.model.resources import Resources
+from cluster.nodeview.predicates import filter_nodes
+from cluster.nodeview.scores import label_bonus, least_allocated, most_allocated
+from cluster.nodeview.shard import ShardingMode, shard_feasible, shard_rank
+from cluster.nodeview.table import NodeColumns
 
 
 class ScoreKind(enum.StrEnum):

@@ -14,9 +14,9 @@ deleted, or bound by someone else.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -26,10 +26,10 @@ from agent_scheduler.metrics import AgentMetrics
 from agent_scheduler.queue import SchedulingQueue
 from agent_scheduler.worker import BatchResult, OutcomeKind
 from binder.metrics import BinderMetrics
-from cluster.feed import Informer
-from cluster.keys import Kind
-from cluster.records import TERMINAL_PHASES, PodRecord
-from cluster.store import Store
+from cluster.store.feed import Informer
+from cluster.store.keys import Kind
+from cluster.store.records import TERMINAL_PHASES, PodRecord
+from cluster.store.store import Store
 
 log = logging.getLogger("caldera.agent")
 

@@ -6,10 +6,10 @@ import argparse
 import asyncio
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
-import redis.asyncio as aioredis
 import uvloop
 from prometheus_client import CollectorRegistry
 
@@ -18,15 +18,22 @@ from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.metrics import AgentMetrics
 from agent_scheduler.worker import WorkerConfig
 from binder.metrics import BinderMetrics
-from cluster.flags import Parser
-from cluster.keys import Keys
 from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
+from cluster.kube.lease import kube_elect
 from cluster.kube.shards import ShardStatusReporter
-from cluster.process import add_common_flags, config_or_none, serve
-from cluster.shard import ShardingMode
-from cluster.store import Store
+from cluster.nodeview.shard import ShardingMode
+from cluster.runtime.flags import Parser
+from cluster.runtime.logs import logger
+from cluster.runtime.process import (
+    Deps,
+    ProcessConfig,
+    add_common_flags,
+    configs_or_none,
+    run_process,
+)
+from cluster.store.store import Store
 
-
+log = logger("agent-scheduler")
 
 
 def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
@@ -64,12 +71,20 @@ def parse_weights(text: str) -> dict[str, float]:
 
 
 class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The agent scheduler's own flags, checked."""
+
     worker: WorkerConfig
+    loop: LoopConfig
+    workers: int
+    ray_address: str
     kube: KubeConnection | None  # None: bind in the simulator
 
 
 def agent_config(args: argparse.Namespace) -> AgentConfig:
-    return AgentConfig(worker=worker_config(args), kube=kube_connection(args, os.environ))
+    worker = worker_config(args)
+    return AgentConfig(worker=worker, workers=args.workers, ray_address=args.ray_address,
+                       loop=LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
+                       kube=kube_connection(args, os.environ))
 
 
 def worker_config(args: argparse.Namespace) -> WorkerConfig:
@@ -83,47 +98,58 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
     return WorkerConfig(core=core, max_retries=args.max_retries)
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler") -> int:
-    args = build_parser(prog).parse_args(argv)
-    agent = config_or_none(prog, args, agent_config)
-    if agent is None:
-        return 2
-    config = agent.worker
-    from agent_scheduler.actors import ActorSpec, RayWorker, start_ray, stop_ray
+class AgentProcess:
+    """The agent scheduler as a :class:`Component`: Ray workers, the loop, and (on Kubernetes) the shard reporter."""
 
-    registry = CollectorRegistry()
-    metrics, binder_metrics = AgentMetrics(registry), BinderMetrics(registry)
+    def __init__(self, deps: Deps, process: ProcessConfig, agent: AgentConfig, metrics: AgentMetrics,
+                 binder_metrics: BinderMetrics) -> None:
+        self.deps, self.process, self.agent = deps, process, agent
+        self.metrics, self.binder_metrics = metrics, binder_metrics
+        self.loop: AgentLoop | None = None
 
-    loops: list[AgentLoop] = []  # the loop, once built, for the heartbeat's figures
+    def stats(self) -> Mapping[str, Any]:
+        return self.loop.stats() if self.loop is not None else {}
 
-    async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
-        start_ray(args.ray_address, num_cpus=os.cpu_count() or 2)
+    async def run(self, stop: asyncio.Event) -> None:
+        from agent_scheduler.actors import ActorSpec, RayWorker, start_ray, stop_ray
+
+        agent, keys, config = self.agent, self.deps.keys, self.agent.worker
+        start_ray(agent.ray_address, num_cpus=os.cpu_count() or 2)
         # Ray installs its own SIGTERM handler (which aborts the process): take SIGTERM back.
         for sig in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         workers = []
         try:
-            for i in range(args.workers):
-                spec = ActorSpec(redis_url=args.redis_url, cluster=keys.cluster, kube=agent.kube,
-                                 worker=WorkerConfig(core=msgspec.structs.replace(config.core, worker=i, workers=args.workers),
+            for i in range(agent.workers):
+                spec = ActorSpec(redis_url=self.process.redis_url, cluster=keys.cluster, kube=agent.kube,
+                                 worker=WorkerConfig(core=msgspec.structs.replace(config.core, worker=i, workers=agent.workers),
                                                      max_retries=config.max_retries, seed=i))
                 workers.append(RayWorker(f"w{i}", spec))
             await asyncio.gather(*(w.start() for w in workers))
-            print(f"agent-scheduler: {len(workers)} workers ready", flush=True)
-            store = Store(client, keys)
-            loop = AgentLoop(store, workers, LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
-                             metrics=metrics, binder_metrics=binder_metrics, leading=leading)
-            loops.append(loop)
+            log.info("%d workers ready", len(workers))
+            store = Store(self.deps.client, keys)
+            self.loop = AgentLoop(store, workers, agent.loop, metrics=self.metrics, binder_metrics=self.binder_metrics,
+                                  leading=self.deps.leading)
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(loop.run(stop))
+                tg.create_task(self.loop.run(stop))
                 if agent.kube is not None:
-                    reporter = ShardStatusReporter(agent.kube.client(), args.scheduler_name, store, qps=agent.kube.qps,
+                    reporter = ShardStatusReporter(agent.kube.client(), agent.loop.scheduler, store, qps=agent.kube.qps,
                                                    burst=agent.kube.burst)
                     tg.create_task(reporter.run(stop))
         finally:
             await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
             stop_ray()
 
-    uvloop.run(serve(args, "agent-scheduler", registry, body, kube=agent.kube,
-                     stats=lambda: loops[0].stats() if loops else {}))
+
+def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler") -> int:
+    args = build_parser(prog).parse_args(argv)
+    configs = configs_or_none(prog, "agent-scheduler", args, agent_config)
+    if configs is None:
+        return 2
+    process, agent = configs
+    registry = CollectorRegistry()
+    metrics, binder_metrics = AgentMetrics(registry), BinderMetrics(registry)
+    elect = kube_elect(agent.kube) if agent.kube is not None else None
+    uvloop.run(run_process(process, registry, lambda deps: AgentProcess(deps, process, agent, metrics, binder_metrics),
+                           elect=elect))
     return 0

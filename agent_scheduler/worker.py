@@ -18,16 +18,16 @@ import time
 
 import msgspec
 
+from agent_scheduler.core import CoreConfig, NoFit, Task, decide
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason
-from cluster.feed import Informer
-from cluster.keys import Kind
-from cluster.records import Binding, PodRecord
-from cluster.resources import Resources
-from cluster.snapshot import NodeColumns
-from cluster.store import Store
-from agent_scheduler.core import CoreConfig, NoFit, Task, decide
+from cluster.model.resources import Resources
+from cluster.nodeview.table import NodeColumns
+from cluster.store.feed import Informer
+from cluster.store.keys import Kind
+from cluster.store.records import Binding, PodRecord
+from cluster.store.store import Store
 
 
 class OutcomeKind(enum.StrEnum):

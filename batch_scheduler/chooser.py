@@ -30,8 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from batch_scheduler.info import TaskInfo
-from cluster.resources import Resources
-from cluster.snapshot import Mask
+from cluster.model.resources import Resources
+from cluster.nodeview.table import Mask
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session

@@ -32,10 +32,17 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import msgspec
 import numpy as np
 
-from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo, job_order, queue_order, task_order
-from cluster.predicates import Filtered
-from cluster.scores import Index, Scores
-from cluster.snapshot import Mask
+from batch_scheduler.info import (
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    job_order,
+    queue_order,
+    task_order,
+)
+from cluster.nodeview.predicates import Filtered
+from cluster.nodeview.scores import Index, Scores
+from cluster.nodeview.table import Mask
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session

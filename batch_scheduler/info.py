@@ -19,14 +19,16 @@ from typing import Any, Generic, TypeVar, overload
 import msgspec
 
 from batch_scheduler.vector import Vector
-from cluster.model import Pod, PodGroup, Queue
-from cluster.resources import PODS, Resources
+from cluster.model.core import Pod
+from cluster.model.labels import (
+    HIERARCHY_ANNOTATION,
+    HIERARCHY_WEIGHTS_ANNOTATION,
+    PREEMPTABLE_KEY,
+    TASK_SPEC_KEY,
+)
+from cluster.model.resources import PODS, Resources
+from cluster.model.volcano import PodGroup, Queue
 
-PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
-TASK_SPEC_KEY = "volcano.sh/task-spec"
-TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
-HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 ROOT_QUEUE = "root"
 _encoder = msgspec.msgpack.Encoder()
@@ -180,9 +182,9 @@ class TaskInfo:
         """``volcano.sh/preemptable`` (annotation, then label); absent means true, a value Go's
         ParseBool does not read means false (as in Volcano)."""
         meta = self.pod.metadata
-        value = meta.annotations.get(PREEMPTABLE_ANNOTATION)
+        value = meta.annotations.get(PREEMPTABLE_KEY)
         if value is None:
-            value = meta.labels.get(PREEMPTABLE_ANNOTATION)
+            value = meta.labels.get(PREEMPTABLE_KEY)
         if value is None:
             return True
         return parse_bool(value) is True

@@ -15,29 +15,32 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-import redis.asyncio as aioredis
 import uvloop
 from prometheus_client import CollectorRegistry
 
-from batch_scheduler.conf import load_conf
+from batch_scheduler.conf import SchedulerConf, load_conf
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
 from batch_scheduler.session import SessionConfig
 from binder.bind import BindTarget, Evictor
-from binder.kube import KubeTarget
 from binder.metrics import BinderMetrics
-from cluster.feed import Informer
-from cluster.flags import Parser, parse_duration
-from cluster.heap import HeapKeeper
-from cluster.keys import Keys
+from cluster.kube.bind import KubeTarget
 from cluster.kube.connect import add_kube_flags, kube_connection
+from cluster.kube.lease import kube_elect
 from cluster.kube.shards import ShardStatusReporter
-from cluster.process import add_common_flags, config_or_none, serve
-from cluster.shard import ShardingMode
+from cluster.nodeview.shard import ShardingMode
+from cluster.runtime.flags import Parser, parse_duration
+from cluster.runtime.heap import HeapKeeper
+from cluster.runtime.logs import logger
+from cluster.runtime.process import Deps, add_common_flags, configs_or_none, run_process
 from cluster.sim.cluster import SimBindTarget, SimEvictor
-from cluster.store import Store
+from cluster.store.feed import Informer
+from cluster.store.store import Store
+
+log = logger("batch-scheduler")
 
 
 def build_parser(prog: str = "caldera batch-scheduler") -> Parser:
@@ -97,42 +100,52 @@ async def run_scheduler(scheduler: BatchScheduler, informer: Informer, period: f
         await follower
 
 
+class BatchProcess:
+    """The batch scheduler as a :class:`Component`: the scheduler, its feed, and (on Kubernetes) the shard reporter."""
+
+    def __init__(self, deps: Deps, config: SchedulerConfig, conf: SchedulerConf, metrics: BatchMetrics,
+                 binder_metrics: BinderMetrics) -> None:
+        self.config, self.leading = config, deps.leading
+        self.store = Store(deps.client, deps.keys)
+        self.kube = KubeTarget(config.kube.client(), qps=config.kube.qps, burst=config.kube.burst) if config.kube else None
+        target: BindTarget = self.kube if self.kube is not None else SimBindTarget(self.store)
+        evictor: Evictor = self.kube if self.kube is not None else SimEvictor(self.store)
+        self.scheduler = BatchScheduler(self.store, conf, config, bind_target=target, evictor=evictor, metrics=metrics,
+                                        binder_metrics=binder_metrics, heap=HeapKeeper())
+
+    def stats(self) -> Mapping[str, Any]:
+        return self.scheduler.stats()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        config = self.config
+        where = "Kubernetes" if self.kube is not None else "the simulator"
+        log.info("serving %s in %s; actions %s", ", ".join(config.names), where, ", ".join(self.scheduler.conf.actions))
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(run_scheduler(self.scheduler, Informer(self.store, KINDS, block_ms=200), config.period,
+                                             stop, self.leading))
+                if config.kube is not None:
+                    reporter = ShardStatusReporter(config.kube.client(), config.names[0], self.store, qps=config.kube.qps,
+                                                   burst=config.kube.burst)
+                    tg.create_task(reporter.run(stop))
+        finally:
+            if self.kube is not None:
+                self.kube.close()
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler") -> int:
     args = build_parser(prog).parse_args(argv)
-    config = config_or_none(prog, args, parse_config)
-    if config is None:
+    configs = configs_or_none(prog, "batch-scheduler", args, parse_config)
+    if configs is None:
         return 2
+    process, config = configs
     registry = CollectorRegistry()
     metrics, binder_metrics = BatchMetrics(registry), BinderMetrics(registry)
     conf = load_conf(config.conf_path)
     for line in conf.warnings:  # e.g. a Volcano plugin caldera does not implement yet
         print(f"batch-scheduler: warning: {line}", file=sys.stderr, flush=True)
     metrics.conf_loaded(conf)
-
-    figures: list[BatchScheduler] = []  # the scheduler, once built, for the heartbeat's figures
-
-    async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
-        store = Store(client, keys)
-        kube = KubeTarget(config.kube.client(), qps=config.kube.qps, burst=config.kube.burst) if config.kube else None
-        target: BindTarget = kube if kube is not None else SimBindTarget(store)
-        evictor: Evictor = kube if kube is not None else SimEvictor(store)
-        scheduler = BatchScheduler(store, conf, config, bind_target=target, evictor=evictor, metrics=metrics,
-                                   binder_metrics=binder_metrics, heap=HeapKeeper())
-        figures.append(scheduler)
-        where = "Kubernetes" if kube is not None else "the simulator"
-        print(f"batch-scheduler: serving {', '.join(config.names)} in {where}; actions {', '.join(scheduler.conf.actions)}",
-              flush=True)
-        try:
-            async with asyncio.TaskGroup() as tg:
-                tg.create_task(run_scheduler(scheduler, Informer(store, KINDS, block_ms=200), config.period, stop, leading))
-                if config.kube is not None:
-                    reporter = ShardStatusReporter(config.kube.client(), config.names[0], store, qps=config.kube.qps,
-                                                   burst=config.kube.burst)
-                    tg.create_task(reporter.run(stop))
-        finally:
-            if kube is not None:
-                kube.close()
-
-    uvloop.run(serve(args, "batch-scheduler", registry, body, kube=config.kube,
-                     stats=lambda: figures[0].stats() if figures else {}))
+    elect = kube_elect(config.kube) if config.kube is not None else None
+    uvloop.run(run_process(process, registry, lambda deps: BatchProcess(deps, config, conf, metrics, binder_metrics),
+                           elect=elect))
     return 0

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-from collections import Counter, deque
 import logging
 import os
 import sys
 import time
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,21 +29,26 @@ from batch_scheduler.info import TaskInfo, TaskStatus
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.registry import ACTIONS
 from batch_scheduler.session import Session, SessionConfig, SessionInput
-from batch_scheduler.status import pending_reason, podgroup_status, queue_status, same_status
+from batch_scheduler.status import (
+    pending_reason,
+    podgroup_status,
+    queue_status,
+    same_status,
+)
 from batch_scheduler.vector import Vector
 from binder.bind import BindTarget, Evictor, bind_committed
 from binder.commit import Binder
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement
-from cluster.feed import Update
-from cluster.heap import HeapKeeper
-from cluster.keys import Kind
 from cluster.kube.connect import KubeConnection
-from cluster.model import PodGroup, PodGroupStatus, PriorityClass, Queue
-from cluster.records import TERMINAL_PHASES, Binding, Eviction, PodRecord
-from cluster.resources import Resources
-from cluster.snapshot import NodeColumns
-from cluster.store import Put, Store, Write
+from cluster.model.core import PriorityClass
+from cluster.model.resources import Resources
+from cluster.model.volcano import PodGroup, PodGroupStatus, Queue
+from cluster.nodeview.table import NodeColumns
+from cluster.runtime.heap import HeapKeeper
+from cluster.store.keys import Kind
+from cluster.store.records import TERMINAL_PHASES, Binding, Eviction, PodRecord, Update
+from cluster.store.store import Put, Store, Write
 
 log = logging.getLogger("caldera.batch")
 

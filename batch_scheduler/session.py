@@ -28,7 +28,6 @@ from batch_scheduler.chooser import Chooser
 from batch_scheduler.conf import SchedulerConf
 from batch_scheduler.framework import Tiers
 from batch_scheduler.info import (
-    TASK_PRIORITY_ANNOTATION,
     JobInfo,
     QueueInfo,
     TaskInfo,
@@ -39,15 +38,16 @@ from batch_scheduler.info import (
 )
 from batch_scheduler.registry import ACTIONS
 from batch_scheduler.vector import Vector
-from cluster.model import PodGroup, PriorityClass, Queue
-from cluster.predicates import Filtered, insufficient, resources_fit
-from cluster.records import PodRecord
-from cluster.resources import Resources
-from cluster.shard import ShardingMode, shard_feasible, shard_rank
-from cluster.snapshot import Mask, NodeColumns
+from cluster.model.core import PriorityClass
+from cluster.model.labels import QUEUE_NAME_ANNOTATION, TASK_PRIORITY_ANNOTATION
+from cluster.model.resources import Resources
+from cluster.model.volcano import PodGroup, Queue
+from cluster.nodeview.predicates import Filtered, insufficient, resources_fit
+from cluster.nodeview.shard import ShardingMode, shard_feasible, shard_rank
+from cluster.nodeview.table import Mask, NodeColumns
+from cluster.store.records import PodRecord
 
 IMPLICIT_PREFIX = "podgroup-"  # a lone pod's implicit PodGroup is named podgroup-<pod uid>, as in Volcano
-QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # a lone pod's queue, read by Volcano's podgroup controller
 
 
 class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -168,7 +168,7 @@ class Session:
                 pod = record.pod
                 # What Volcano's podgroup controller would create for a lone pod: minMember 1,
                 # minResources its requests, its PriorityClass, the queue its annotation names.
-                queue = pod.metadata.annotations.get(QUEUE_ANNOTATION) or self.config.default_queue
+                queue = pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION) or self.config.default_queue
                 job = JobInfo(key=key, namespace=namespace, name=name, queue=queue,
                               priority=self._class_value(pod.spec.priority_class_name), min_member=1,
                               min_resources=Vector.from_amounts(shareable(record.request)), podgroup=None,

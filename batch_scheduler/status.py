@@ -6,9 +6,16 @@ from collections.abc import Mapping
 
 import msgspec
 
-from batch_scheduler.info import COMPLETED_STATUSES, SCHEDULED_STATUSES, JobInfo, QueueInfo, TaskStatus
+from batch_scheduler.info import (
+    COMPLETED_STATUSES,
+    SCHEDULED_STATUSES,
+    JobInfo,
+    QueueInfo,
+    TaskStatus,
+)
 from batch_scheduler.vector import Vector
-from cluster.model import PodGroupCondition, PodGroupStatus, Quantity, QueueStatus
+from cluster.model.core import Quantity
+from cluster.model.volcano import PodGroupCondition, PodGroupStatus, QueueStatus
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"

@@ -23,8 +23,8 @@ import functools
 import math
 from collections.abc import Iterator, Mapping
 
-from cluster.quantity import parse_quantity, to_amount
-from cluster.resources import CPU, MEMORY, PODS, Resources
+from cluster.model.quantity import parse_quantity, to_amount
+from cluster.model.resources import CPU, MEMORY, PODS, Resources
 
 MIN_RESOURCE = 0.1
 """Volcano's ``minResource``: amounts closer than this are equal, and below it a resource is not held."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from binder.commit import Binder
-from cluster.records import BindFailure, Binding, Eviction
+from cluster.store.records import BindFailure, Binding, Eviction
 
 
 class BindTarget(Protocol):

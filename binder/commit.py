@@ -14,12 +14,12 @@ import redis.asyncio as aioredis
 
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement, Reason, Rejected, Result
-from cluster.keys import Keys
-from cluster.records import encode_request
-from cluster.resources import Resources
-from cluster.shard import ShardingMode
-from cluster.scripts import Arg, Script, run_loaded
-from cluster.store import DEFAULT_FEED_MAXLEN
+from cluster.model.resources import Resources
+from cluster.nodeview.shard import ShardingMode
+from cluster.store.keys import Keys
+from cluster.store.records import encode_request
+from cluster.store.scripts import Arg, Script, run_loaded
+from cluster.store.store import DEFAULT_FEED_MAXLEN
 
 
 def _figures(raw: list[object]) -> tuple[Resources, Resources]:

@@ -6,7 +6,7 @@ import enum
 
 import msgspec
 
-from cluster.resources import Resources
+from cluster.model.resources import Resources
 
 
 class Placement(msgspec.Struct, frozen=True, kw_only=True):

@@ -8,9 +8,9 @@ from typing import Any
 import uvloop
 
 from caldera.connect import client
-from cluster.audit import audit
-from cluster.keys import Keys
-from cluster.store import Store
+from cluster.store.audit import audit
+from cluster.store.keys import Keys
+from cluster.store.store import Store
 
 
 def add_parser(sub: Any) -> None:

@@ -27,12 +27,12 @@ from agent_scheduler.core import CoreConfig, ScoreKind
 from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.worker import WorkerConfig
 from caldera.connect import client, redis_url
-from cluster.audit import audit
-from cluster.keys import Keys
-from cluster.model import Node, Pod
+from cluster.model.core import Node, Pod
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.sim.workload import make_pod
-from cluster.store import Store
+from cluster.store.audit import audit
+from cluster.store.keys import Keys
+from cluster.store.store import Store
 
 AGENT = "agent-scheduler"
 T = TypeVar("T")
@@ -103,7 +103,10 @@ async def place(url: str, name: str, nodes: list[Node], pods: list[Pod], *, work
     every pod is bound, when nothing more was bound for STALL_S, or when ``until`` (asked
     every 50 ms) says so; the figures are up to that moment.
     """
-    from agent_scheduler.actors import ActorSpec, RayWorker  # ray is heavy: import it only to use it
+    from agent_scheduler.actors import (  # ray is heavy: import it only to use it
+        ActorSpec,
+        RayWorker,
+    )
 
     async with client(url) as c:
         store = Store(c, Keys(f"bench-agent-{name}"))

@@ -31,16 +31,17 @@ from batch_scheduler.conf import ConfError, load_conf
 from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
 from batch_scheduler.session import SessionConfig
 from caldera.connect import client, redis_url
-from cluster.audit import audit
-from cluster.feed import Informer
-from cluster.heap import HeapKeeper
-from cluster.keys import Keys
-from cluster.model import Pod, PodGroup, Queue
-from cluster.shard import ShardingMode
+from cluster.model.core import Pod
+from cluster.model.volcano import PodGroup, Queue
+from cluster.nodeview.shard import ShardingMode
+from cluster.runtime.heap import HeapKeeper
 from cluster.sim.cluster import SimBindTarget, SimEvictor
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.sim.workload import make_pod, make_podgroup
-from cluster.store import Put, Store
+from cluster.store.audit import audit
+from cluster.store.feed import Informer
+from cluster.store.keys import Keys
+from cluster.store.store import Put, Store
 
 BATCH = "volcano"
 QUEUES = {"q1": 1, "q2": 2, "q3": 3}

@@ -26,12 +26,12 @@ import uvloop
 from binder.commit import Binder
 from binder.results import Committed, Placement
 from caldera.connect import client, redis_url
-from cluster.keys import Keys
-from cluster.records import encode_request
-from cluster.scripts import Script
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.sim.workload import make_pod
-from cluster.store import Store
+from cluster.store.keys import Keys
+from cluster.store.records import encode_request
+from cluster.store.scripts import Script
+from cluster.store.store import Store
 
 
 class Figures(msgspec.Struct):

@@ -18,10 +18,10 @@ import numpy as np
 import uvloop
 
 from caldera.connect import client, redis_url
-from cluster.feed import Informer
-from cluster.keys import Keys, Kind
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.store import Store
+from cluster.store.feed import Informer
+from cluster.store.keys import Keys, Kind
+from cluster.store.store import Store
 from sharding.config import DEFAULT_SCHEDULER_CONFIGS, parse_scheduler_configs
 from sharding.controller import ControllerConfig, ShardingController
 from sharding.policy import assign

@@ -24,10 +24,18 @@ import uvloop
 from rich.console import Console
 from rich.table import Table
 
-from caldera import bench_agent, bench_batch, bench_binder, bench_mixed, bench_peer, bench_sharding, bench_trace
+from caldera import (
+    bench_agent,
+    bench_batch,
+    bench_binder,
+    bench_mixed,
+    bench_peer,
+    bench_sharding,
+    bench_trace,
+)
 from caldera import workload as workloads
 from caldera.connect import redis_url
-from cluster.model import Node, Pod
+from cluster.model.core import Node, Pod
 
 Row = tuple[str, str, str, str]  # figure, value, beside it, what "beside" is
 QUICK = {"binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"], "sharding": ["--nodes", "500", "--syncs", "5"],

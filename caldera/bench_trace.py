@@ -22,10 +22,10 @@ import msgspec
 from agent_scheduler.core import ScoreKind
 from agent_scheduler.loop import AgentLoop
 from caldera.bench_agent import AGENT, Run, place, with_ray
-from cluster.model import Node, Pod
-from cluster.resources import GPU
+from cluster.model.core import Node, Pod
+from cluster.model.resources import GPU
 from cluster.sim.trace import GPU_MILLI, read_nodes, read_pods, to_pod
-from cluster.store import Store
+from cluster.store.store import Store
 
 WEIGHTS = {"cpu": 1.0, "memory": 1.0, GPU_MILLI: 3.0}
 

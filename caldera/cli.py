@@ -6,14 +6,25 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from caldera import (audit_cmd, bench_agent, bench_batch, bench_binder, bench_mixed, bench_peer, bench_sharding, bench_suite,
-                     bench_trace, demo, dry_run, status_cmd)
-from cluster.flags import Parser
 from agent_scheduler.main import main as agent_main
-from sharding.main import main as sharding_main
 from batch_scheduler.main import main as batch_main
-from cluster.kube.main import main as mirror_main
-
+from caldera import (
+    audit_cmd,
+    bench_agent,
+    bench_batch,
+    bench_binder,
+    bench_mixed,
+    bench_peer,
+    bench_sharding,
+    bench_suite,
+    bench_trace,
+    demo,
+    dry_run,
+    status_cmd,
+)
+from cluster.kube.mirror_main import main as mirror_main
+from cluster.runtime.flags import Parser
+from sharding.main import main as sharding_main
 
 PROCESSES = {
     "sharding": "run the sharding controller (caldera sharding --help for its flags)",

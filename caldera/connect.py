@@ -5,9 +5,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 
-import redis.asyncio as aioredis
-
-from cluster.redis_server import RedisServer
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.client import Client, connect
 
 
 @contextlib.contextmanager
@@ -21,8 +20,8 @@ def redis_url(url: str | None) -> Iterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def client(url: str) -> AsyncIterator[aioredis.Redis]:
-    c = aioredis.Redis.from_url(url)
+async def client(url: str) -> AsyncIterator[Client]:
+    c = connect(url)
     try:
         yield c
     finally:

@@ -36,12 +36,12 @@ from caldera.demo_report import Sample, write
 from caldera.demo_view import Frame, View
 from caldera.tracker import Tracker
 from caldera.workload import AGENT, VOLCANO, WorkloadDriver
-from cluster import heartbeat
-from cluster.audit import audit
-from cluster.keys import Keys
-from cluster.resources import CPU, GPU
+from cluster.model.resources import CPU, GPU
+from cluster.runtime import heartbeat
 from cluster.sim.cluster import SimCluster
-from cluster.store import Store
+from cluster.store.audit import audit
+from cluster.store.keys import Keys
+from cluster.store.store import Store
 
 SAMPLE_EVERY_S = 2.0
 

@@ -9,7 +9,7 @@ in a row change nothing, or ``--max-rounds``. Pods never complete; bound pods ar
 reported Running by the simulated kubelets, and evicted pods are gone.
 
 The files are checked first, all of them, as ``kubectl apply --validate=strict`` and
-Kubernetes' and Volcano's admission would check them (cluster.manifests): every refusal is
+Kubernetes' and Volcano's admission would check them (cluster.model.manifests): every refusal is
 one line naming the file, the object, the field and what is accepted, the exit code is 2
 and nothing runs. A field that changes placement but that caldera does not honour yet
 (pod anti-affinity, topology spread, ...) is one warning line per object and field.
@@ -35,18 +35,30 @@ from batch_scheduler.scheduler import BatchScheduler, SchedulerConfig
 from batch_scheduler.session import Session, SessionConfig
 from binder.commit import Binder
 from caldera.connect import client
-from cluster.feed import Informer
-from cluster.keys import Keys, Kind
-from cluster.manifests import ClusterObject, Manifest, ManifestErrors, admit, expand, read_manifests
-from cluster.model import Node, NodeShard, Pod, PodGroup, PriorityClass, Queue
-from cluster.redis_server import RedisServer
-from cluster.records import PodRecord
-from cluster.shard import ShardingMode
+from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.manifests import (
+    ClusterObject,
+    Manifest,
+    ManifestErrors,
+    admit,
+    expand,
+    read_manifests,
+)
+from cluster.model.unhonoured import notice
+from cluster.model.volcano import NodeShard, PodGroup, Queue
+from cluster.nodeview.shard import ShardingMode
+from cluster.nodeview.table import NodeColumns
+from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimBindTarget, SimEvictor, running
-from cluster.snapshot import NodeColumns
-from cluster.store import Put, Store
-from cluster.unhonoured import notice
-from sharding.config import DEFAULT_SCHEDULER_CONFIGS, ConfigError, parse_scheduler_configs
+from cluster.store.feed import Informer
+from cluster.store.keys import Keys, Kind
+from cluster.store.records import PodRecord
+from cluster.store.store import Put, Store
+from sharding.config import (
+    DEFAULT_SCHEDULER_CONFIGS,
+    ConfigError,
+    parse_scheduler_configs,
+)
 from sharding.controller import ControllerConfig, ShardingController
 
 AGENT = "agent-scheduler"
@@ -100,7 +112,7 @@ def add_parser(sub: Any) -> None:
 def load_objects(paths: Sequence[str]) -> tuple[list[ClusterObject], list[str], list[str]]:
     """Every object of the files, checked, Volcano Jobs expanded; the kinds skipped; a warning per ignored field.
 
-    The checks are ``kubectl apply --validate=strict``'s and admission's (cluster.manifests),
+    The checks are ``kubectl apply --validate=strict``'s and admission's (cluster.model.manifests),
     across all the files. Raises ManifestErrors, one line per refusal, when any object is
     refused (so nothing is applied), and ValueError when a file cannot be read.
     """

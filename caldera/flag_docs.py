@@ -16,8 +16,8 @@ from pathlib import Path
 from agent_scheduler.main import build_parser as agent_parser
 from batch_scheduler.main import build_parser as batch_parser
 from caldera.cli import build_parser as cli_parser
-from cluster.flags import Parser
-from cluster.kube.main import build_parser as mirror_parser
+from cluster.kube.mirror_main import build_parser as mirror_parser
+from cluster.runtime.flags import Parser
 from sharding.main import build_parser as sharding_parser
 
 BEGIN = "<!-- flags:begin -->"

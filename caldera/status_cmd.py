@@ -24,10 +24,10 @@ from rich.live import Live
 from rich.table import Table
 
 from caldera.connect import client
-from cluster import heartbeat
-from cluster.keys import Keys
-from cluster.model import Queue
-from cluster.store import Store
+from cluster.model.volcano import Queue
+from cluster.runtime import heartbeat
+from cluster.store.keys import Keys
+from cluster.store.store import Store
 
 PENDING_SCAN = 5000  # pending pods read to group by job
 

@@ -28,10 +28,19 @@ import msgspec
 
 from caldera.tracker import Tracker
 from caldera.workload import AGENT, VOLCANO
-from cluster.model import Node, Queue
-from cluster.resources import GPU
-from cluster.sim.trace import DEFAULT_MAPPING, TracePod, parse_mapping, read_nodes, read_pods, scheduler_for, to_pod
-from cluster.store import Put, Store
+from cluster.model.core import Node
+from cluster.model.resources import GPU
+from cluster.model.volcano import Queue
+from cluster.sim.trace import (
+    DEFAULT_MAPPING,
+    TracePod,
+    parse_mapping,
+    read_nodes,
+    read_pods,
+    scheduler_for,
+    to_pod,
+)
+from cluster.store.store import Put, Store
 
 SHARDING = "volcano:volcano:0.0:0.6:false:64:4000,agent-scheduler:agent:0.6:1.0:true:32:2000"
 QUEUE = "default"

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable
 import msgspec
 import numpy as np
 
-from cluster.feed import Informer
-from cluster.keys import Kind
-from cluster.model import Pod
-from cluster.store import Store
+from cluster.model.core import Pod
+from cluster.store.feed import Informer
+from cluster.store.keys import Kind
+from cluster.store.store import Store
 
 
 class Lately(msgspec.Struct, frozen=True):

@@ -29,14 +29,19 @@ import msgspec
 import yaml
 
 from caldera.tracker import Tracker
-from cluster.admission import priority_class_problems, request_problems, resource_list_problems
-from cluster.model import Node, Pod, PriorityClass, Queue
-from cluster.queue_admission import MAX_WEIGHT
-from cluster.schema import Problem, struct_unknown_fields
-from cluster.resources import Resources
+from cluster.model.admission import (
+    priority_class_problems,
+    request_problems,
+    resource_list_problems,
+)
+from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.queue_admission import MAX_WEIGHT
+from cluster.model.resources import Resources
+from cluster.model.schema import Problem, struct_unknown_fields
+from cluster.model.volcano import Queue
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.sim.workload import make_pod, make_podgroup
-from cluster.store import Put, Store
+from cluster.store.store import Put, Store
 
 AGENT = "agent-scheduler"
 VOLCANO = "volcano"

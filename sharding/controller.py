@@ -21,17 +21,23 @@ from collections.abc import Awaitable, Callable
 import msgspec
 import numpy as np
 
-from cluster.feed import Informer
-from cluster.keys import Kind
-from cluster.model import NodeShard
-from cluster.resources import CPU, GPU, MEMORY
-from cluster.snapshot import NodeColumns
-from cluster.store import Own, Put, Store, Write
+from cluster.model.labels import WARMUP_LABEL
+from cluster.model.resources import CPU, GPU, MEMORY
+from cluster.model.volcano import NodeShard
+from cluster.nodeview.table import NodeColumns
+from cluster.store.feed import Informer
+from cluster.store.keys import Kind
+from cluster.store.store import Own, Put, Store, Write
 from sharding.config import ShardConfig, Utilization
 from sharding.metrics import ShardMetrics
-from sharding.policy import UNOWNED, Floats, Hysteresis, NodeState, assign, band_signature
-
-WARMUP_LABEL = "node.volcano.sh/warmup"
+from sharding.policy import (
+    UNOWNED,
+    Floats,
+    Hysteresis,
+    NodeState,
+    assign,
+    band_signature,
+)
 
 
 class ControllerConfig(msgspec.Struct, frozen=True, kw_only=True):

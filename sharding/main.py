@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import argparse
-import os
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import msgspec
-import redis.asyncio as aioredis
+import numpy as np
 import uvloop
 from prometheus_client import CollectorRegistry
 
-from cluster.flags import Parser, duration
-from cluster.keys import Keys
 from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
+from cluster.kube.lease import kube_elect
 from cluster.kube.shards import NodeShardPublisher
-from cluster.process import add_common_flags, config_or_none, serve
-from cluster.store import Store
-from sharding.config import DEFAULT_SCHEDULER_CONFIGS, ConfigError, Utilization, parse_scheduler_configs
+from cluster.runtime.flags import Parser, duration
+from cluster.runtime.process import Deps, add_common_flags, configs_or_none, run_process
+from cluster.store.store import Store
+from sharding.config import (
+    DEFAULT_SCHEDULER_CONFIGS,
+    ConfigError,
+    Utilization,
+    parse_scheduler_configs,
+)
 from sharding.controller import ControllerConfig, ShardingController
 from sharding.metrics import ShardMetrics
 from sharding.policy import Hysteresis
@@ -62,25 +66,23 @@ def parse_config(args: argparse.Namespace) -> ControllerConfig:
                             hysteresis=Hysteresis(margin=args.band_margin, dwell=args.min_dwell))
 
 
-def controller_body(
-    config: ControllerConfig, metrics: ShardMetrics, kube: KubeConnection | None = None,
-    built: list[ShardingController] | None = None,
-) -> Callable[[aioredis.Redis, Keys, Callable[[], bool], asyncio.Event], Coroutine[Any, Any, None]]:
-    """The controller's task; with ``kube`` it also writes the NodeShard custom resources. The
-    controller is appended to ``built`` (for the heartbeat's figures)."""
-    async def body(client: aioredis.Redis, keys: Keys, leading: Callable[[], bool], stop: asyncio.Event) -> None:
-        publisher = NodeShardPublisher(kube.client(), qps=kube.qps, burst=kube.burst) if kube is not None else None
-        try:
-            controller = ShardingController(Store(client, keys), config, metrics=metrics, leading=leading,
-                                            publish=publisher.publish if publisher is not None else None)
-            if built is not None:
-                built.append(controller)
-            await controller.run(stop)
-        finally:
-            if publisher is not None:
-                publisher.close()
+class ShardingComponent:
+    """The controller as a :class:`Component`; with ``kube`` it also writes the NodeShard custom resources."""
 
-    return body
+    def __init__(self, deps: Deps, config: ControllerConfig, metrics: ShardMetrics, kube: KubeConnection | None) -> None:
+        self.publisher = NodeShardPublisher(kube.client(), qps=kube.qps, burst=kube.burst) if kube is not None else None
+        self.controller = ShardingController(Store(deps.client, deps.keys), config, metrics=metrics, leading=deps.leading,
+                                             publish=self.publisher.publish if self.publisher is not None else None)
+
+    def stats(self) -> Mapping[str, Any]:
+        return self.controller.stats()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        try:
+            await self.controller.run(stop)
+        finally:
+            if self.publisher is not None:
+                self.publisher.close()
 
 
 class ShardingProcess(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,12 +96,13 @@ def process_config(args: argparse.Namespace) -> ShardingProcess:
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera sharding") -> int:
     args = build_parser(prog).parse_args(argv)
-    config = config_or_none(prog, args, process_config)
-    if config is None:
+    configs = configs_or_none(prog, "sharding", args, process_config)
+    if configs is None:
         return 2
+    process, config = configs
     registry = CollectorRegistry()
     metrics = ShardMetrics(registry)
-    built: list[ShardingController] = []
-    uvloop.run(serve(args, "sharding", registry, controller_body(config.controller, metrics, config.kube, built),
-                     kube=config.kube, stats=lambda: built[0].stats() if built else {}))
+    elect = kube_elect(config.kube) if config.kube is not None else None
+    uvloop.run(run_process(process, registry, lambda deps: ShardingComponent(deps, config.controller, metrics, config.kube),
+                           elect=elect))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from cluster.model import Node, Pod
+from cluster.model.core import Node, Pod
 from cluster.sim.pools import NodePool, TaintSpec, pool_nodes
 from cluster.sim.workload import make_pod
 

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis.asyncio as aioredis
 
-from cluster.keys import Keys
-from cluster.redis_server import RedisServer
-from cluster.store import Store
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.keys import Keys
+from cluster.store.store import Store
 
 _names = itertools.count()
 

@@ -18,7 +18,12 @@ import bisect
 from typing import TYPE_CHECKING
 
 from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import VictimIndex, candidate_nodes, preempt_on_nodes, room_rows
+from batch_scheduler.actions.victims import (
+    VictimIndex,
+    candidate_nodes,
+    preempt_on_nodes,
+    room_rows,
+)
 from batch_scheduler.info import PREEMPTABLE_STATUSES, JobInfo, TaskInfo
 from batch_scheduler.statement import Statement
 

@@ -16,7 +16,11 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.actions.preempt import preemptors
 from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import VictimIndex, candidate_nodes, reclaim_on_nodes
+from batch_scheduler.actions.victims import (
+    VictimIndex,
+    candidate_nodes,
+    reclaim_on_nodes,
+)
 from batch_scheduler.info import TaskInfo, TaskStatus
 from batch_scheduler.statement import Statement
 

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from batch_scheduler.info import PREEMPTABLE_STATUSES, TaskInfo
 from batch_scheduler.statement import Statement
-from cluster.resources import Resources
+from cluster.model.resources import Resources
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session

@@ -22,8 +22,8 @@ import numpy as np
 from batch_scheduler.framework import check_arguments
 from batch_scheduler.info import TaskInfo
 from batch_scheduler.plugins.arguments import weight
-from cluster.resources import CPU, MEMORY
-from cluster.scores import MAX_NODE_SCORE, Index, Scores
+from cluster.model.resources import CPU, MEMORY
+from cluster.nodeview.scores import MAX_NODE_SCORE, Index, Scores
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session

@@ -37,10 +37,10 @@ import numpy as np
 from batch_scheduler.framework import check_arguments
 from batch_scheduler.info import TaskInfo
 from batch_scheduler.plugins.arguments import weight
-from cluster.model import Pod
-from cluster.predicates import tolerates
-from cluster.resources import CPU, MEMORY, Resources
-from cluster.scores import (
+from cluster.model.core import Pod
+from cluster.model.resources import CPU, MEMORY, Resources
+from cluster.nodeview.predicates import tolerates
+from cluster.nodeview.scores import (
     DEFAULT_MEMORY,
     DEFAULT_MILLI_CPU,
     Index,

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import PERMIT, Vote, VoteKind, check_arguments, number
 from batch_scheduler.info import JobInfo, shareable
-from batch_scheduler.plugins.proportion import allocated_tasks, deduct_gated, fmt, inqueue_part
+from batch_scheduler.plugins.proportion import (
+    allocated_tasks,
+    deduct_gated,
+    fmt,
+    inqueue_part,
+)
 from batch_scheduler.vector import Vector, amount_text
 
 if TYPE_CHECKING:

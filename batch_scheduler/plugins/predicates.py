@@ -16,9 +16,9 @@ import msgspec
 
 from batch_scheduler.framework import check_arguments
 from batch_scheduler.info import TaskInfo
-from cluster.model import Pod, Toleration
-from cluster.predicates import Filtered, filter_nodes
-from cluster.snapshot import Mask
+from cluster.model.core import Pod, Toleration
+from cluster.nodeview.predicates import Filtered, filter_nodes
+from cluster.nodeview.table import Mask
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session

@@ -40,9 +40,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from batch_scheduler.framework import PERMIT, Refusal, Vote, VoteKind, check_arguments
-from batch_scheduler.info import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
-from batch_scheduler.vector import INFINITY, ZERO, Vector, amount_text, exceeded_part, share, vmax
-from cluster.resources import CPU, MEMORY, PODS
+from batch_scheduler.info import (
+    ALLOCATED_STATUSES,
+    JobInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+)
+from batch_scheduler.vector import (
+    INFINITY,
+    ZERO,
+    Vector,
+    amount_text,
+    exceeded_part,
+    share,
+    vmax,
+)
+from cluster.model.resources import CPU, MEMORY, PODS
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session

@@ -20,6 +20,9 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from cluster.kube.connect import KubeConnection
+from cluster.runtime.process import Elect, LeaseConfig
+
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
@@ -127,3 +130,13 @@ class KubeLease:
                 self.api.replace_namespaced_lease(self.name, self.namespace, lease)
         except Exception:  # best effort: otherwise the lease simply expires
             pass
+
+
+def kube_elect(connection: KubeConnection) -> Elect:
+    """Leader election with a Lease in the cluster ``connection`` reaches (for :func:`run_process`)."""
+
+    def elect(settings: LeaseConfig, name: str, holder: str) -> KubeLease:
+        return KubeLease(connection.client(), name, settings.namespace, holder, lease_duration=settings.duration,
+                         renew_deadline=settings.renew_deadline, retry_period=settings.retry_period)
+
+    return elect

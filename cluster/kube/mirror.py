@@ -17,11 +17,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cluster.keys import Kind
 from cluster.kube.reflector import Changed, Delta, KubeKind, Listed, Reflector
-from cluster.model import Node, Pod, PodGroup, PriorityClass, Queue
-from cluster.quantity import QuantityError
-from cluster.store import Delete, Put, Store, Write, object_name
+from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.quantity import QuantityError
+from cluster.model.volcano import PodGroup, Queue
+from cluster.store.keys import Kind
+from cluster.store.store import Delete, Put, Store, Write, object_name
 
 log = logging.getLogger("caldera.mirror")
 CHUNK = 1000

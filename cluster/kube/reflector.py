@@ -21,9 +21,10 @@ from typing import Any, Generic, TypeVar
 import msgspec
 from kubernetes import client as k8s
 
-from cluster.keys import Kind
-from cluster.manifests import decode_json
-from cluster.model import Node, Pod, PodGroup, PriorityClass, Queue
+from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.manifests import decode_json
+from cluster.model.volcano import PodGroup, Queue
+from cluster.store.keys import Kind
 
 T = TypeVar("T")
 KubeObject = Node | Pod | PodGroup | Queue | PriorityClass

@@ -25,8 +25,8 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from cluster.kube.pacing import Pacer
-from cluster.model import NodeShard
-from cluster.store import Store
+from cluster.model.volcano import NodeShard
+from cluster.store.store import Store
 
 log = logging.getLogger("caldera.shards")
 GROUP, VERSION, PLURAL = "shard.volcano.sh", "v1alpha1", "nodeshards"

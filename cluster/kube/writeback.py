@@ -11,7 +11,7 @@ them to Kubernetes, so users see them with ``kubectl``:
   and the same one again at most every ``repeat`` seconds;
 - ``NotHonoured`` (Warning) when a served scheduler has bound a pod that asks for something
   caldera's placement does not model yet (pod affinity, topology spread, ...: see
-  :mod:`cluster.unhonoured`) — once per pod and field, naming the field.
+  :mod:`cluster.model.unhonoured`) — once per pod and field, naming the field.
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ import msgspec
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from cluster.feed import Informer
-from cluster.keys import Kind
 from cluster.kube.pacing import Pacer
-from cluster.model import Pod, PodGroup, Queue
-from cluster.store import Store
-from cluster.unhonoured import notice, unhonoured
+from cluster.model.core import Pod
+from cluster.model.unhonoured import notice, unhonoured
+from cluster.model.volcano import PodGroup, Queue
+from cluster.store.feed import Informer
+from cluster.store.keys import Kind
+from cluster.store.store import Store
 
 log = logging.getLogger("caldera.writeback")
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")

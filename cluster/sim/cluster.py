@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from cluster.feed import Informer
-from cluster.keys import Kind
-from cluster.scripts import Script
-from cluster.records import BindFailure, Binding, Eviction, PodRecord
 from cluster.sim.workload import pod_duration
-from cluster.store import Store
+from cluster.store.feed import Informer
+from cluster.store.keys import Kind
+from cluster.store.records import BindFailure, Binding, Eviction, PodRecord
+from cluster.store.scripts import Script
+from cluster.store.store import Store
 
 
 def running(record: PodRecord) -> msgspec.Struct:
@@ -92,7 +92,7 @@ class SimBindTarget:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._nodes = Script("cluster", "pod_nodes")  # one round trip for the whole batch
+        self._nodes = Script("cluster.store", "pod_nodes")  # one round trip for the whole batch
 
     async def bind(self, bindings: Sequence[Binding]) -> list[BindFailure | None]:
         if not bindings:

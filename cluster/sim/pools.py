@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 import yaml
 
-from cluster.model import Node
-from cluster.resources import PODS, DEFAULT_MAX_PODS, Resources
+from cluster.model.core import Node
+from cluster.model.resources import DEFAULT_MAX_PODS, PODS, Resources
 
 
 class TaintSpec(msgspec.Struct, frozen=True, kw_only=True):

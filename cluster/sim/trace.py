@@ -30,9 +30,9 @@ from pathlib import Path
 
 import msgspec
 
-from cluster.model import Node, Pod
-from cluster.resources import CPU, MEMORY
-from cluster.resources import GPU as GPU  # "nvidia.com/gpu", re-exported beside GPU_MILLI
+from cluster.model.core import Node, Pod
+from cluster.model.resources import CPU, MEMORY
+from cluster.model.resources import GPU as GPU
 from cluster.sim.pools import make_node
 from cluster.sim.workload import make_pod
 

@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from cluster.model import Pod, PodGroup
+from cluster.model.core import Pod
+from cluster.model.labels import GROUP_NAME_ANNOTATION
+from cluster.model.volcano import PodGroup
 
 DURATION_ANNOTATION = "sim.caldera.io/duration-seconds"
-GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 
 
 def make_pod(
@@ -40,7 +41,7 @@ def make_pod(
     if duration is not None:
         annotations[DURATION_ANNOTATION] = repr(float(duration))
     if group:
-        annotations[GROUP_ANNOTATION] = group
+        annotations[GROUP_NAME_ANNOTATION] = group
     affinity: dict[str, object] | None = None
     if node_affinity:
         terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": list(v)} for k, v in node_affinity.items()]}]

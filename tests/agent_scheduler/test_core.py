@@ -7,10 +7,10 @@ import random
 import msgspec
 
 from agent_scheduler.core import Choice, CoreConfig, NoFit, ScoreKind, Task, decide
-from cluster.records import NodeRecord
-from cluster.resources import Resources
-from cluster.shard import ShardingMode
-from cluster.snapshot import NodeColumns
+from cluster.model.resources import Resources
+from cluster.nodeview.shard import ShardingMode
+from cluster.nodeview.table import NodeColumns
+from cluster.store.records import NodeRecord
 from tests.builders import node, pod
 
 

@@ -14,20 +14,20 @@ import msgspec
 import psutil
 import pytest
 import ray
+from prometheus_client import CollectorRegistry
 
 from agent_scheduler.actors import ActorSpec, RayWorker
 from agent_scheduler.core import CoreConfig
 from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.metrics import AgentMetrics
-from binder.metrics import BinderMetrics
-from prometheus_client import CollectorRegistry
 from agent_scheduler.worker import WorkerConfig
-from cluster.audit import audit
-from cluster.model import Pod
-from cluster.redis_server import RedisServer
-from cluster.shard import ShardingMode
+from binder.metrics import BinderMetrics
+from cluster.model.core import Pod
+from cluster.nodeview.shard import ShardingMode
+from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimCluster
-from cluster.store import Own, Store
+from cluster.store.audit import audit
+from cluster.store.store import Own, Store
 from tests.builders import node, pod
 
 AGENT = "agent-scheduler"

@@ -11,10 +11,10 @@ from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.worker import OutcomeKind, Worker, WorkerConfig
 from binder.commit import Binder
 from binder.results import Committed, Placement
-from cluster.audit import audit
 from cluster.sim.cluster import SimBindTarget
 from cluster.sim.workload import make_pod
-from cluster.store import Store
+from cluster.store.audit import audit
+from cluster.store.store import Store
 from tests.builders import node
 
 

@@ -14,10 +14,11 @@ import yaml
 
 from batch_scheduler.conf import SchedulerConf, parse_conf
 from batch_scheduler.session import Session, SessionConfig, SessionInput
-from cluster.model import Node, Pod, PodGroup, PriorityClass, Queue
-from cluster.records import NodeRecord, PodRecord
-from cluster.resources import Resources
-from cluster.snapshot import NodeColumns
+from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.resources import Resources
+from cluster.model.volcano import PodGroup, Queue
+from cluster.nodeview.table import NodeColumns
+from cluster.store.records import NodeRecord, PodRecord
 
 SCHEDULER = "volcano"
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from batch_scheduler.info import TaskInfo, TaskStatus
 from batch_scheduler.session import Session, SessionConfig, SessionInput
 from batch_scheduler.statement import Statement
-from cluster.shard import ShardingMode
+from cluster.nodeview.shard import ShardingMode
 from tests.batch_scheduler.inputs import columns, conf, session, task
 from tests.builders import node
 

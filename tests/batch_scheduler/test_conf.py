@@ -20,8 +20,21 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from batch_scheduler.conf import DEFAULT_CONF, ConfError, PluginOption, Unimplemented, load_conf, parse_conf
-from batch_scheduler.framework import Allocatable, Enqueueable, JobOrder, NodeOrder, Preemptable
+from batch_scheduler.conf import (
+    DEFAULT_CONF,
+    ConfError,
+    PluginOption,
+    Unimplemented,
+    load_conf,
+    parse_conf,
+)
+from batch_scheduler.framework import (
+    Allocatable,
+    Enqueueable,
+    JobOrder,
+    NodeOrder,
+    Preemptable,
+)
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.plugins.binpack import BinpackPlugin
 from batch_scheduler.plugins.drf import DrfPlugin
@@ -31,9 +44,9 @@ from batch_scheduler.plugins.overcommit import OvercommitPlugin
 from batch_scheduler.plugins.predicates import PredicatesPlugin
 from batch_scheduler.plugins.priority import PriorityPlugin
 from batch_scheduler.registry import PLUGINS, VOLCANO_PLUGINS
-from cluster.redis_server import RedisServer
+from cluster.runtime.redis_server import RedisServer
 from cluster.sim.workload import make_pod
-from cluster.store import Store
+from cluster.store.store import Store
 from tests.builders import node
 
 

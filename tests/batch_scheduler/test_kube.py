@@ -13,9 +13,9 @@ import urllib.request
 
 import kubernetes
 
-from cluster.audit import audit
-from cluster.redis_server import RedisServer
-from cluster.store import Store
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.audit import audit
+from cluster.store.store import Store
 from tests.kubeapi.fixtures import kube_api  # noqa: F401
 from tests.kubeapi.server import KubeAPIServer
 

@@ -18,14 +18,14 @@ import pytest
 
 from batch_scheduler.conf import DEFAULT_CONF, load_conf
 from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
-from cluster.audit import audit
-from cluster.feed import Informer
-from cluster.model import PodGroup, Queue
-from cluster.redis_server import RedisServer
+from cluster.model.volcano import PodGroup, Queue
+from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimBindTarget, SimCluster, SimEvictor
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.sim.workload import make_pod, make_podgroup
-from cluster.store import Put, Store
+from cluster.store.audit import audit
+from cluster.store.feed import Informer
+from cluster.store.store import Put, Store
 
 LOAD_SECONDS = 120.0
 

@@ -9,7 +9,7 @@ import numpy as np
 from batch_scheduler.info import TaskStatus
 from batch_scheduler.session import Session
 from batch_scheduler.statement import Statement
-from cluster.resources import Resources
+from cluster.model.resources import Resources
 from tests.batch_scheduler.inputs import conf, podgroup, queue, session, task
 from tests.builders import node
 

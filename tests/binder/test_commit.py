@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from binder.commit import Binder
-from cluster.shard import ShardingMode
 from binder.results import Committed, Conflict, Placement, Reason, Rejected
-from cluster.audit import audit
-from cluster.resources import Resources
-from cluster.store import Own, Store
+from cluster.model.resources import Resources
+from cluster.nodeview.shard import ShardingMode
+from cluster.store.audit import audit
+from cluster.store.store import Own, Store
 from tests.builders import node, pod
 
 

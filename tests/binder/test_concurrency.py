@@ -20,9 +20,9 @@ import redis.asyncio as aioredis
 
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement
-from cluster.keys import Keys
-from cluster.redis_server import RedisServer
-from cluster.store import Store
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.keys import Keys
+from cluster.store.store import Store
 from tests.builders import node, pod
 
 PROCESSES = 8

@@ -13,16 +13,23 @@ import msgspec
 import redis.asyncio as aioredis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from binder.commit import Binder
-from cluster.shard import ShardingMode
 from binder.results import Committed, Conflict, Placement, Reason, Rejected
-from cluster.audit import audit
-from cluster.keys import Keys
-from cluster.redis_server import RedisServer
-from cluster.resources import Resources
-from cluster.store import Own, Store
+from cluster.model.resources import Resources
+from cluster.nodeview.shard import ShardingMode
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.audit import audit
+from cluster.store.keys import Keys
+from cluster.store.store import Own, Store
 from tests.builders import node, pod
 
 NODES = ["n0", "n1", "n2"]

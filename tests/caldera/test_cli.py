@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-from cluster.redis_server import RedisServer
-from cluster.store import Store
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.store import Store
 from tests.builders import node, pod
 
 

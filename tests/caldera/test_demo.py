@@ -14,9 +14,9 @@ import psutil
 import pytest
 
 from caldera import workload
-from cluster.keys import Keys
-from cluster.redis_server import RedisServer
-from cluster.store import Store
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.keys import Keys
+from cluster.store.store import Store
 
 SMALL = """
 pools:

@@ -10,8 +10,8 @@ import pytest
 from agent_scheduler.main import build_parser as agent_parser
 from batch_scheduler.main import build_parser as batch_parser
 from caldera import flag_docs
-from cluster.flags import Parser, duration
-from cluster.kube.main import build_parser as mirror_parser
+from cluster.kube.mirror_main import build_parser as mirror_parser
+from cluster.runtime.flags import Parser, duration
 from sharding.main import build_parser as sharding_parser
 
 README = Path(__file__).resolve().parents[2] / "README.md"

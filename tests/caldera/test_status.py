@@ -10,9 +10,9 @@ import subprocess
 import sys
 import time
 
-from cluster.redis_server import RedisServer
+from cluster.runtime.redis_server import RedisServer
 from cluster.sim.workload import make_pod, make_podgroup
-from cluster.store import Own, Put, Store
+from cluster.store.store import Own, Put, Store
 from tests.builders import node
 
 

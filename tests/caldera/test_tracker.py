@@ -6,7 +6,7 @@ import asyncio
 
 from caldera.tracker import Tracker
 from cluster.sim.workload import make_pod
-from cluster.store import Store
+from cluster.store.store import Store
 
 
 def test_each_pod_is_counted_once_however_often_the_feed_reports_it_gone() -> None:

@@ -21,7 +21,18 @@ from typing import Any
 
 import pytest
 
-from tests.scenarios.test_scenarios import REPO, TIMEOUT, assert_waits, bound, dry_run, phases, placements, pod, podgroup, pods
+from tests.scenarios.test_scenarios import (
+    REPO,
+    TIMEOUT,
+    assert_waits,
+    bound,
+    dry_run,
+    phases,
+    placements,
+    pod,
+    podgroup,
+    pods,
+)
 
 EXAMPLES = Path(__file__).parent / "examples"
 

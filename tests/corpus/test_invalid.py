@@ -4,7 +4,7 @@ Each file of ``invalid/`` says on its first line what it stands for (a file of V
 ``example/invalid_jobs/`` at release-1.14, or a case of caldera's own), then one
 ``# refused: TEXT`` line per refusal it must get: the dry-run exits 2, prints no placement,
 and prints exactly one error line per refusal, each naming the file and containing its TEXT.
-The Volcano Job cases are refused by cluster.volcano_admission, the rest by cluster.manifests'
+The Volcano Job cases are refused by cluster.model.volcano_admission, the rest by cluster.model.manifests'
 checks (schema, admission, queue admission, references across the files).
 """
 

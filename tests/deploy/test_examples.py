@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from cluster.manifests import expand, load_manifests
-from cluster.model import Pod, PodGroup
+from cluster.model.core import Pod
+from cluster.model.manifests import expand, load_manifests
+from cluster.model.volcano import PodGroup
 from tests.deploy.manifests import (
     EXAMPLES,
     K8S_VERSIONS,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from cluster.redis_server import free_port
+from cluster.runtime.redis_server import free_port
 from tests.deploy.manifests import (
     NAMESPACE,
     REDIS_SECRET,

@@ -11,7 +11,18 @@ from typing import Any
 
 from kubernetes import client
 
-from .resources import (EVENT, LEASE, NODE, NODE_SHARD, POD, POD_GROUP, PRIORITY_CLASS, QUEUE, Obj, Resource)
+from .resources import (
+    EVENT,
+    LEASE,
+    NODE,
+    NODE_SHARD,
+    POD,
+    POD_GROUP,
+    PRIORITY_CLASS,
+    QUEUE,
+    Obj,
+    Resource,
+)
 
 NAMESPACE = "default"
 _TYPED: dict[Resource, tuple[type[Any], str, str]] = {  # the API class, the calls' noun, the model

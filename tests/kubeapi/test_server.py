@@ -14,7 +14,15 @@ from kubernetes.client import ApiException
 
 from tests.kubeapi import KubeAPIServer
 from tests.kubeapi.clients import NAMESPACE, Calls, pod, sample
-from tests.kubeapi.resources import LEASE, NODE, POD, POD_GROUP, QUEUE, RESOURCES, Resource
+from tests.kubeapi.resources import (
+    LEASE,
+    NODE,
+    POD,
+    POD_GROUP,
+    QUEUE,
+    RESOURCES,
+    Resource,
+)
 
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"

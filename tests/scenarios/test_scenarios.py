@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cluster.quantity import parse_quantity
+from cluster.model.quantity import parse_quantity
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]

@@ -14,12 +14,12 @@ import redis.asyncio as aioredis
 
 from binder.commit import Binder
 from binder.results import Committed, Placement, Reason, Rejected
-from cluster.audit import audit
-from cluster.lease import RedisLease
-from cluster.model import NodeShard
-from cluster.redis_server import RedisServer
-from cluster.shard import ShardingMode
-from cluster.store import Store
+from cluster.model.volcano import NodeShard
+from cluster.nodeview.shard import ShardingMode
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.audit import audit
+from cluster.store.lease import RedisLease
+from cluster.store.store import Store
 from sharding.config import parse_scheduler_configs
 from sharding.controller import ControllerConfig, ShardingController
 from tests.builders import node, pod

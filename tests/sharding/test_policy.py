@@ -11,8 +11,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sharding.config import DEFAULT_SCHEDULER_CONFIGS, SchedulerType, ShardConfig, parse_scheduler_configs
-from sharding.policy import UNOWNED, Assignment, Hysteresis, NodeState, assign, band_signature
+from sharding.config import (
+    DEFAULT_SCHEDULER_CONFIGS,
+    SchedulerType,
+    ShardConfig,
+    parse_scheduler_configs,
+)
+from sharding.policy import (
+    UNOWNED,
+    Assignment,
+    Hysteresis,
+    NodeState,
+    assign,
+    band_signature,
+)
 
 DEFAULTS = parse_scheduler_configs(DEFAULT_SCHEDULER_CONFIGS)
 VOLCANO, AGENT = 0, 1

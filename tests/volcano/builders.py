@@ -13,7 +13,8 @@ from typing import Any
 
 import msgspec
 
-from cluster.model import Node, Pod, PodGroup, PriorityClass, Queue
+from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.volcano import PodGroup, Queue
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
 PREEMPTABLE = "volcano.sh/preemptable"

@@ -31,11 +31,12 @@ from batch_scheduler.conf import KNOWN_SWITCHES, parse_conf
 from batch_scheduler.info import TaskStatus
 from batch_scheduler.session import Session, SessionConfig, SessionInput
 from batch_scheduler.status import job_phase
-from cluster.model import Node, Pod, PodGroup, PriorityClass, Queue
-from cluster.records import NodeRecord, PodRecord
-from cluster.resources import Resources
-from cluster.shard import ShardingMode
-from cluster.snapshot import NodeColumns
+from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.resources import Resources
+from cluster.model.volcano import PodGroup, Queue
+from cluster.nodeview.shard import ShardingMode
+from cluster.nodeview.table import NodeColumns
+from cluster.store.records import NodeRecord, PodRecord
 
 SCHEDULER = "volcano"
 OTHER_SCHEDULER = "agent-scheduler"

@@ -16,7 +16,8 @@ import pytest
 
 from batch_scheduler.plugins.capacity import queue_share
 from batch_scheduler.vector import Vector
-from cluster.model import Pod, Queue
+from cluster.model.core import Pod
+from cluster.model.volcano import Queue
 from tests.volcano.builders import (
     PENDING,
     PG_INQUEUE,

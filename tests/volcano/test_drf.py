@@ -24,7 +24,8 @@ import pytest
 
 from batch_scheduler.conf import ConfError
 from batch_scheduler.info import ALLOCATED_STATUSES
-from cluster.model import Pod, Queue
+from cluster.model.core import Pod
+from cluster.model.volcano import Queue
 from tests.volcano.builders import (
     PENDING,
     PG_INQUEUE,

@@ -15,7 +15,7 @@ import pytest
 
 from batch_scheduler.info import TaskStatus
 from batch_scheduler.status import gang_unschedulable
-from cluster.model import Pod
+from cluster.model.core import Pod
 from tests.volcano.builders import (
     PENDING,
     PG_RUNNING,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from batch_scheduler.plugins.nodeorder import NodeOrderPlugin
-from cluster.model import Node, Pod
+from cluster.model.core import Node, Pod
 from tests.volcano.builders import (
     PENDING,
     PG_INQUEUE,

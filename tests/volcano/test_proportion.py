@@ -18,7 +18,8 @@ from collections.abc import Sequence
 import msgspec
 import pytest
 
-from cluster.model import Pod, PodGroup, Queue
+from cluster.model.core import Pod
+from cluster.model.volcano import PodGroup, Queue
 from tests.volcano.builders import (
     PENDING,
     PG_INQUEUE,

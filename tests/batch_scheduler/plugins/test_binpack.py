@@ -10,8 +10,8 @@ import pytest
 
 from batch_scheduler.plugins.binpack import BinpackPlugin
 from batch_scheduler.session import Session
-from cluster.model import Node
-from cluster.records import PodRecord
+from cluster.model.core import Node
+from cluster.store.records import PodRecord
 from tests.batch_scheduler.inputs import conf, session, task
 from tests.batch_scheduler.plugins.common import GI, plugin, scores
 from tests.builders import node

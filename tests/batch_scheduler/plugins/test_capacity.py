@@ -12,8 +12,8 @@ from batch_scheduler.framework import PERMIT, VoteKind
 from batch_scheduler.info import TaskStatus
 from batch_scheduler.plugins.capacity import MAX_FLOAT, MAX_INT64, CapacityPlugin
 from batch_scheduler.session import Session
-from cluster.model import Queue
-from cluster.records import PodRecord
+from cluster.model.volcano import Queue
+from cluster.store.records import PodRecord
 from tests.batch_scheduler.inputs import conf, podgroup, queue, session, task
 from tests.batch_scheduler.plugins.common import GI, THREE_NODES, by_name, names, plugin
 from tests.builders import node

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from batch_scheduler.info import TASK_SPEC_KEY as TASK_SPEC_LABEL
 from batch_scheduler.plugins.gang import GangPlugin
-from cluster.records import PodRecord
+from cluster.model.labels import TASK_SPEC_KEY as TASK_SPEC_LABEL
+from cluster.store.records import PodRecord
 from tests.batch_scheduler.inputs import conf, podgroup, priority_class, session, task
 from tests.batch_scheduler.plugins.common import lone, names, plugin, stamp
 from tests.builders import node

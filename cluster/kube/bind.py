@@ -1,0 +1,109 @@
+"""The Kubernetes side of a commit: ``pods/binding`` for placements, pod deletion for evictions.
+
+Both run the official (synchronous) client in a small thread pool, so a batch of
+bindings goes out concurrently, paced to ``qps`` with a ``burst``. The binding call is
+made without preloading the response (the client raises on the API's Status reply even
+when it reports success) and judged by the HTTP status: 201/200 bound; 409 (already
+bound) and 404 (gone) are failures the caller answers by releasing the reservation;
+other errors and broken connections are retried with backoff, then reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from cluster.kube.pacing import Pacer
+from cluster.store.records import BindFailure, Binding, Eviction
+
+FINAL = {404: "pod not found", 409: "pod already bound", 422: "binding refused"}
+ATTEMPTS = 4
+
+
+def _status(call: Callable[[], Any]) -> int:
+    """The HTTP status of a call made without preloading (exceptions carry theirs); 0 for no answer."""
+    try:
+        response = call()
+    except ApiException as e:
+        return int(e.status or 0)
+    except Exception:
+        return 0
+    try:
+        return int(response.status)
+    finally:
+        response.release_conn()
+
+
+class KubeTarget:
+    """Bind target and evictor for a real cluster."""
+
+    def __init__(self, api: k8s.ApiClient, *, qps: float = 50.0, burst: int = 100, workers: int = 8,
+                 backoff: float = 0.2) -> None:
+        self.core = k8s.CoreV1Api(api)
+        self.pacer = Pacer(qps, burst)
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube-call")
+        self.backoff = backoff
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _call(self, call: Callable[[], Any], ok: set[int]) -> BindFailure | None:
+        loop = asyncio.get_running_loop()
+        status = 0
+        for attempt in range(ATTEMPTS):
+            await self.pacer.take()
+            status = await loop.run_in_executor(self.pool, _status, call)
+            if status in ok:
+                return None
+            if status in FINAL:
+                return BindFailure(reason=FINAL[status])
+            await asyncio.sleep(self.backoff * 2 ** attempt)  # 429, 5xx, no answer: try again
+        return BindFailure(reason=f"API server answered {status or 'nothing'} {ATTEMPTS} times")
+
+    async def bind(self, bindings: Sequence[Binding]) -> list[BindFailure | None]:
+        def post(b: Binding) -> Callable[[], Any]:
+            body = k8s.V1Binding(api_version="v1", kind="Binding",
+                                 metadata=k8s.V1ObjectMeta(name=b.name, namespace=b.namespace),
+                                 target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=b.node))
+            return lambda: self.core.create_namespaced_pod_binding(b.name, b.namespace, body, _preload_content=False,
+                                                                   _request_timeout=(5, 30))
+        return list(await asyncio.gather(*(self._call(post(b), {200, 201}) for b in bindings)))
+
+    async def evict(self, evictions: Sequence[Eviction]) -> list[BindFailure | None]:
+        """Mark each pod with a DisruptionTarget condition (why, for its owner), delete it, and
+        leave a ``Preempted`` Event on it."""
+        def condition(e: Eviction) -> Callable[[], Any]:
+            patch = {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
+                                                "reason": "PreemptionByScheduler", "message": e.reason}]}}
+            return lambda: self.core.patch_namespaced_pod_status(e.name, e.namespace, patch, _preload_content=False,
+                                                                 _request_timeout=(5, 30))
+
+        def delete(e: Eviction) -> Callable[[], Any]:
+            return lambda: self.core.delete_namespaced_pod(e.name, e.namespace, _preload_content=False,
+                                                           _request_timeout=(5, 30))
+
+        def event(e: Eviction) -> Callable[[], Any]:
+            now = datetime.datetime.now(datetime.timezone.utc)
+            body = k8s.CoreV1Event(
+                metadata=k8s.V1ObjectMeta(generate_name=f"{e.name}.", namespace=e.namespace),
+                involved_object=k8s.V1ObjectReference(api_version="v1", kind="Pod", name=e.name, namespace=e.namespace,
+                                                      uid=e.uid),
+                reason="Preempted", message=f"{e.reason} (on node {e.node})", type="Normal", count=1,
+                first_timestamp=now, last_timestamp=now, source=k8s.V1EventSource(component="caldera"),
+                reporting_component="caldera")
+            return lambda: self.core.create_namespaced_event(e.namespace, body, _preload_content=False,
+                                                             _request_timeout=(5, 30))
+
+        async def one(e: Eviction) -> BindFailure | None:
+            await self._call(condition(e), {200, 201})  # best effort: the deletion is what counts
+            failure = await self._call(delete(e), {200, 202})
+            if failure is None:
+                await self._call(event(e), {200, 201})  # tells the pod's owner why, best effort
+            return failure
+        return list(await asyncio.gather(*(one(e) for e in evictions)))

@@ -1,0 +1,1 @@
+"""The API model: quantities, resources, the Kubernetes/Volcano objects, manifests and their validation, workload expansion, well-known keys. Pure: imports nothing of ours above it and no I/O library."""

@@ -1,0 +1,42 @@
+"""How a scheduler uses its shard: the view of "my nodes" that both schedulers share.
+
+``hard``: only the nodes the scheduler owns are feasible (and the binder refuses others);
+``soft`` (default): every node is feasible, preferred in the order own, unowned, others —
+safe here because the binder re-checks fit atomically; ``none``: shards are ignored.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+import numpy.typing as npt
+
+from cluster.nodeview.table import NodeColumns
+
+OWN, UNOWNED, OTHER = 0, 1, 2
+
+
+class ShardingMode(enum.StrEnum):
+    HARD = "hard"
+    SOFT = "soft"
+    NONE = "none"
+
+
+def shard_rank(columns: NodeColumns, scheduler: str, mode: ShardingMode) -> npt.NDArray[np.int8]:
+    """Per node: OWN, UNOWNED or OTHER; with mode ``none`` every node ranks as OWN."""
+    n = len(columns)
+    if mode is ShardingMode.NONE:
+        return np.zeros(n, dtype=np.int8)
+    owners = columns.owner_array()
+    rank = np.full(n, OTHER, dtype=np.int8)
+    rank[owners == ""] = UNOWNED
+    rank[owners == scheduler] = OWN
+    return rank
+
+
+def shard_feasible(columns: NodeColumns, scheduler: str, mode: ShardingMode) -> npt.NDArray[np.bool_]:
+    """Nodes the scheduler may use at all: its own in hard mode, every node otherwise."""
+    if mode is ShardingMode.HARD:
+        return np.asarray(columns.owner_array() == scheduler, dtype=np.bool_)
+    return np.ones(len(columns), dtype=np.bool_)

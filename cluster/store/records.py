@@ -1,0 +1,158 @@
+"""What the store holds, decoded: node and pod records, and the request wire format."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from cluster.model.core import Node, Pod
+from cluster.model.resources import Resources
+from cluster.store.keys import Kind
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def encode_request(request: Resources) -> str:
+    """The canonical text of a request as the Lua scripts read it: ``name amount ...``.
+
+    Canonical (fixed resource order, no zero entries) so that the binder can compare a
+    placement's request with the stored one by string equality.
+    """
+    return " ".join(f"{name} {request[name]}" for name in request.names())
+
+
+def decode_request(text: str | bytes) -> Resources:
+    if isinstance(text, bytes):
+        text = text.decode()
+    parts = text.split()
+    return Resources({parts[i]: int(parts[i + 1]) for i in range(0, len(parts), 2)})
+
+
+class NodeRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A node as the store holds it: observed spec plus the binder's allocation figures."""
+
+    name: str
+    allocatable: Resources
+    allocated: Resources
+    version: int
+    owner: str
+    unschedulable: bool
+    node: Node
+
+    @property
+    def free(self) -> Resources:
+        return self.allocatable - self.allocated
+
+
+class PodRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A pod as the store holds it.
+
+    ``node`` is the binding ('' while pending); ``accounted`` the node whose allocated
+    figures include this pod's request ('' when none: pending, finished, or node gone).
+    """
+
+    uid: str
+    pod: Pod
+    request: Resources
+    scheduler: str
+    group: str
+    priority: int
+    node: str
+    accounted: str
+    phase: str
+    version: int
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.namespace
+
+    @property
+    def name(self) -> str:
+        return self.pod.name
+
+    @property
+    def pending(self) -> bool:
+        return self.node == "" and self.phase not in TERMINAL_PHASES
+
+
+_node_decoder = msgspec.msgpack.Decoder(Node)
+_pod_decoder = msgspec.msgpack.Decoder(Pod)
+
+
+def _text(value: bytes | None) -> str:
+    return value.decode() if value is not None else ""
+
+
+def node_record(name: str, fields: dict[bytes, bytes]) -> NodeRecord:
+    """Decode a node hash (HGETALL) into a record."""
+    alloc: dict[str, int] = {}
+    used: dict[str, int] = {}
+    for key, value in fields.items():
+        if key.startswith(b"a:"):
+            alloc[key[2:].decode()] = int(value)
+        elif key.startswith(b"u:"):
+            used[key[2:].decode()] = int(value)
+    return NodeRecord(
+        name=name,
+        allocatable=Resources(alloc),
+        allocated=Resources(used),
+        version=int(fields[b"version"]),
+        owner=_text(fields.get(b"owner")),
+        unschedulable=fields.get(b"unsched") == b"1",
+        node=_node_decoder.decode(fields[b"spec"]),
+    )
+
+
+def pod_record(uid: str, fields: dict[bytes, bytes]) -> PodRecord:
+    """Decode a pod hash (HGETALL) into a record."""
+    return PodRecord(
+        uid=uid,
+        pod=_pod_decoder.decode(fields[b"spec"]),
+        request=decode_request(fields[b"req"]),
+        scheduler=_text(fields.get(b"sched")),
+        group=_text(fields.get(b"group")),
+        priority=int(fields.get(b"prio") or 0),
+        node=_text(fields.get(b"node")),
+        accounted=_text(fields.get(b"acct")),
+        phase=_text(fields.get(b"phase")),
+        version=int(fields[b"version"]),
+    )
+
+
+class Binding(msgspec.Struct, frozen=True, kw_only=True):
+    """A committed placement to make real in the cluster (the ``pods/binding`` POST)."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+
+
+class Eviction(msgspec.Struct, frozen=True, kw_only=True):
+    """A running pod a scheduler evicts (preempt, reclaim): deleted in the cluster, released when gone."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    reason: str  # e.g. "preempted by team-a/train-7"
+
+
+class BindFailure(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a binding did not happen: the pod is gone, bound elsewhere, or the API failed."""
+
+    reason: str
+
+
+class Update(msgspec.Struct, kw_only=True):
+    """What changed. ``full``: a complete listing, anything not in it is gone.
+
+    Maps are keyed by name (uid for pods); a value of None means deleted.
+    """
+
+    version: int
+    full: bool
+    nodes: dict[str, NodeRecord | None] = {}
+    pods: dict[str, PodRecord | None] = {}
+    objects: dict[Kind, dict[str, Any]] = {}

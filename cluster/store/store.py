@@ -1,0 +1,219 @@
+"""The store: caldera's shared, versioned cluster state in Redis (DESIGN.md §3).
+
+Observed state (nodes, pods, PodGroups, Queues, PriorityClasses) is written only through
+the scripts here, each atomic, each bumping versions and appending to the change feed.
+Allocations are the binder's (binder/); shard ownership is written with :meth:`Store.write`.
+Every batch is validated whole before anything is written, so bad input changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import msgspec
+import redis.asyncio as aioredis
+
+from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.volcano import NodeShard, PodGroup, Queue
+from cluster.store.keys import Keys, Kind
+from cluster.store.records import (
+    NodeRecord,
+    PodRecord,
+    encode_request,
+    node_record,
+    pod_record,
+)
+from cluster.store.scripts import Arg, Script, run_loaded
+
+DEFAULT_FEED_MAXLEN = 200_000
+
+ObjectT = TypeVar("ObjectT", PodGroup, Queue, PriorityClass, NodeShard)
+
+OBJECT_KINDS: dict[type[msgspec.Struct], Kind] = {
+    PodGroup: Kind.PODGROUP,
+    Queue: Kind.QUEUE,
+    PriorityClass: Kind.PRIORITYCLASS,
+    NodeShard: Kind.NODESHARD,
+}
+
+_encoder = msgspec.msgpack.Encoder()
+
+
+def object_name(obj: PodGroup | Queue | PriorityClass | NodeShard) -> str:
+    """The store name of a simple object: ``namespace/name`` for PodGroups, else the name."""
+    if isinstance(obj, PodGroup):
+        return f"{obj.namespace}/{obj.name}"
+    return obj.metadata.name
+
+
+def _decoded(members: Iterable[Any]) -> list[str]:
+    """Members of a Redis reply as text (the client returns bytes)."""
+    return [m.decode() if isinstance(m, bytes) else str(m) for m in members]
+
+
+class Put(msgspec.Struct, frozen=True):
+    """Write one simple object (PodGroup, Queue, PriorityClass, NodeShard)."""
+
+    obj: PodGroup | Queue | PriorityClass | NodeShard
+
+
+class Delete(msgspec.Struct, frozen=True):
+    kind: Kind
+    name: str
+
+
+class Own(msgspec.Struct, frozen=True):
+    """Set a node's owning scheduler ('' for none)."""
+
+    node: str
+    owner: str
+
+
+Write = Put | Delete | Own
+
+
+class Store:
+    """Async access to one cluster's state in Redis."""
+
+    def __init__(self, client: aioredis.Redis, keys: Keys, *, feed_maxlen: int = DEFAULT_FEED_MAXLEN) -> None:
+        self.client = client
+        self.keys = keys
+        self._head: list[Arg] = [keys.prefix, feed_maxlen]
+        self._upsert_node = Script("cluster.store", "upsert_node")
+        self._delete_node = Script("cluster.store", "delete_node")
+        self._upsert_pod = Script("cluster.store", "upsert_pod")
+        self._delete_pod = Script("cluster.store", "delete_pod")
+        self._put_objects = Script("cluster.store", "put_objects")
+        self._scripts = [self._upsert_node, self._delete_node, self._upsert_pod, self._delete_pod, self._put_objects]
+
+    async def _run(self, script: Script, calls: Sequence[Sequence[Arg]]) -> list[int]:
+        """Call one script once per argument list, pipelined in one round trip."""
+        if not calls:
+            return []
+
+        async def go() -> list[int]:
+            pipe = self.client.pipeline(transaction=False)
+            for args in calls:
+                script.queue(pipe, [self.keys.rv], [*self._head, *args])
+            return [int(v) for v in await pipe.execute()]
+
+        return await run_loaded(self.client, self._scripts, go)
+
+    # -- observed state -------------------------------------------------------------
+
+    async def upsert_nodes(self, nodes: Iterable[Node]) -> list[int]:
+        """Create or update nodes; returns the version each write got."""
+        calls: list[list[Arg]] = []
+        for node in nodes:
+            allocatable = node.allocatable_resources()  # raises on a bad quantity, before any write
+            calls.append([node.name, int(node.unschedulable), encode_request(allocatable), _encoder.encode(node)])
+        return await self._run(self._upsert_node, calls)
+
+    async def delete_nodes(self, names: Iterable[str]) -> list[int]:
+        return await self._run(self._delete_node, [[name] for name in names])
+
+    async def upsert_pods(self, pods: Iterable[Pod]) -> list[int]:
+        """Create or update pods as observed (a pod that arrives bound is accounted on its node)."""
+        calls: list[list[Arg]] = []
+        for pod in pods:
+            request = pod.request()  # raises on a bad quantity, before any write
+            group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else ""
+            calls.append(
+                [
+                    pod.uid,
+                    pod.namespace,
+                    pod.name,
+                    pod.scheduler_name,
+                    group,
+                    pod.priority,
+                    encode_request(request),
+                    pod.node_name,
+                    pod.phase,
+                    _encoder.encode(pod),
+                ]
+            )
+        return await self._run(self._upsert_pod, calls)
+
+    async def delete_pods(self, uids: Iterable[str]) -> list[int]:
+        """Remove pods; bound ones return their resources in the same step."""
+        return await self._run(self._delete_pod, [[uid] for uid in uids])
+
+    async def write(self, writes: Sequence[Write]) -> int:
+        """Apply simple-object writes and owner changes atomically, under one version."""
+        args: list[Arg] = []
+        for w in writes:
+            if isinstance(w, Put):
+                args += ["put", OBJECT_KINDS[type(w.obj)], object_name(w.obj), _encoder.encode(w.obj)]
+            elif isinstance(w, Delete):
+                args += ["del", w.kind, w.name, ""]
+            else:
+                args += ["own", Kind.NODE, w.node, w.owner]
+        if not args:
+            return await self.version()
+        return (await self._run(self._put_objects, [args]))[0]
+
+    # -- scheduling reasons (written by the schedulers, read by status and Events) ------
+
+    async def set_reasons(self, scheduler: str, reasons: Mapping[str, str]) -> None:
+        """Why each of these pods is still pending, in the scheduler's words."""
+        if reasons:
+            await self.client.hset(self.keys.reasons(scheduler), mapping={k: v for k, v in reasons.items()})
+
+    async def clear_reasons(self, scheduler: str, uids: Sequence[str]) -> None:
+        if uids:
+            await self.client.hdel(self.keys.reasons(scheduler), *uids)
+
+    async def reasons(self, scheduler: str) -> dict[str, str]:
+        raw: dict[bytes, bytes] = await self.client.hgetall(self.keys.reasons(scheduler))  # type: ignore[assignment]
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    # -- reads ----------------------------------------------------------------------
+
+    async def version(self) -> int:
+        """The cluster's current resourceVersion."""
+        return int(await self.client.get(self.keys.rv) or 0)
+
+    async def names(self, kind: Kind) -> list[str]:
+        return sorted(_decoded(await self.client.smembers(self.keys.index(kind))))
+
+    async def _hashes(self, kind: Kind, names: Sequence[str]) -> list[dict[bytes, bytes]]:
+        pipe = self.client.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self.keys.object(kind, name))
+        return list(await pipe.execute())
+
+    async def get_nodes(self, names: Sequence[str]) -> dict[str, NodeRecord]:
+        """Records of the named nodes that exist."""
+        hashes = await self._hashes(Kind.NODE, names)
+        return {n: node_record(n, h) for n, h in zip(names, hashes) if h}
+
+    async def list_nodes(self) -> list[NodeRecord]:
+        return list((await self.get_nodes(await self.names(Kind.NODE))).values())
+
+    async def get_pods(self, uids: Sequence[str]) -> dict[str, PodRecord]:
+        hashes = await self._hashes(Kind.POD, uids)
+        return {u: pod_record(u, h) for u, h in zip(uids, hashes) if h}
+
+    async def list_pods(self) -> list[PodRecord]:
+        return list((await self.get_pods(await self.names(Kind.POD))).values())
+
+    async def pending(self, scheduler: str) -> list[str]:
+        """Uids of the pending pods of a scheduler, oldest first."""
+        return _decoded(await self.client.zrange(self.keys.pending(scheduler), 0, -1))
+
+    async def get_objects(self, cls: type[ObjectT], names: Sequence[str]) -> dict[str, ObjectT]:
+        decoder = msgspec.msgpack.Decoder(cls)
+        hashes = await self._hashes(OBJECT_KINDS[cls], names)
+        return {n: decoder.decode(h[b"spec"]) for n, h in zip(names, hashes) if h}
+
+    async def list_objects(self, cls: type[ObjectT]) -> dict[str, ObjectT]:
+        return await self.get_objects(cls, await self.names(OBJECT_KINDS[cls]))
+
+    async def owners(self) -> Mapping[str, str]:
+        """Owner of every node ('' when unowned)."""
+        names = await self.names(Kind.NODE)
+        pipe = self.client.pipeline(transaction=False)
+        for name in names:
+            pipe.hget(self.keys.node(name), "owner")
+        return {n: (o or b"").decode() for n, o in zip(names, await pipe.execute())}

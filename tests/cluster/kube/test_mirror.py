@@ -1,0 +1,127 @@
+"""The mirror against the in-repo Kubernetes API server, driven by the official client as kubectl would."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import kubernetes
+import pytest
+
+from cluster.kube.mirror import Mirror
+from cluster.kube.reflector import kinds
+from cluster.model.volcano import PodGroup
+from cluster.store.keys import Kind
+from cluster.store.store import Store
+from tests.kubeapi.fixtures import kube_api, kube_api_factory  # noqa: F401
+from tests.kubeapi.objects import ObjectStore
+from tests.kubeapi.server import KubeAPIServer
+
+
+def node_body(name: str, cpu: str = "8") -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"zone": "a"}},
+            "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"}}}
+
+
+def pod_body(name: str, node: str = "", cpu: str = "1") -> dict[str, object]:
+    spec: dict[str, object] = {"schedulerName": "volcano",
+                               "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        assert time.monotonic() < deadline, "the store did not converge"
+        await asyncio.sleep(0.05)
+
+
+async def run_mirror(store: Store, server: KubeAPIServer, **kw: object) -> AsyncIterator[Mirror]:
+    api = kubernetes.client.ApiClient(server.configuration())
+    mirror = Mirror(store, kinds(api), watch_seconds=2, **kw)  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    task = asyncio.create_task(mirror.run(stop))
+    try:
+        yield mirror
+    finally:
+        stop.set()
+        await task
+
+
+async def test_the_store_follows_the_cluster(store: Store, kube_api: KubeAPIServer) -> None:  # noqa: F811
+    core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(kube_api.configuration()))
+    custom = kubernetes.client.CustomObjectsApi(kubernetes.client.ApiClient(kube_api.configuration()))
+    core.create_node(node_body("n1"))
+    core.create_namespaced_pod("default", pod_body("other", node="n1", cpu="2"))  # placed by another scheduler
+    async for mirror in run_mirror(store, kube_api):
+        await asyncio.wait_for(mirror.synced.wait(), 15)
+
+        async def first() -> bool:
+            nodes = await store.list_nodes()
+            return len(nodes) == 1 and nodes[0].allocated.get("cpu") == 2000
+        await eventually(first)  # the other scheduler's pod is accounted on its node
+        core.create_node(node_body("n2", cpu="16"))
+        core.create_namespaced_pod("default", pod_body("p1"))
+        custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "default", "podgroups", {
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 2, "queue": "q"}})
+        custom.create_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", {
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"},
+            "spec": {"weight": 3}})
+
+        async def added() -> bool:
+            groups = await store.list_objects(PodGroup)
+            return (len(await store.names(Kind.NODE)) == 2 and len(await store.pending("volcano")) == 1
+                    and "default/g" in groups and await store.names(Kind.QUEUE) == ["q"])
+        await eventually(added)
+        core.delete_namespaced_pod("other", "default")
+        core.delete_node("n2")
+
+        async def removed() -> bool:
+            nodes = await store.list_nodes()
+            return [n.name for n in nodes] == ["n1"] and not nodes[0].allocated.get("cpu")
+        await eventually(removed)  # the deleted pod's resources came back
+
+
+async def test_a_restarted_server_and_a_410_make_the_mirror_list_again_and_converge(
+        store: Store, kube_api_factory: Callable[..., KubeAPIServer]) -> None:  # noqa: F811
+    server = kube_api_factory(ObjectStore(history=5))
+    core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(server.configuration()))
+    core.create_node(node_body("n1"))
+    async for mirror in run_mirror(store, server):
+        await asyncio.wait_for(mirror.synced.wait(), 15)
+        server.stop()
+        fresh = ObjectStore(history=5)  # a new server: n1 is gone, n9 is there, old versions unknown
+        server = kube_api_factory(fresh, port=server.port)
+        core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(server.configuration()))
+        core.create_node(node_body("n9"))
+        for i in range(20):  # more changes than the history keeps: a resume from an old version is 410
+            core.create_namespaced_pod("default", pod_body(f"p{i}"))
+
+        async def converged() -> bool:
+            return (await store.names(Kind.NODE) == ["n9"]
+                    and len(await store.names(Kind.POD)) == 20)
+        await eventually(converged, timeout=30)
+        assert sum(r.lists for r in mirror.reflectors) > len(mirror.reflectors)  # it listed again
+
+
+@pytest.mark.parametrize("bad", ["lots"])
+async def test_a_pod_with_a_bad_quantity_is_skipped_not_fatal(store: Store, kube_api: KubeAPIServer, bad: str) -> None:  # noqa: F811
+    core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(kube_api.configuration()))
+    core.create_node(node_body("n1"))
+    async for mirror in run_mirror(store, kube_api):
+        await asyncio.wait_for(mirror.synced.wait(), 15)
+        core.create_namespaced_pod("default", pod_body("good"))
+        body = pod_body("bad")
+        body["spec"]["containers"][0]["resources"]["requests"]["cpu"] = bad  # type: ignore[index]
+        try:
+            core.create_namespaced_pod("default", body)
+        except kubernetes.client.ApiException:
+            pytest.skip("the API server refuses the bad quantity itself")
+
+        async def good_only() -> bool:
+            return len(await store.names(Kind.POD)) == 1 and mirror.skipped >= 1
+        await eventually(good_only)

@@ -1,0 +1,97 @@
+"""The store's observed-state scripts: accounting, versions, the pending index, bad input."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from cluster.model.quantity import QuantityError
+from cluster.model.resources import Resources
+from cluster.sim.workload import make_podgroup
+from cluster.store.audit import audit
+from cluster.store.keys import Kind
+from cluster.store.store import Delete, Own, Put, Store
+from tests.binder.test_commit import dump
+from tests.builders import node, pod
+
+
+async def test_pods_of_other_schedulers_arrive_bound_and_are_accounted(store: Store) -> None:
+    await store.upsert_nodes([node("n1", cpu="4")])
+    await store.upsert_pods([pod("other", cpu="3", scheduler="default-scheduler", node="n1", phase="Running")])
+    n1 = (await store.get_nodes(["n1"]))["n1"]
+    assert n1.allocated["cpu"] == 3000 and n1.allocated["pods"] == 1
+    assert await store.pending("default-scheduler") == []
+    assert await audit(store) == []
+
+
+async def test_a_pod_seen_before_its_node_is_accounted_when_the_node_appears(store: Store) -> None:
+    await store.upsert_pods([pod("early", cpu="2", node="late", phase="Running")])
+    assert (await store.get_pods(["uid-early"]))["uid-early"].accounted == ""
+    await store.upsert_nodes([node("late")])
+    assert (await store.get_nodes(["late"]))["late"].allocated["cpu"] == 2000
+    assert (await store.get_pods(["uid-early"]))["uid-early"].accounted == "late"
+    assert await audit(store) == []
+
+
+async def test_finished_and_deleted_pods_return_their_resources(store: Store) -> None:
+    await store.upsert_nodes([node("n1")])
+    await store.upsert_pods([pod("a", cpu="1", node="n1", phase="Running"), pod("b", cpu="2", node="n1", phase="Running")])
+    await store.upsert_pods([pod("a", cpu="1", node="n1", phase="Succeeded")])
+    assert (await store.get_nodes(["n1"]))["n1"].allocated["cpu"] == 2000
+    await store.delete_pods(["uid-b"])
+    assert (await store.get_nodes(["n1"]))["n1"].allocated == Resources()
+    assert await store.names(Kind.POD) == ["uid-a"]
+    assert await audit(store) == []
+
+
+async def test_deleting_a_node_frees_nothing_twice(store: Store) -> None:
+    await store.upsert_nodes([node("n1")])
+    await store.upsert_pods([pod("a", node="n1", phase="Running")])
+    await store.delete_nodes(["n1"])
+    assert (await store.get_pods(["uid-a"]))["uid-a"].accounted == ""
+    await store.delete_pods(["uid-a"])
+    assert await store.list_nodes() == []
+    assert await audit(store) == []
+
+
+async def test_updating_a_node_keeps_its_allocation_and_bumps_its_version(store: Store) -> None:
+    [v1] = await store.upsert_nodes([node("n1", cpu="4", gpu=2)])
+    await store.upsert_pods([pod("a", cpu="1", node="n1", phase="Running")])
+    [v2] = await store.upsert_nodes([node("n1", cpu="8")])
+    rec = (await store.get_nodes(["n1"]))["n1"]
+    assert v2 > v1 and rec.version == v2
+    assert rec.allocatable == Resources({"cpu": 8000, "memory": 32 * 2**30, "pods": 110})
+    assert rec.allocated["cpu"] == 1000
+
+
+async def test_a_bad_quantity_changes_nothing(store: Store) -> None:
+    await store.upsert_nodes([node("n1")])
+    before = await dump(store)
+    bad = pod("bad")
+    container = msgspec.structs.replace(bad.spec.containers[0], resources=msgspec.structs.replace(
+        bad.spec.containers[0].resources, requests={"cpu": "1.2.3"}))
+    bad = msgspec.structs.replace(bad, spec=msgspec.structs.replace(bad.spec, containers=[container]))
+    with pytest.raises(QuantityError, match=r"cpu.*'1\.2\.3'"):
+        await store.upsert_pods([pod("good"), bad])
+    assert await dump(store) == before
+
+
+async def test_simple_objects_and_owners_are_written_under_one_version(store: Store) -> None:
+    await store.upsert_nodes([node("n1"), node("n2")])
+    v0 = await store.version()
+    group = make_podgroup("train", min_member=4, queue="team-a")
+    v = await store.write([Put(group), Own("n1", "volcano"), Own("n2", "agent-scheduler")])
+    assert v == v0 + 1
+    assert (await store.list_objects(type(group)))["default/train"].spec.min_member == 4
+    assert await store.owners() == {"n1": "volcano", "n2": "agent-scheduler"}
+    assert {r.name: r.version for r in await store.list_nodes()} == {"n1": v, "n2": v}
+    await store.write([Delete(Kind.PODGROUP, "default/train")])
+    assert await store.list_objects(type(group)) == {}
+
+
+async def test_pending_index_is_fifo_per_scheduler(store: Store) -> None:
+    await store.upsert_pods([pod("x", scheduler="a"), pod("y", scheduler="b"), pod("z", scheduler="a")])
+    assert await store.pending("a") == ["uid-x", "uid-z"]
+    await store.upsert_pods([pod("x", scheduler="b")])
+    assert await store.pending("a") == ["uid-z"]
+    assert await store.pending("b") == ["uid-y", "uid-x"]
