@@ -12,6 +12,7 @@ releases the reservation and the pod is pending again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import random
 import time
@@ -22,7 +23,7 @@ from agent_scheduler.core import CoreConfig, NoFit, Task, decide
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason
-from cluster.model.resources import Resources
+from cluster.nodeview.assume import Assumed
 from cluster.nodeview.table import NodeColumns
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
@@ -59,9 +60,8 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_retries: int = 3
     seed: int = 0
     coarse: bool = False  # Volcano-style version-only binder, for the bench's comparison
-    # The replica reads the feed at most every this often while it is busy: at hundreds of
-    # pods/s, reading each change as it comes cost the worker a wake-up, a round trip and a
-    # fetch per change and slowed its batches (bench agent --rate 500: p50 -7% at 2 ms). A
+    # The replica reads the feed at most every this often while it is busy: reading each
+    # change as it comes costs the worker a wake-up, a round trip and a fetch per change; a
     # view older by that much costs a few more binder conflicts, each refreshed at once.
     replica_settle_s: float = 0.002
 
@@ -69,18 +69,16 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
 _RETRYABLE = {Reason.NOT_OWNER, Reason.INSUFFICIENT, Reason.UNSCHEDULABLE, Reason.UNKNOWN_NODE}
 
 
-class _Held:
-    """A placement decided here that the binder has not answered yet. The store does not
-    count it, so a refresh of its node from the store would drop it from the replica, and
-    the worker's next batch would fill the same room again: the replica puts it back after
-    every refresh until the answer comes."""
+@dataclasses.dataclass
+class _Call:
+    """What one ``schedule`` call found so far."""
 
-    __slots__ = ("node", "request", "overlaid")
-
-    def __init__(self, node: str, request: Resources) -> None:
-        self.node = node
-        self.request = request
-        self.overlaid = -1  # the version of the last refreshed record it was put back over
+    outcomes: list[Outcome] = dataclasses.field(default_factory=list)
+    committed: list[tuple[Task, Committed, int]] = dataclasses.field(default_factory=list)  # (task, answer, attempts)
+    stale: list[str] = dataclasses.field(default_factory=list)  # found bound: the record was older than the commit
+    conflicts: int = 0
+    resolved: int = 0
+    rejected: int = 0
 
 
 class Worker:
@@ -93,27 +91,8 @@ class Worker:
         self.columns = NodeColumns()
         self._informer = Informer(store, [Kind.NODE], block_ms=50, settle_s=config.replica_settle_s)
         self._follower: asyncio.Task[None] | None = None
-        self._held: dict[str, list[_Held]] = {}  # node -> placements in flight on it
-
-    def _refreshed(self, node: str, version: int) -> None:
-        """The node's figures were just replaced by the store's as of ``version``: put back
-        the placements still in flight on it."""
-        for h in self._held.get(node, ()):
-            self.columns.add(node, h.request)
-            h.overlaid = version
-
-    def _hold(self, placements: list[Placement]) -> list[_Held]:
-        held = [_Held(p.node, p.request) for p in placements]
-        for h in held:
-            self._held.setdefault(h.node, []).append(h)
-        return held
-
-    def _release(self, held: list[_Held]) -> None:
-        for h in held:
-            on_node = self._held[h.node]
-            on_node.remove(h)
-            if not on_node:
-                del self._held[h.node]
+        # Placements decided here and not yet counted by the records the replica holds.
+        self.assumed = Assumed(self.columns)
 
     async def start(self) -> None:
         """Load the replica, then keep it current in the background."""
@@ -122,9 +101,7 @@ class Worker:
 
         async def follow() -> None:
             async for update in updates:
-                self.columns.apply(update)
-                for name in [n for n in self._held if update.nodes.get(n) is not None]:
-                    self._refreshed(name, update.nodes[name].version)  # type: ignore[union-attr]
+                self.assumed.apply(update)
 
         self._follower = asyncio.create_task(follow(), name="worker-follow")
 
@@ -147,71 +124,88 @@ class Worker:
                 outcomes.append(Outcome(uid=rec.uid, kind=OutcomeKind.GONE))
 
     async def schedule(self, records: list[PodRecord]) -> BatchResult:
+        """Decide, commit (retrying conflicts on fresh figures), then bind one batch of pods."""
         start = time.perf_counter()
-        outcomes: list[Outcome] = []
+        call = _Call()
         tasks: list[Task] = []
-        committed: list[tuple[Task, Committed, int]] = []
-        self._sort(records, tasks, committed, outcomes)
-        stale: list[str] = []  # pods the binder found bound: the record was older than the commit
-        conflicts = resolved = rejected = 0
+        self._sort(records, tasks, call.committed, call.outcomes)
         attempt = 0
         while tasks and attempt <= self.config.max_retries:
             attempt += 1
-            decisions = decide(self.columns, tasks, self.config.core, self.rng)
-            by_uid = {t.uid: t for t in tasks}
-            placements = []
-            for d in decisions:
-                if isinstance(d, NoFit):
-                    outcomes.append(Outcome(uid=d.uid, kind=OutcomeKind.UNSCHEDULABLE, reason=d.reason, attempts=attempt))
-                else:
-                    placements.append(Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version))
-            held = self._hold(placements)
-            try:
-                results = await self.binder.commit(placements) if placements else []
-            finally:
-                self._release(held)
-            tasks = []
-            fresh: list[Committed | Conflict] = []  # nodes that moved: their figures as the commit left them
-            for p, r, h in zip(placements, results, held):
-                task = by_uid[p.uid]
-                if isinstance(r, Committed):
-                    if h.overlaid >= r.version:  # put back over a record that already counted it
-                        self.columns.add(p.node, Resources() - p.request)
-                    committed.append((task, r, attempt))
-                    resolved += r.resolved
-                    if r.allocatable is not None:
-                        fresh.append(r)
-                elif isinstance(r, Conflict):
-                    conflicts += 1
+            tasks = await self._attempt(tasks, attempt, call)
+        call.outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries",
+                                  attempts=attempt) for t in tasks]
+        if call.stale:
+            await self._restale(call)
+        if call.committed:
+            await self._bind(call)
+        return BatchResult(outcomes=call.outcomes, committed=len(call.committed), conflicts=call.conflicts,
+                           resolved=call.resolved, rejected=call.rejected, seconds=time.perf_counter() - start)
+
+    async def _attempt(self, tasks: list[Task], attempt: int, call: _Call) -> list[Task]:
+        """One round: decide every task, commit the placements, sort the answers; the tasks to retry."""
+        decisions = decide(self.columns, tasks, self.config.core, self.rng)
+        by_uid = {t.uid: t for t in tasks}
+        placements = []
+        for d in decisions:
+            if isinstance(d, NoFit):
+                call.outcomes.append(Outcome(uid=d.uid, kind=OutcomeKind.UNSCHEDULABLE, reason=d.reason, attempts=attempt))
+            else:
+                placements.append(Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version))
+        held = [self.assumed.assume(p.node, p.request, taken=True) for p in placements]  # decide took them
+        try:
+            results = await self.binder.commit(placements) if placements else []
+        except BaseException:
+            for h in held:
+                self.assumed.forget(h)
+            raise
+        again: list[Task] = []
+        fresh: list[Committed | Conflict] = []  # nodes that moved: their figures as the commit left them
+        for p, r, h in zip(placements, results, held):
+            task = by_uid[p.uid]
+            if isinstance(r, Committed):
+                self.assumed.confirm(h, r.version)
+                call.committed.append((task, r, attempt))
+                call.resolved += r.resolved
+                if r.allocatable is not None:
                     fresh.append(r)
-                    tasks.append(task)
+                continue
+            self.assumed.forget(h)
+            if isinstance(r, Conflict):
+                call.conflicts += 1
+                fresh.append(r)
+                again.append(task)
+            else:
+                call.rejected += 1
+                if r.reason in _RETRYABLE:
+                    again.append(task)
+                elif r.reason is Reason.ALREADY_BOUND:
+                    call.stale.append(p.uid)
                 else:
-                    rejected += 1
-                    self.columns.add(p.node, Resources() - p.request)  # undo the tentative placement
-                    if r.reason in _RETRYABLE:
-                        tasks.append(task)
-                    elif r.reason is Reason.ALREADY_BOUND:
-                        stale.append(p.uid)
-                    else:
-                        outcomes.append(Outcome(uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(), attempts=attempt))
-            for f in fresh:  # last: they already count this call's placements, and undo nothing
-                if f.allocatable is not None and f.allocated is not None:
-                    if self.columns.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable):
-                        self._refreshed(f.node, f.version)
-        outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt) for t in tasks]
-        if stale:  # rare: a batch retried after its first worker died, committed before it could bind
-            fresh_records = await self.store.get_pods(stale)
-            outcomes += [Outcome(uid=u, kind=OutcomeKind.GONE) for u in stale if u not in fresh_records]
-            again: list[Task] = []  # pending once more (released meanwhile): the loop tries them first thing
-            self._sort([fresh_records[u] for u in stale if u in fresh_records], again, committed, outcomes)
-            outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="the pod changed while it was decided") for t in again]
-        if committed:
-            bindings = [Binding(uid=t.uid, namespace=t.pod.namespace, name=t.pod.name, node=c.node) for t, c, _ in committed]
-            failures = await bind_committed(self.binder, self.target, bindings)
-            for (t, c, tries), failure in zip(committed, failures):
-                if failure is None:
-                    outcomes.append(Outcome(uid=t.uid, kind=OutcomeKind.BOUND, node=c.node, attempts=tries))
-                else:
-                    outcomes.append(Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason=f"bind failed: {failure.reason}", attempts=tries))
-        return BatchResult(outcomes=outcomes, committed=len(committed), conflicts=conflicts, resolved=resolved,
-                           rejected=rejected, seconds=time.perf_counter() - start)
+                    call.outcomes.append(Outcome(uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(),
+                                                 attempts=attempt))
+        for f in fresh:  # last: they already count this call's placements, and undo nothing
+            if f.allocatable is not None and f.allocated is not None:
+                self.assumed.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable)
+        return again
+
+    async def _restale(self, call: _Call) -> None:
+        """Rare: a batch retried after its first worker died, committed before it could bind."""
+        stale = call.stale
+        fresh_records = await self.store.get_pods(stale)
+        call.outcomes += [Outcome(uid=u, kind=OutcomeKind.GONE) for u in stale if u not in fresh_records]
+        again: list[Task] = []  # pending once more (released meanwhile): the loop tries them first thing
+        self._sort([fresh_records[u] for u in stale if u in fresh_records], again, call.committed, call.outcomes)
+        call.outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="the pod changed while it was decided")
+                          for t in again]
+
+    async def _bind(self, call: _Call) -> None:
+        committed = call.committed
+        bindings = [Binding(uid=t.uid, namespace=t.pod.namespace, name=t.pod.name, node=c.node) for t, c, _ in committed]
+        failures = await bind_committed(self.binder, self.target, bindings)
+        for (t, c, tries), failure in zip(committed, failures):
+            if failure is None:
+                call.outcomes.append(Outcome(uid=t.uid, kind=OutcomeKind.BOUND, node=c.node, attempts=tries))
+            else:
+                call.outcomes.append(Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason=f"bind failed: {failure.reason}",
+                                             attempts=tries))

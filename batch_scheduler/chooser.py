@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from batch_scheduler.info import TaskInfo
 from cluster.model.resources import Resources
+from cluster.nodeview.fit import fitting
 from cluster.nodeview.table import Mask
 
 if TYPE_CHECKING:
@@ -90,17 +91,8 @@ class Chooser:
 
     def _values(self, task: TaskInfo, allowed: Mask, rows: npt.NDArray[np.intp] | None) -> Values:
         """Fit and score of ``task`` on ``rows`` (every node when None) as the columns are now."""
-        ssn, cols = self.ssn, self.ssn.columns
-        sel: slice | npt.NDArray[np.intp] = slice(0, ssn.n) if rows is None else rows
-        fits = allowed[sel].copy()
-        for name, amount in task.request.items():
-            if amount <= 0:
-                continue
-            r = cols.resource_index.get(name)
-            if r is None:
-                fits[:] = False
-                break
-            fits &= cols.allocated[r, sel] + amount <= cols.allocatable[r, sel]
+        ssn = self.ssn
+        fits = (allowed if rows is None else allowed[rows]) & fitting(ssn.columns, task.request, rows)
         values = np.full(len(fits), -np.inf)
         ok = np.flatnonzero(fits) if rows is None else rows[fits]
         if len(ok):

@@ -42,7 +42,8 @@ from cluster.model.core import PriorityClass
 from cluster.model.labels import QUEUE_NAME_ANNOTATION, TASK_PRIORITY_ANNOTATION
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroup, Queue
-from cluster.nodeview.predicates import Filtered, insufficient, resources_fit
+from cluster.nodeview.fit import resources_fit
+from cluster.nodeview.predicates import Filtered, insufficient
 from cluster.nodeview.shard import ShardingMode, shard_feasible, shard_rank
 from cluster.nodeview.table import Mask, NodeColumns
 from cluster.store.records import PodRecord

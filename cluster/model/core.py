@@ -309,7 +309,7 @@ def pod_request(pod: Pod) -> Resources:
         if supported:
             total = Resources({**total, **supported})
     total += Resources.from_quantities(spec.overhead, field="spec.overhead")
-    return total + {PODS: 1}
+    return (total + {PODS: 1}).within_int64(field="spec (the pod's effective request)")
 
 
 # -- Volcano: PodGroup and Queue ----------------------------------------------------------

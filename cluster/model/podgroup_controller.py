@@ -103,7 +103,7 @@ def podgroup_for(owner: Owner, pod: Pod, name: str) -> PodGroup:
                             creation_timestamp=owner.meta.creation_timestamp),
         spec=PodGroupSpec(
             min_member=min_member,
-            min_resources=dict(request.scaled(min_member).to_quantities()),
+            min_resources=dict(request.scaled(min_member).within_int64(field="minResources").to_quantities()),
             queue=pod_annotations.get(QUEUE_NAME_ANNOTATION) or "default",
             priority_class_name=pod.spec.priority_class_name,
             network_topology=_network_topology(pod_annotations),

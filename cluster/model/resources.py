@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, NoReturn
 
-from cluster.model.quantity import format_amount, parse_amount
+from cluster.model.quantity import MAX_INT64, QuantityError, format_amount, parse_amount
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -67,6 +67,15 @@ class Resources(Mapping[str, int]):
         object.__setattr__(new, "_items", _canonical(items))
         object.__setattr__(new, "_hash", None)
         return new
+
+    def within_int64(self, *, field: str) -> Resources:
+        """Self, when every amount fits the store's integer fields; else QuantityError naming
+        ``field``, the resource and the limit (a sum of valid quantities can exceed int64)."""
+        for name, amount in self._items.items():
+            if abs(amount) > MAX_INT64:
+                raise QuantityError(f"{field}.{name}", amount, f"the total {amount} is too large "
+                                    f"(at most {MAX_INT64}{' millicores' if name == 'cpu' else ''})")
+        return self
 
     @classmethod
     def from_quantities(cls, values: Mapping[str, str | int | float] | None, *, field: str) -> Resources:

@@ -138,7 +138,8 @@ def expand_job(job: Job, *, priority_classes: PriorityValues | None = None, ordi
     tasks = job.spec.tasks
     requests = [template_request(task.template.spec, f"spec.tasks[{i}].template") for i, task in enumerate(tasks)]
     pods = [_pod(job, task, index) for task in tasks for index in range(task.replicas)]
-    needed = min_resources(tasks, requests, job.spec.min_available, priority_classes or {})
+    needed = min_resources(tasks, requests, job.spec.min_available, priority_classes or {}).within_int64(
+        field="spec.tasks (minResources, the sum of the minimum tasks' requests)")
     group = PodGroup(
         metadata=ObjectMeta(name=job.name, namespace=job.namespace, labels=dict(job.metadata.labels),
                             annotations=dict(job.metadata.annotations),

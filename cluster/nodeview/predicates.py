@@ -29,6 +29,7 @@ from cluster.model.core import (
     Taint,
     Toleration,
 )
+from cluster.nodeview.fit import shortages
 from cluster.nodeview.table import LabelCodes, Mask, NodeColumns
 
 NAME_FIELD = "metadata.name"  # the only field matchFields may name
@@ -278,37 +279,6 @@ def _field_requirement(columns: NodeColumns, req: NodeSelectorRequirement) -> Ma
     if i is not None:
         mask[i] = is_in
     return mask
-
-
-# -- resources ----------------------------------------------------------------------------
-
-
-def shortages(columns: NodeColumns, request: Mapping[str, int]) -> dict[str, Mask]:
-    """Per requested resource (amount > 0), the nodes whose free amount is below the request.
-
-    A resource the columns have never seen is short on every node; the columns are not
-    changed.
-    """
-    n = len(columns)
-    out: dict[str, Mask] = {}
-    for name, amount in request.items():
-        if amount <= 0:
-            continue
-        r = columns.resource_index.get(name)
-        if r is None:
-            out[name] = np.ones(n, dtype=np.bool_)
-        else:
-            out[name] = columns.allocatable[r, :n] - columns.allocated[r, :n] < amount
-    return out
-
-
-def resources_fit(columns: NodeColumns, request: Mapping[str, int]) -> tuple[Mask, dict[str, Mask]]:
-    """Nodes where the request fits in every resource, and per requested resource the nodes short of it."""
-    short = shortages(columns, request)
-    any_short = np.zeros(len(columns), dtype=np.bool_)
-    for mask in short.values():
-        any_short |= mask
-    return ~any_short, short
 
 
 # -- all together -------------------------------------------------------------------------

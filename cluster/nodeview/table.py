@@ -231,16 +231,6 @@ class NodeColumns:
         n = len(self.names)
         return self.allocatable[:, :n] - self.allocated[:, :n]
 
-    def fits(self, request: Resources) -> Mask:
-        """Nodes where the request fits in every resource, and that are schedulable."""
-        n = len(self.names)
-        v = self._vector(request)
-        rows = np.nonzero(v)[0]
-        ok = ~self.unschedulable[:n]
-        for r in rows:
-            ok &= self.allocated[r, :n] + v[r] <= self.allocatable[r, :n]
-        return ok
-
     def label_column(self, key: str) -> npt.NDArray[np.object_]:
         """Each node's value of a label (None where absent)."""
         col = self._label_columns.get(key)

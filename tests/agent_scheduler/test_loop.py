@@ -86,14 +86,14 @@ async def test_a_refresh_of_the_replica_keeps_placements_whose_commit_is_still_i
         p = make_pod("inflight", requests={"cpu": "10"}, scheduler="agent-scheduler")
         placement = Placement(uid=p.uid, node="n0", request=p.request(), version=int(cols.version[i]))
         cols.add("n0", placement.request)  # decided: the tentative placement
-        held = worker._hold([placement])  # and its commit is on its way
+        held = worker.assumed.assume("n0", placement.request, taken=True)  # and its commit is on its way
         before = int(cols.version[i])
         await store.upsert_nodes([node("n0", cpu="16", labels={"zone": "a"})])  # the node changes meanwhile
         async with asyncio.timeout(10):
             while int(cols.version[i]) == before:
                 await asyncio.sleep(0.01)  # the replica refreshed n0 from the store
         assert cols.allocated[cpu, i] == 10000  # the placement in flight is still counted
-        worker._release(held)
+        worker.assumed.forget(held)
     finally:
         await worker.stop()
 

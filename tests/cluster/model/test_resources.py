@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import pickle
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from cluster.model.resources import (
     STANDARD_RESOURCES,
     Resources,
 )
+from tests.builders import pod
 
 GiB = 2**30
 
@@ -177,3 +179,12 @@ def test_algebra(a: Resources, b: Resources) -> None:
 @given(a=vectors.filter(lambda r: all(v >= 0 for v in r.values())))
 def test_quantities_round_trip(a: Resources) -> None:
     assert Resources.from_quantities(a.to_quantities(), field="x") == a
+
+
+def test_a_pod_whose_containers_sum_past_int64_is_refused_by_name() -> None:
+    """Each quantity is within int64, their sum is not: the store's integer fields could not hold it."""
+    big = pod("big", cpu="9e15")
+    spec = msgspec.structs.replace(big.spec, containers=[big.spec.containers[0], big.spec.containers[0]])
+    with pytest.raises(QuantityError, match=r"^spec \(the pod's effective request\)\.cpu: the total 18000000000000000000 "
+                                            r"is too large \(at most 9223372036854775807 millicores\)$"):
+        msgspec.structs.replace(big, spec=spec).request()

@@ -19,12 +19,12 @@ from cluster.model.core import (
     Toleration,
 )
 from cluster.model.resources import Resources
+from cluster.nodeview.fit import resources_fit
 from cluster.nodeview.predicates import (
     Filtered,
     Predicate,
     affinity_mask,
     filter_nodes,
-    resources_fit,
     selector_mask,
     taint_mask,
     term_mask,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from cluster.model.resources import Resources
+from cluster.nodeview.fit import fitting
 from cluster.nodeview.table import NodeColumns
 from cluster.store.records import NodeRecord
 from tests.builders import node
@@ -20,9 +21,9 @@ def record(name: str, *, cpu: int = 8000, used: int = 0, gpu: int = 0, version: 
 
 def test_fits_checks_every_resource_and_schedulability() -> None:
     cols = NodeColumns([record("a"), record("b", used=7500), record("c", gpu=4), record("d", unsched=True)])
-    assert list(cols.fits(Resources({"cpu": 1000, "pods": 1}))) == [True, False, True, False]
-    assert list(cols.fits(Resources({"nvidia.com/gpu": 2, "pods": 1}))) == [False, False, True, False]
-    assert list(cols.fits(Resources({"example.com/fpga": 1}))) == [False, False, False, False]
+    assert list(fitting(cols, Resources({"cpu": 1000, "pods": 1})) & ~cols.unschedulable[: len(cols)]) == [True, False, True, False]
+    assert list(fitting(cols, Resources({"nvidia.com/gpu": 2, "pods": 1})) & ~cols.unschedulable[: len(cols)]) == [False, False, True, False]
+    assert list(fitting(cols, Resources({"example.com/fpga": 1})) & ~cols.unschedulable[: len(cols)]) == [False, False, False, False]
 
 
 def test_remove_keeps_rows_dense_and_growth_keeps_data() -> None:
