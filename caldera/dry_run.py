@@ -36,8 +36,8 @@ from batch_scheduler.session import Session, SessionConfig
 from binder.commit import Binder
 from caldera.connect import client
 from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.kinds import ClusterObject
 from cluster.model.manifests import (
-    ClusterObject,
     Manifest,
     ManifestErrors,
     admit,

@@ -22,7 +22,7 @@ import msgspec
 from kubernetes import client as k8s
 
 from cluster.model.core import Node, Pod, PriorityClass
-from cluster.model.manifests import decode_json
+from cluster.model.decode import decode_json
 from cluster.model.volcano import PodGroup, Queue
 from cluster.store.keys import Kind
 

@@ -7,7 +7,7 @@ ignored, so full API server objects decode. Only what scheduling needs is modell
 (unset timestamps, pointers such as ``priority`` or ``affinity``) accept ``None`` here, so
 ``msgspec.json.decode(body, type=Pod)`` works on what it sends. Other producers may put
 null anywhere (hand-written YAML ``labels:`` with nothing under it, Volcano's empty
-``nodesDesired``): ``cluster.model.manifests.from_builtins`` and ``decode_json`` drop nulls
+``nodesDesired``): ``cluster.model.decode.from_builtins`` and ``decode_json`` drop nulls
 first, and are the way to read anything else.
 """
 

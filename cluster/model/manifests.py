@@ -18,10 +18,7 @@ mirror) are decoded with :func:`decode_json`, leniently: the API server admitted
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from types import MappingProxyType
-from typing import Any, TypeVar
 
 import msgspec
 import yaml
@@ -36,6 +33,8 @@ from cluster.model.admission import (
     priority_class_problems,
 )
 from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.decode import from_builtins, normalise
+from cluster.model.kinds import KINDS, ClusterObject, KubeObject
 from cluster.model.kubeflow import expand_training_job
 from cluster.model.kubeflow_api import MPIJob, PyTorchJob, TFJob
 from cluster.model.pod_controllers import (
@@ -48,68 +47,12 @@ from cluster.model.pod_controllers import (
 from cluster.model.queue_admission import mutated, queue_problems
 from cluster.model.schema import Findings, Problem, Reference, Schemas, Template, join
 from cluster.model.unhonoured import unhonoured as _unhonoured
-from cluster.model.volcano import NodeShard, PodGroup, Queue
+from cluster.model.volcano import PodGroup, Queue
 from cluster.model.volcano_job import Job, JobError, admit_queue, expand_job
-
-ClusterObject = Node | Pod | PodGroup | Queue | PriorityClass | NodeShard
-"""What the cluster itself holds and the schedulers see."""
-Workload = Job | PyTorchJob | TFJob | MPIJob | Deployment | ReplicaSet | StatefulSet | BatchJob
-"""What controllers turn into pods (and PodGroups): :func:`expand` does."""
-KubeObject = ClusterObject | Workload
-"""What a manifest may hold: cluster objects, and Volcano Jobs that :func:`expand` turns into them."""
-T = TypeVar("T")
-
-KINDS: Mapping[tuple[str, str], type[KubeObject]] = MappingProxyType(
-    {
-        ("", "Node"): Node,
-        ("", "Pod"): Pod,
-        ("scheduling.volcano.sh", "PodGroup"): PodGroup,
-        ("scheduling.volcano.sh", "Queue"): Queue,
-        ("scheduling.k8s.io", "PriorityClass"): PriorityClass,
-        ("shard.volcano.sh", "NodeShard"): NodeShard,
-        ("batch.volcano.sh", "Job"): Job,
-        ("kubeflow.org", "PyTorchJob"): PyTorchJob,
-        ("kubeflow.org", "TFJob"): TFJob,
-        ("kubeflow.org", "MPIJob"): MPIJob,  # v1 (training operator) and v2beta1 (MPI operator)
-        ("apps", "Deployment"): Deployment,
-        ("apps", "ReplicaSet"): ReplicaSet,
-        ("apps", "StatefulSet"): StatefulSet,
-        ("batch", "Job"): BatchJob,
-    }
-)
-"""The modelled kinds, by (API group, kind); the core group is ''. Any version of a group is read."""
 
 
 class ManifestError(ValueError):
     """A manifest that cannot be loaded; one line: ``document N (Kind name): field: problem``."""
-
-
-def _normalise(obj: Any) -> Any:
-    """Go's reading of builtins: a null field is absent; YAML timestamps become RFC 3339 text."""
-    if isinstance(obj, dict):
-        return {k: _normalise(v) for k, v in obj.items() if v is not None}
-    if isinstance(obj, list):
-        return [_normalise(v) for v in obj]
-    if isinstance(obj, datetime.datetime):
-        if obj.tzinfo is not None:
-            obj = obj.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return obj.isoformat(timespec="microseconds" if obj.microsecond else "seconds") + "Z"
-    if isinstance(obj, datetime.date):
-        return obj.isoformat()
-    return obj
-
-
-def from_builtins(obj: object, type_: type[T]) -> T:
-    """Decode parsed JSON/YAML (dicts, lists, scalars) into ``type_``, nulls meaning absent.
-
-    Raises msgspec.ValidationError naming the path of a wrong field.
-    """
-    return msgspec.convert(_normalise(obj), type_)
-
-
-def decode_json(data: bytes | str, type_: type[T]) -> T:
-    """Decode JSON into ``type_``, nulls meaning absent (see :func:`from_builtins`)."""
-    return from_builtins(msgspec.json.decode(data), type_)
 
 
 def _group(api_version: str) -> str:
@@ -233,7 +176,7 @@ def _read(data: object, where: str, source: str, schemas: Schemas) -> tuple[Mani
     assert isinstance(kind, str) and isinstance(api_version, str)
     name, namespace = _meta(data, kind)
     manifest = Manifest(source=source, where=where, kind=kind, name=name, namespace=namespace, refused=True)
-    normal: dict[str, Any] = _normalise(data)
+    normal: dict[str, object] = normalise(data)
     schema = schemas.schema(api_version, kind)
     findings = schemas.check(normal, schema) if schema is not None else Findings()
     if findings.unknown:  # a misspelling explains whatever else looks wrong: say it alone

@@ -81,7 +81,7 @@ from cluster.model.pod_template import (
 )
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroup, PodGroupSpec
-from cluster.model.volcano_admission import admit_queue, mutate_job, validate_job
+from cluster.model.volcano_admission import admit_queue, validate_job
 from cluster.model.volcano_job_api import (
     DEFAULT_QUEUE,
     DEFAULT_SCHEDULER,
@@ -98,6 +98,7 @@ from cluster.model.volcano_job_api import (
     TaskSpec,
     VolumeSpec,
 )
+from cluster.model.volcano_mutation import mutate_job
 
 __all__ = [
     "DEFAULT_QUEUE", "DEFAULT_SCHEDULER", "JOB_NAME_LABEL", "KUBE_DEFAULT_SCHEDULER", "QUEUE_NAME_LABEL",

@@ -14,7 +14,7 @@ from cluster.model.admission import (
     priority_class_problems,
 )
 from cluster.model.core import Node, Pod, PriorityClass
-from cluster.model.manifests import from_builtins
+from cluster.model.decode import from_builtins
 from cluster.model.schema import Reference
 
 

@@ -7,8 +7,9 @@ import textwrap
 import pytest
 
 from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.kinds import KINDS
 from cluster.model.kubeflow_api import MPIJob, PyTorchJob, TFJob
-from cluster.model.manifests import KINDS, ManifestError, decode_object, load_manifests
+from cluster.model.manifests import ManifestError, decode_object, load_manifests
 from cluster.model.pod_controllers import BatchJob, Deployment, ReplicaSet, StatefulSet
 from cluster.model.resources import GPU
 from cluster.model.volcano import NodeShard, PodGroup, Queue

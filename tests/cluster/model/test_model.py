@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from cluster.model.core import Node, Pod, PriorityClass
-from cluster.model.manifests import decode_json, from_builtins
+from cluster.model.decode import decode_json, from_builtins
 from cluster.model.quantity import QuantityError
 from cluster.model.resources import DEFAULT_MAX_PODS, GPU, Resources
 from cluster.model.volcano import NodeShard, PodGroup, Queue

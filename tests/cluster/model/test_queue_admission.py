@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cluster.model.manifests import from_builtins
+from cluster.model.decode import from_builtins
 from cluster.model.queue_admission import mutated, queue_problems
 from cluster.model.volcano import Queue
 

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from cluster.model.core import Pod
-from cluster.model.manifests import from_builtins
+from cluster.model.decode import from_builtins
 from cluster.model.unhonoured import notice, unhonoured
 from cluster.model.volcano import PodGroup, Queue
 
