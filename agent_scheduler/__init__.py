@@ -1,1 +1,1 @@
-"""The agent scheduler: the low-latency path with Ray-actor workers (arrives with the agent issue)."""
+"""The agent scheduler: the low-latency path. A scheduling queue, a pure decision core over the node table, workers as Ray actors committing through the binder."""

@@ -1,9 +1,8 @@
 """The Ray side of the agent scheduler: workers as Ray actors. The only module that imports ray.
 
 Ray runs the workers (placement, restarts on a Ray cluster, death notices); the batches
-themselves travel through Redis lists, not Ray calls. On this 2-core machine a Ray call
-costs ~1 ms idle and ~3 ms under load, twice per batch; a list push and a blocking pop
-cost ~0.2 ms. Each worker's actor runs one long ``serve`` call for its whole life: it
+themselves travel through Redis lists, not Ray calls: a Ray call costs several times a
+list push and a blocking pop (the README gives the figures), and would be paid twice per batch. Each worker's actor runs one long ``serve`` call for its whole life: it
 pops batches from its inbox list, schedules them (up to ``CONCURRENCY`` at once) and
 pushes each answer to the loop's outbox list. When the actor dies, that call fails at
 once, and every batch in flight on it fails with it, so the loop hands those pods to the

@@ -23,7 +23,7 @@ from typing import Protocol
 import msgspec
 
 from agent_scheduler.metrics import AgentMetrics
-from agent_scheduler.queue import SchedulingQueue
+from agent_scheduler.queue import QueuePart, SchedulingQueue
 from agent_scheduler.worker import BatchResult, OutcomeKind
 from binder.metrics import BinderMetrics
 from cluster.store.feed import Informer
@@ -103,7 +103,7 @@ class AgentLoop:
                     self.bound.pop(uid, None)
                     self.bound_at.pop(uid, None)
                 state = self.queue.state(uid)
-                if state == "inflight":  # settles with its outcome; a retry sends the newest record
+                if state is QueuePart.INFLIGHT:  # settles with its outcome; a retry sends the newest record
                     if rec is not None:
                         self.records[uid] = rec
                 elif state is not None:

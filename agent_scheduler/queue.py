@@ -12,6 +12,7 @@ stays in its heap and is skipped when it surfaces. Pure; the clock is injected.
 
 from __future__ import annotations
 
+import enum
 import heapq
 import itertools
 from collections import deque
@@ -19,6 +20,16 @@ from collections.abc import Callable
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
+
+
+
+class QueuePart(enum.StrEnum):
+    """Where a pod waits: ``urgent`` (retry first), ``active``, ``backoff`` (after a failure), ``inflight`` (with a worker)."""
+
+    URGENT = "urgent"
+    ACTIVE = "active"
+    BACKOFF = "backoff"
+    INFLIGHT = "inflight"
 
 
 class SchedulingQueue:
@@ -31,15 +42,15 @@ class SchedulingQueue:
         self._urgent: deque[str] = deque()
         self._active: list[tuple[int, int, str]] = []
         self._backoff: list[tuple[float, int, str]] = []
-        self._where: dict[str, str] = {}  # uid -> "urgent" | "active" | "backoff" | "inflight"
+        self._where: dict[str, QueuePart] = {}
         self._priority: dict[str, int] = {}
         self.attempts: dict[str, int] = {}
 
     def __contains__(self, uid: str) -> bool:
         return uid in self._where
 
-    def state(self, uid: str) -> str | None:
-        """Where the pod is: "urgent", "active", "backoff", "inflight", or None."""
+    def state(self, uid: str) -> QueuePart | None:
+        """Where the pod waits, or None when it is not queued."""
         return self._where.get(uid)
 
     def add(self, uid: str, priority: int = 0) -> None:
@@ -51,7 +62,7 @@ class SchedulingQueue:
 
     def _push_active(self, uid: str) -> None:
         heapq.heappush(self._active, (-self._priority.get(uid, 0), next(self._seq), uid))
-        self._where[uid] = "active"
+        self._where[uid] = QueuePart.ACTIVE
 
     def remove(self, uid: str) -> None:
         """Forget a pod (deleted, or bound by someone else)."""
@@ -66,14 +77,14 @@ class SchedulingQueue:
         out: list[str] = []
         while self._urgent and len(out) < n:
             uid = self._urgent.popleft()
-            if self._where.get(uid) == "urgent":
+            if self._where.get(uid) is QueuePart.URGENT:
                 out.append(uid)
         while self._active and len(out) < n:
             _, _, uid = heapq.heappop(self._active)
-            if self._where.get(uid) == "active":
+            if self._where.get(uid) is QueuePart.ACTIVE:
                 out.append(uid)
         for uid in out:
-            self._where[uid] = "inflight"
+            self._where[uid] = QueuePart.INFLIGHT
         return out
 
     def done(self, uid: str) -> None:
@@ -83,7 +94,7 @@ class SchedulingQueue:
     def retry_now(self, uid: str) -> None:
         """A binder conflict: try again first thing, without backoff."""
         if uid in self._where:
-            self._where[uid] = "urgent"
+            self._where[uid] = QueuePart.URGENT
             self._urgent.append(uid)
 
     def back_off(self, uid: str) -> float:
@@ -94,7 +105,7 @@ class SchedulingQueue:
         self.attempts[uid] = tries
         delay = float(min(self.initial_backoff * 2 ** (tries - 1), self.max_backoff))
         heapq.heappush(self._backoff, (self.clock() + delay, next(self._seq), uid))
-        self._where[uid] = "backoff"
+        self._where[uid] = QueuePart.BACKOFF
         return delay
 
     def flush_backoff(self) -> None:
@@ -102,14 +113,14 @@ class SchedulingQueue:
         now = self.clock()
         while self._backoff and self._backoff[0][0] <= now:
             _, _, uid = heapq.heappop(self._backoff)
-            if self._where.get(uid) == "backoff":
+            if self._where.get(uid) is QueuePart.BACKOFF:
                 self._push_active(uid)
 
     def activate_backoff(self) -> int:
         """Capacity freed up: every pod in backoff is worth a try now. Returns how many."""
         moved = 0
         for _, _, uid in self._backoff:
-            if self._where.get(uid) == "backoff":
+            if self._where.get(uid) is QueuePart.BACKOFF:
                 self._push_active(uid)
                 moved += 1
         self._backoff.clear()
@@ -117,12 +128,12 @@ class SchedulingQueue:
 
     def next_backoff_due(self) -> float | None:
         """When the earliest backoff ends (clock time), or None."""
-        while self._backoff and self._where.get(self._backoff[0][2]) != "backoff":
+        while self._backoff and self._where.get(self._backoff[0][2]) is not QueuePart.BACKOFF:
             heapq.heappop(self._backoff)
         return float(self._backoff[0][0]) if self._backoff else None
 
     def depth(self) -> dict[str, int]:
-        counts = {"urgent": 0, "active": 0, "backoff": 0, "inflight": 0}
+        counts = {part.value: 0 for part in QueuePart}
         for where in self._where.values():
             counts[where] += 1
         return counts

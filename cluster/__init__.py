@@ -1,1 +1,1 @@
-"""The shared cluster model and state: quantities, API objects, the Redis store, the change feed, node snapshots, the simulator."""
+"""What every process shares, one concept per sub-package: model (pure API model), store (Redis), nodeview (pure numpy node table), runtime (process start-up), kube (the Kubernetes client), sim (the simulated cluster)."""

@@ -1,1 +1,1 @@
-"""The sharding controller: splits nodes into NodeShards by utilization band (arrives with the sharding issue)."""
+"""The sharding controller: splits the nodes into NodeShards, one per scheduler, by utilization band (pure policy + controller loop)."""

@@ -31,7 +31,7 @@ from cluster.store.store import Own, Put, Store, Write
 from sharding.config import ShardConfig, Utilization
 from sharding.metrics import ShardMetrics
 from sharding.policy import (
-    UNOWNED,
+    NO_OWNER,
     Floats,
     Hysteresis,
     NodeState,
@@ -95,7 +95,7 @@ class ShardingController:
 
     def _state(self) -> NodeState:
         owners = self.columns.owner_array()
-        owner = np.full(len(self.columns), UNOWNED, dtype=np.int64)
+        owner = np.full(len(self.columns), NO_OWNER, dtype=np.int64)
         for name, ci in self.index.items():  # a loop over schedulers, numpy over nodes
             owner[owners == name] = ci
         warm = self.columns.label_column(WARMUP_LABEL) == "true"
@@ -148,7 +148,7 @@ class ShardingController:
                 self.metrics.moves.labels(name_of[old] if old >= 0 else "none", name_of[new] if new >= 0 else "none").inc()
             for name, size in sizes.items():
                 self.metrics.nodes.labels(name).set(size)
-            self.metrics.nodes.labels("none").set(int((result.owner == UNOWNED).sum()))
+            self.metrics.nodes.labels("none").set(int((result.owner == NO_OWNER).sum()))
         self.last_sync = self.clock()
         self.syncs += 1
         self.moves += len(moved)

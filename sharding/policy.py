@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from sharding.config import ShardConfig
 
-UNOWNED = -1
+NO_OWNER = -1
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -47,7 +47,7 @@ class Hysteresis(msgspec.Struct, frozen=True, kw_only=True):
 class NodeState(msgspec.Struct, kw_only=True):
     """The policy's input, one entry per node (arrays of equal length).
 
-    ``owner``: index of the current owner in the configs, or UNOWNED.
+    ``owner``: index of the current owner in the configs, or NO_OWNER.
     ``outside_since``: when the node's utilization left its owner's band (NaN: inside,
     or unowned, or borrowed).
     """
@@ -95,7 +95,7 @@ def assign(state: NodeState, configs: list[ShardConfig], now: float, hysteresis:
     """The new owner of every node."""
     n = len(state.util)
     util = state.util
-    owner = np.full(n, UNOWNED, dtype=np.int64)
+    owner = np.full(n, NO_OWNER, dtype=np.int64)
     borrowed = np.zeros(n, dtype=np.bool_)
     outside = np.full(n, np.nan)
 
@@ -111,7 +111,7 @@ def assign(state: NodeState, configs: list[ShardConfig], now: float, hysteresis:
 
     for ci, c in enumerate(configs):
         members = state.owner == ci
-        eligible = (owner == UNOWNED) & ((members & (in_band(util, c) | retained)) | entry_band(util, c, hysteresis.margin))
+        eligible = (owner == NO_OWNER) & ((members & (in_band(util, c) | retained)) | entry_band(util, c, hysteresis.margin))
         candidates = np.flatnonzero(eligible)
         if not len(candidates):
             continue
@@ -127,7 +127,7 @@ def assign(state: NodeState, configs: list[ShardConfig], now: float, hysteresis:
         if need <= 0:
             continue
         distance = np.maximum(np.maximum(c.min_util - util, util - c.max_util), 0.0)
-        free = np.flatnonzero(owner == UNOWNED)
+        free = np.flatnonzero(owner == NO_OWNER)
         if len(free):
             order = np.lexsort([state.owner[free] != ci, distance[free]])
             take = free[order[:need]]

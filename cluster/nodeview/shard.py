@@ -14,7 +14,16 @@ import numpy.typing as npt
 
 from cluster.nodeview.table import NodeColumns
 
-OWN, UNOWNED, OTHER = 0, 1, 2
+
+class Rank(enum.IntEnum):
+    """A node's place in a scheduler's order of preference (lower first)."""
+
+    OWN = 0
+    UNOWNED = 1
+    OTHER = 2
+
+
+OWN, UNOWNED, OTHER = Rank.OWN, Rank.UNOWNED, Rank.OTHER
 
 
 class ShardingMode(enum.StrEnum):

@@ -11,7 +11,7 @@ al., "Beware of Fragmentation", USENIX ATC '23):
 GPU sharing. A pod with ``num_gpu == 1`` and ``0 < gpu_milli < 1000`` shares one GPU. A
 node offers ``caldera.io/gpu-milli`` (1000 per GPU) besides ``nvidia.com/gpu``; a sharing
 pod requests only gpu-milli, a pod with whole GPUs requests both, so whole and shared use
-count against the same per-node total. Per-device sharing comes later: for now the
+count against the same per-node total. Per-device accounting is not modelled: the
 node's gpu-milli total is the shared pool, which can't be over-committed in aggregate,
 but two shares placed on one node might in reality straddle devices (0.6 + 0.6 of two
 GPUs fits here, though neither GPU can hold both).

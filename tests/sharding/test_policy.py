@@ -18,7 +18,7 @@ from sharding.config import (
     parse_scheduler_configs,
 )
 from sharding.policy import (
-    UNOWNED,
+    NO_OWNER,
     Assignment,
     Hysteresis,
     NodeState,
@@ -45,7 +45,7 @@ def state(util: list[float], owner: list[int] | None = None, *, warmup: list[boo
     return NodeState(
         util=np.array(util, dtype=np.float64),
         warmup=np.array(warmup if warmup is not None else [False] * n, dtype=np.bool_),
-        owner=np.array(owner if owner is not None else [UNOWNED] * n, dtype=np.int64),
+        owner=np.array(owner if owner is not None else [NO_OWNER] * n, dtype=np.int64),
         outside_since=np.array(outside_since if outside_since is not None else [math.nan] * n, dtype=np.float64),
     )
 
@@ -96,7 +96,7 @@ def passed_over(s: NodeState, a: Assignment, ci: int, c: ShardConfig, now: float
     A node unowned in the result was never taken by the band rule (borrowing only adds
     owners), and one a later config holds by the band rule (not borrowed) was still free
     after ``ci``'s turn; either way nothing earlier took it, so it was a candidate of ``ci``."""
-    free_after = (a.owner == UNOWNED) | ((a.owner > ci) & ~a.borrowed)
+    free_after = (a.owner == NO_OWNER) | ((a.owner > ci) & ~a.borrowed)
     return eligible_for(s, ci, c, now, h) & free_after
 
 
@@ -162,8 +162,8 @@ def test_every_node_has_at_most_one_valid_owner(case: Case) -> None:
     n = len(s.util)
     assert a.owner.shape == a.borrowed.shape == a.outside_since.shape == (n,)
     assert np.issubdtype(a.owner.dtype, np.integer)
-    assert ((a.owner >= UNOWNED) & (a.owner < len(configs))).all()
-    assert not (a.borrowed & (a.owner == UNOWNED)).any()
+    assert ((a.owner >= NO_OWNER) & (a.owner < len(configs))).all()
+    assert not (a.borrowed & (a.owner == NO_OWNER)).any()
 
 
 @PROPERTY
@@ -199,7 +199,7 @@ def test_outside_since_is_kept_only_for_members_retained_outside_their_band(case
         assert np.array_equal(since, expected)
         assert (now - since < h.dwell).all()
         assert np.isnan(a.outside_since[held & inside(s.util, c)]).all()
-    assert np.isnan(a.outside_since[(a.owner == UNOWNED) | a.borrowed]).all()
+    assert np.isnan(a.outside_since[(a.owner == NO_OWNER) | a.borrowed]).all()
 
 
 @PROPERTY
@@ -214,7 +214,7 @@ def test_shard_sizes_respect_max_nodes_and_min_nodes(case: Case) -> None:
     for ci, c in enumerate(configs):
         assert size[ci] <= c.max_nodes
         if size[ci] < c.min_nodes:
-            assert not (a.owner == UNOWNED).any()
+            assert not (a.owner == NO_OWNER).any()
             assert all(size[d] <= configs[d].min_nodes for d in range(len(configs)) if d != ci)
         if (a.borrowed & (a.owner == ci)).any():
             assert size[ci] <= c.min_nodes
@@ -229,7 +229,7 @@ def test_a_candidate_is_passed_over_only_for_higher_ranked_nodes_of_a_full_shard
     nodes from another), ``ci`` holds exactly MAX_NODES by the band rule."""
     s, configs, now, h = case
     a = assign(s, configs, now, h)
-    anything_unowned = bool((a.owner == UNOWNED).any())
+    anything_unowned = bool((a.owner == NO_OWNER).any())
     for ci, c in enumerate(configs):
         skipped = np.flatnonzero(passed_over(s, a, ci, c, now, h))
         if not len(skipped):
@@ -276,14 +276,14 @@ def test_members_inside_their_band_stay(case: Case) -> None:
             earlier_wins = any(entering(one, configs[d], h.margin)[0] for d in range(ci))
             if new == ci:  # borrowed back only after an earlier config took it
                 assert not a.borrowed[i] or earlier_wins
-            elif new != UNOWNED and not a.borrowed[i] and new < ci:
+            elif new != NO_OWNER and not a.borrowed[i] and new < ci:
                 assert entering(one, configs[new], h.margin)[0]
-            elif new != UNOWNED and a.borrowed[i]:
+            elif new != NO_OWNER and a.borrowed[i]:
                 assert size[ci] >= c.min_nodes or earlier_wins
             else:
                 held = np.flatnonzero(band_members(a, ci))
                 assert all(rank(s, ci, c, j) >= rank(s, ci, c, i) for j in held)
-                if new == UNOWNED:
+                if new == NO_OWNER:
                     assert len(held) == c.max_nodes
 
 
@@ -361,15 +361,15 @@ def run_node(path: list[float], *, owner: int, step: float = 30.0) -> list[int]:
 
 def test_a_node_just_past_the_edge_leaves_after_dwell_not_before() -> None:
     seen = run_node([0.62] * 12, owner=0)  # t = 0, 30, ..., 330; first seen outside at t=0
-    assert seen == [0] * 10 + [UNOWNED] * 2  # still in at t=270, gone at t=300
+    assert seen == [0] * 10 + [NO_OWNER] * 2  # still in at t=270, gone at t=300
 
 
 def test_coming_back_inside_restarts_the_dwell_clock() -> None:
     seen = run_node([0.62] * 8 + [0.58] + [0.62] * 11, owner=0)  # back inside at t=240, out again at t=270
-    assert seen == [0] * 19 + [UNOWNED]  # leaves at t=270+300=570, the 20th sync
+    assert seen == [0] * 19 + [NO_OWNER]  # leaves at t=270+300=570, the 20th sync
 
 
-@pytest.mark.parametrize(("jump", "then"), [(0.67, UNOWNED), (0.9, 1), (0.52, 0)])
+@pytest.mark.parametrize(("jump", "then"), [(0.67, NO_OWNER), (0.9, 1), (0.52, 0)])
 def test_a_node_jumping_beyond_the_margin_moves_at_the_next_sync(jump: float, then: int) -> None:
     seen = run_node([0.3, jump, jump], owner=0)  # 0.52 is a jump inside the band: no move
     assert seen == [0, then, then]
@@ -377,24 +377,24 @@ def test_a_node_jumping_beyond_the_margin_moves_at_the_next_sync(jump: float, th
 
 def test_the_margin_applies_below_a_band_too() -> None:
     seen = run_node([0.75, 0.66, 0.64], owner=1, step=60.0)  # high starts at 0.7: 0.65 is the margin edge
-    assert seen == [1, 1, UNOWNED]
+    assert seen == [1, 1, NO_OWNER]
 
 
 def test_a_node_enters_a_band_only_inside_it_by_the_margin() -> None:
     # high's entry edge is 0.7 + 0.05; low's is 0.6 - 0.05.
-    assert run_node([0.68, 0.72, 0.74, 0.76], owner=UNOWNED) == [UNOWNED, UNOWNED, UNOWNED, 1]
-    assert run_node([0.62, 0.58, 0.56, 0.54], owner=UNOWNED) == [UNOWNED, UNOWNED, UNOWNED, 0]
+    assert run_node([0.68, 0.72, 0.74, 0.76], owner=NO_OWNER) == [NO_OWNER, NO_OWNER, NO_OWNER, 1]
+    assert run_node([0.62, 0.58, 0.56, 0.54], owner=NO_OWNER) == [NO_OWNER, NO_OWNER, NO_OWNER, 0]
 
 
 def test_a_node_that_left_does_not_come_back_at_the_edge() -> None:
     seen = run_node([0.67, 0.59, 0.58, 0.57, 0.5], owner=0)  # left beyond the margin; back in only below 0.55
-    assert seen == [UNOWNED, UNOWNED, UNOWNED, UNOWNED, 0]
+    assert seen == [NO_OWNER, NO_OWNER, NO_OWNER, NO_OWNER, 0]
 
 
 @pytest.mark.parametrize(("util", "owner"), [(0.0, 0), (1.0, 1), (1.15, 1)])
 def test_the_ends_of_the_scale_need_no_entry_margin(util: float, owner: int) -> None:
     """MIN_UTIL 0 and MAX_UTIL 1 are not inner edges; a band reaching 1.0 is open above."""
-    assert run_node([util], owner=UNOWNED) == [owner]
+    assert run_node([util], owner=NO_OWNER) == [owner]
 
 
 # ----------------------------------------------------------------------------- MIN_NODES borrowing
@@ -413,14 +413,14 @@ def test_a_short_band_borrows_the_nearest_unowned_nodes() -> None:
     configs = [band("low", 0.0, 0.3, min_nodes=3), band("mid", 0.4, 0.45), band("high", 0.8, 1.0)]
     # low holds 0.1; unowned gap nodes lie 0.2, 0.05, 0.3 and 0.4 from it; 0.45 is mid's.
     owner, borrowed = owners_and_borrowed(configs, [0.1, 0.5, 0.35, 0.6, 0.45, 0.7])
-    assert owner == [0, 0, 0, UNOWNED, 1, UNOWNED]
+    assert owner == [0, 0, 0, NO_OWNER, 1, NO_OWNER]
     assert borrowed == [False, True, True, False, False, False]
 
 
 def test_a_short_band_borrows_from_above_and_below_by_distance() -> None:
     configs = [band("mid", 0.4, 0.5, min_nodes=3)]
     owner, borrowed = owners_and_borrowed(configs, [0.45, 0.2, 0.33, 0.58, 0.9, 0.62])
-    assert owner == [0, UNOWNED, 0, 0, UNOWNED, UNOWNED]  # 0.33 (0.07 below), 0.58 (0.08 above)
+    assert owner == [0, NO_OWNER, 0, 0, NO_OWNER, NO_OWNER]  # 0.33 (0.07 below), 0.58 (0.08 above)
     assert borrowed == [False, False, True, True, False, False]
 
 
@@ -452,14 +452,14 @@ def test_borrowing_is_not_bound_by_the_margin() -> None:
     # With the default margin nothing enters low (its entry edge is 0.25): it borrows 0.28
     # (inside, distance 0) and 0.32 (in the margin zone), not the farther 0.4.
     owner, borrowed = owners_and_borrowed(configs, [0.4, 0.32, 0.28], hysteresis=Hysteresis())
-    assert owner == [UNOWNED, 0, 0]
+    assert owner == [NO_OWNER, 0, 0]
     assert borrowed == [False, True, True]
 
 
 def test_borrowing_stops_at_min_nodes() -> None:
     configs = [band("low", 0.0, 0.3, min_nodes=2)]
     owner, borrowed = owners_and_borrowed(configs, [0.5, 0.6, 0.7, 0.8])
-    assert owner == [0, 0, UNOWNED, UNOWNED]
+    assert owner == [0, 0, NO_OWNER, NO_OWNER]
     assert borrowed == [True, True, False, False]
 
 
@@ -513,7 +513,7 @@ def test_a_move_that_changes_a_nodes_owner_changes_its_signature(before: float, 
 def test_borrowing_takes_the_nearest_node_even_over_a_former_member() -> None:
     """Nearest by utilization wins (DESIGN §5); a former member is preferred only among equally near nodes."""
     configs = [band("low", 0.0, 0.3, min_nodes=2)]
-    a = assign(state([0.1, 0.45, 0.32], owner=[0, 0, UNOWNED]), configs, 1000.0, Hysteresis())
-    assert a.owner.tolist() == [0, UNOWNED, 0]
-    tie = assign(state([0.1, 0.4, 0.4], owner=[0, UNOWNED, 0]), configs, 1000.0, NO_HYSTERESIS)
-    assert tie.owner.tolist() == [0, UNOWNED, 0]
+    a = assign(state([0.1, 0.45, 0.32], owner=[0, 0, NO_OWNER]), configs, 1000.0, Hysteresis())
+    assert a.owner.tolist() == [0, NO_OWNER, 0]
+    tie = assign(state([0.1, 0.4, 0.4], owner=[0, NO_OWNER, 0]), configs, 1000.0, NO_HYSTERESIS)
+    assert tie.owner.tolist() == [0, NO_OWNER, 0]
