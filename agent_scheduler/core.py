@@ -1,12 +1,13 @@
 """The agent scheduler's decision core: pure, no Ray, no I/O.
 
-Given the node columns of the shard and a micro-batch of pods: filter every node at once
-(resources, nodeSelector, taints, required node affinity, unschedulable, shard mode),
-score the feasible ones (binpack or least-allocated, plus a bonus for warmup nodes), and
-pick among the top K at random (seeded) so that workers holding the same view do not all
-chase the same node. Each choice is applied to the columns before the next pod, so one
-batch never over-fills a node by itself. In soft sharding mode the scheduler's own
-nodes come first, then unowned nodes, then others.
+Given the node table and a micro-batch of pods, each pod is placed through the agent's
+profile of the placement framework (``cluster.nodeview.profile``): the predicates filter
+every node at once (resources, nodeSelector, taints, required node affinity,
+unschedulable, shard mode), binpack or least-allocated plus the warmup and worker-partition
+bonuses score the feasible ones of the best shard rank (own, then unowned, then others in
+soft mode), and a seeded draw among the top K picks, so that workers holding the same view
+do not all chase the same node. Each choice is taken on the table before the next pod, so
+one batch never over-fills a node by itself.
 """
 
 from __future__ import annotations
@@ -16,15 +17,12 @@ import random
 from collections.abc import Mapping, Sequence
 
 import msgspec
-import numpy as np
-import numpy.typing as npt
 
 from cluster.model.core import Pod
-from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import Resources
-from cluster.nodeview.predicates import filter_nodes
-from cluster.nodeview.scores import label_bonus, least_allocated, most_allocated
-from cluster.nodeview.shard import ShardingMode, shard_feasible, shard_rank
+from cluster.nodeview.predicates import Filtered
+from cluster.nodeview.profile import Profile, agent_profile
+from cluster.nodeview.shard import ShardingMode
 from cluster.nodeview.table import NodeColumns
 
 
@@ -65,41 +63,26 @@ class NoFit(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-def _standing(columns: NodeColumns, config: CoreConfig) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int8], npt.NDArray[np.float64]]:
-    """What does not change from pod to pod or batch to batch: the nodes the shard allows,
-    their shard rank, and their bonus (warmup label, this worker's partition)."""
-    allowed = shard_feasible(columns, config.scheduler, config.sharding)
-    rank = shard_rank(columns, config.scheduler, config.sharding)
-    bonus = label_bonus(columns, WARMUP_LABEL, "true") * config.warmup_bonus
-    if config.workers > 1:
-        bonus = bonus + (columns.name_hash[: len(columns)] % config.workers == config.worker) * config.partition_bonus
-    for shared in (allowed, rank, bonus):  # kept across batches: nothing may write to them
-        shared.flags.writeable = False
-    return allowed, rank, bonus
+def profile(config: CoreConfig) -> Profile:
+    """The agent's profile of the placement framework, from its config."""
+    return agent_profile(scheduler=config.scheduler, sharding=config.sharding, binpack=config.score is ScoreKind.BINPACK,
+                         weights=config.weights, warmup_bonus=config.warmup_bonus, worker=config.worker,
+                         workers=config.workers, partition_bonus=config.partition_bonus, candidates=config.candidates)
 
 
-def decide(columns: NodeColumns, tasks: Sequence[Task], config: CoreConfig, rng: random.Random) -> list[Choice | NoFit]:
-    """A node for each task (applied to ``columns``), or why none fits."""
-    out: list[Choice | NoFit] = []
+def decide(columns: NodeColumns, tasks: Sequence[Task], config: CoreConfig, rng: random.Random,
+           chosen: Profile | None = None) -> list[Choice | NoFit]:
+    """A node for each task (taken on ``columns``, so the next task sees it), or why none fits."""
     if not len(columns):
         return [NoFit(uid=t.uid, reason="0/0 nodes are available: the cluster has no nodes.") for t in tasks]
-    key = ("agent-core", config.scheduler, config.sharding, config.warmup_bonus, config.worker, config.workers, config.partition_bonus)
-    allowed, rank, bonus = columns.derived(key, lambda: _standing(columns, config))
-    score_fn = most_allocated if config.score is ScoreKind.BINPACK else least_allocated
+    placing = chosen if chosen is not None else profile(config)
+    out: list[Choice | NoFit] = []
     for task in tasks:
-        filtered = filter_nodes(columns, task.pod, task.request, allowed=allowed)
-        idx = np.flatnonzero(filtered.mask)
-        if not len(idx):
-            out.append(NoFit(uid=task.uid, reason=filtered.reason()))
+        row = placing.place(columns, task.pod, task.request, rng)
+        if isinstance(row, Filtered):
+            out.append(NoFit(uid=task.uid, reason=row.reason()))
             continue
-        tiers = rank[idx]
-        idx = idx[tiers == tiers.min()]
-        score = score_fn(columns, task.request, config.weights)[idx]
-        score = score + bonus[idx]
-        k = min(config.candidates, len(idx))
-        top = idx[np.argpartition(-score, k - 1)[:k]] if k < len(idx) else idx
-        i = int(top[rng.randrange(len(top))])
-        name = columns.names[i]
+        name = columns.names[row]
         columns.add(name, task.request)
-        out.append(Choice(uid=task.uid, node=name, version=int(columns.version[i])))
+        out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row])))
     return out

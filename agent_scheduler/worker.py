@@ -19,7 +19,7 @@ import time
 
 import msgspec
 
-from agent_scheduler.core import CoreConfig, NoFit, Task, decide
+from agent_scheduler.core import CoreConfig, NoFit, Task, decide, profile
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason
@@ -88,6 +88,7 @@ class Worker:
         self.target = target
         self.config = config
         self.rng = random.Random(config.seed)
+        self.profile = profile(config.core)
         self.columns = NodeColumns()
         self._informer = Informer(store, [Kind.NODE], block_ms=50, settle_s=config.replica_settle_s)
         self._follower: asyncio.Task[None] | None = None
@@ -144,7 +145,7 @@ class Worker:
 
     async def _attempt(self, tasks: list[Task], attempt: int, call: _Call) -> list[Task]:
         """One round: decide every task, commit the placements, sort the answers; the tasks to retry."""
-        decisions = decide(self.columns, tasks, self.config.core, self.rng)
+        decisions = decide(self.columns, tasks, self.config.core, self.rng, self.profile)
         by_uid = {t.uid: t for t in tasks}
         placements = []
         for d in decisions:

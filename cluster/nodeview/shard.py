@@ -44,6 +44,16 @@ def shard_rank(columns: NodeColumns, scheduler: str, mode: ShardingMode) -> npt.
     return rank
 
 
+RANK_PENALTY = 1e9
+"""Far above any sum of score plugins: a node of a worse rank never beats one of a better rank."""
+
+
+def preference_penalty(rank: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
+    """What each node's score loses for its shard rank: own shard first, then unowned, then others."""
+    penalty: npt.NDArray[np.float64] = rank.astype(np.float64) * RANK_PENALTY
+    return penalty
+
+
 def shard_feasible(columns: NodeColumns, scheduler: str, mode: ShardingMode) -> npt.NDArray[np.bool_]:
     """Nodes the scheduler may use at all: its own in hard mode, every node otherwise."""
     if mode is ShardingMode.HARD:

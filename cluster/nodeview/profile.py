@@ -1,0 +1,176 @@
+"""A scheduling profile over the node table: Filter plugins, Score plugins and a Select policy.
+
+As kube-scheduler runs several schedulerNames as profiles of one framework, caldera's
+schedulers judge nodes through the same extension points: a :class:`Filter` says where a
+pod may go (with the reason it may go nowhere), each :class:`Score` rates the nodes the
+filter left, and a :class:`Select` picks one. Shard preference is applied once, between
+scoring and selection (:func:`cluster.nodeview.shard.preference_penalty`): a node of a
+worse shard rank never beats one of a better rank. The agent scheduler's profile is
+predicates; binpack or least-allocated plus the warmup and partition bonuses; a seeded
+top-K draw (:func:`agent_profile` builds it). Plugins here are pure: given the table, the
+pod and its request, they return the same arrays.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from cluster.model.core import Pod
+from cluster.model.labels import WARMUP_LABEL
+from cluster.model.resources import Resources
+from cluster.nodeview.predicates import Filtered, filter_nodes
+from cluster.nodeview.scores import label_bonus, least_allocated, most_allocated
+from cluster.nodeview.shard import (
+    ShardingMode,
+    preference_penalty,
+    shard_feasible,
+    shard_rank,
+)
+from cluster.nodeview.table import NodeColumns
+
+Rows = npt.NDArray[np.intp]
+Values = npt.NDArray[np.float64]
+A = TypeVar("A", bound=npt.NDArray[Any])
+
+
+class Filter(Protocol):
+    """Where a pod may go: a mask over every node, and the reason when it is empty."""
+
+    def filter(self, table: NodeColumns, pod: Pod, request: Resources) -> Filtered: ...
+
+
+class Score(Protocol):
+    """How good each of ``rows`` is for the pod (higher is better)."""
+
+    def score(self, table: NodeColumns, pod: Pod, request: Resources, rows: Rows) -> Values: ...
+
+
+class Select(Protocol):
+    """The row to place the pod on, among ``rows`` (all of the best shard rank) with their values."""
+
+    def select(self, rows: Rows, values: Values, rng: random.Random) -> int: ...
+
+
+def _standing(table: NodeColumns, key: tuple[object, ...], compute: Callable[[], A]) -> A:
+    """An array that depends only on the table's nodes, owners, labels and taints, cached on the table
+    and shared: made read-only so that no plugin writes to it."""
+
+    def made() -> A:
+        value = compute()
+        value.flags.writeable = False
+        return value
+
+    return table.derived(key, made)
+
+
+@dataclass(frozen=True)
+class Predicates:
+    """Every predicate of :func:`filter_nodes`, within the nodes the scheduler's shard allows."""
+
+    scheduler: str
+    sharding: ShardingMode
+
+    def filter(self, table: NodeColumns, pod: Pod, request: Resources) -> Filtered:
+        allowed = _standing(table, ("shard-feasible", self.scheduler, self.sharding),
+                            lambda: shard_feasible(table, self.scheduler, self.sharding))
+        return filter_nodes(table, pod, request, allowed=allowed)
+
+
+@dataclass(frozen=True)
+class Allocated:
+    """Binpack (``most``: fill the fullest node) or least-allocated: the weighted used fraction after placing."""
+
+    weights: Mapping[str, float]
+    most: bool = True
+
+    def score(self, table: NodeColumns, pod: Pod, request: Resources, rows: Rows) -> Values:
+        fn = most_allocated if self.most else least_allocated
+        return fn(table, request, self.weights, nodes=rows)
+
+
+@dataclass(frozen=True)
+class LabelBonus:
+    """``weight`` on nodes labelled ``key=value`` (the warmup label: images already pulled)."""
+
+    key: str
+    value: str
+    weight: float
+
+    def score(self, table: NodeColumns, pod: Pod, request: Resources, rows: Rows) -> Values:
+        bonus = _standing(table, ("label-bonus", self.key, self.value, self.weight),
+                          lambda: label_bonus(table, self.key, self.value) * self.weight)
+        return bonus[rows]
+
+
+@dataclass(frozen=True)
+class PartitionBonus:
+    """``weight`` on the nodes whose name hashes to ``worker`` (mod ``workers``): workers sharing one
+    view fill different nodes first and rarely collide; a worker whose partition is full falls back."""
+
+    worker: int
+    workers: int
+    weight: float
+
+    def score(self, table: NodeColumns, pod: Pod, request: Resources, rows: Rows) -> Values:
+        def compute() -> Values:
+            mine: Values = (table.name_hash[: len(table)] % self.workers == self.worker) * float(self.weight)
+            return mine
+
+        return _standing(table, ("partition", self.worker, self.workers, self.weight), compute)[rows]
+
+
+@dataclass(frozen=True)
+class TopK:
+    """A seeded draw among the ``k`` best rows, so that workers holding the same view do not all chase one node."""
+
+    k: int
+
+    def select(self, rows: Rows, values: Values, rng: random.Random) -> int:
+        k = min(self.k, len(rows))
+        top = rows[np.argpartition(-values, k - 1)[:k]] if k < len(rows) else rows
+        return int(top[rng.randrange(len(top))])
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Filter, then score (the first score plus the sum of the others), prefer the best shard rank, select."""
+
+    filter: Filter
+    scores: Sequence[Score]
+    select: Select
+    scheduler: str
+    sharding: ShardingMode
+
+    def place(self, table: NodeColumns, pod: Pod, request: Resources, rng: random.Random) -> int | Filtered:
+        """The row to place the pod on, or the filter's verdict when no node is feasible."""
+        filtered = self.filter.filter(table, pod, request)
+        rows = np.flatnonzero(filtered.mask)
+        if not len(rows):
+            return filtered
+        penalty = _standing(table, ("shard-penalty", self.scheduler, self.sharding),
+                            lambda: preference_penalty(shard_rank(table, self.scheduler, self.sharding)))
+        best = penalty[rows]
+        rows = rows[best == best.min()]
+        values = self.scores[0].score(table, pod, request, rows)
+        if len(self.scores) > 1:
+            extra = self.scores[1].score(table, pod, request, rows)
+            for s in self.scores[2:]:
+                extra = extra + s.score(table, pod, request, rows)
+            values = values + extra
+        return self.select.select(rows, values, rng)
+
+
+def agent_profile(*, scheduler: str, sharding: ShardingMode, binpack: bool, weights: Mapping[str, float],
+                  warmup_bonus: float, worker: int, workers: int, partition_bonus: float, candidates: int) -> Profile:
+    """The agent scheduler's profile (see the module docstring)."""
+    scores: list[Score] = [Allocated(weights=weights, most=binpack), LabelBonus(WARMUP_LABEL, "true", warmup_bonus)]
+    if workers > 1:
+        scores.append(PartitionBonus(worker=worker, workers=workers, weight=partition_bonus))
+    return Profile(filter=Predicates(scheduler, sharding), scores=tuple(scores), select=TopK(candidates),
+                   scheduler=scheduler, sharding=sharding)
