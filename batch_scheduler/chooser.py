@@ -24,24 +24,33 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from batch_scheduler.info import TaskInfo
+from batch_scheduler.framework import SessionView
+from batch_scheduler.plugin_set import PluginSet
+from batch_scheduler.tasks import TaskInfo
 from cluster.model.resources import Resources
 from cluster.nodeview.fit import fitting
 from cluster.nodeview.table import Mask
-
-if TYPE_CHECKING:
-    from batch_scheduler.session import Session
 
 RANK_PENALTY = 1e9  # far above any sum of plugin scores
 MAX_TEMPLATES = 64
 MAX_LEVELS = 16  # beyond this many of its own tasks on one node, a node is scored on its own
 Values = npt.NDArray[np.float64]
 Template = tuple[Resources, bytes]
+
+
+class ChoosingSession(SessionView, Protocol):
+    """What the chooser reads of its session beyond the plugins' view: the plugins, the shard ranks."""
+
+    @property
+    def tiers(self) -> PluginSet: ...
+
+    @property
+    def rank(self) -> npt.NDArray[np.int8]: ...
 
 
 @dataclass(eq=False)
@@ -55,7 +64,7 @@ class _Template:
 
 
 class Chooser:
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: ChoosingSession) -> None:
         self.ssn = ssn
         self.penalty = ssn.rank.astype(np.float64) * RANK_PENALTY
         self.templates: dict[Template, _Template] = {}

@@ -24,25 +24,44 @@ warning if Volcano does not read it either: most likely a typo); ``metrics`` (wh
 Volcano's usage plugin reads node load) has no effect; an ``overcommit-factor`` below 1 is
 Volcano's default 1.2, with a warning. Warnings are lines in :attr:`SchedulerConf.warnings`
 for the process to print. Argument values may be any YAML scalar (read as text, as
-Volcano's plugins read them); a plugin caldera does not implement may take any value.
+Volcano's plugins read them), decoded into each plugin's typed arguments here, once; a
+plugin caldera does not implement may take any value.
+
+What caldera implements comes in as a value, the :class:`~batch_scheduler.framework.Registry`
+(:func:`batch_scheduler.registry.default_registry`), which the conf keeps: each session
+builds its plugins from it and runs its actions from it.
 """
 
 from __future__ import annotations
 
-import datetime
-import difflib
-import math
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 import yaml
 
-from batch_scheduler.framework import OTHER_SWITCHES, SWITCHES, Plugin, Tiers
-from batch_scheduler.plugins.capacity import ANCESTOR_RECLAIM_LEVEL
-from batch_scheduler.registry import (
-    ACTIONS,
-    PLUGINS,
+from batch_scheduler.arguments import Arguments
+from batch_scheduler.conf_values import (
+    OVERCOMMIT_FACTOR,
+    ancestor_level,
+    mapping,
+    nearest,
+    overcommit_factor,
+    text_value,
+    unread,
+)
+from batch_scheduler.conf_values import (
+    ConfError as ConfError,  # the conf's one error, for its callers
+)
+from batch_scheduler.framework import (
+    OTHER_SWITCHES,
+    SWITCHES,
+    ActionSpec,
+    PluginSpec,
+    Registry,
+)
+from batch_scheduler.plugin_set import PluginSet
+from batch_scheduler.volcano_names import (
     REMOVED,
     VOLCANO_ACTION_ARGUMENTS,
     VOLCANO_ACTIONS,
@@ -73,19 +92,14 @@ tiers:
 
 KNOWN_SWITCHES = frozenset(SWITCHES.values()) | OTHER_SWITCHES | VOLCANO_SWITCHES
 SECTIONS = ("actions", "tiers", "configurations", "metrics")  # Volcano's SchedulerConfiguration
-OVERCOMMIT_FACTOR = "overcommit-factor"
-DEFAULT_OVERCOMMIT_FACTOR = "1.2"  # Volcano's, also where a conf gives less than 1
-
-
-class ConfError(ValueError):
-    """A conf that cannot be used; one line naming the entry, the value and what is accepted."""
 
 
 class PluginOption(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     disabled: frozenset[str] = frozenset()  # switches set to false
     enabled: frozenset[str] = frozenset()  # switches set to true
-    arguments: Mapping[str, str] = msgspec.field(default_factory=dict)  # those the plugin reads
+    arguments: Mapping[str, str] = msgspec.field(default_factory=dict)  # those the plugin reads, as the conf gives them
+    decoded: Arguments  # the plugin's typed arguments, decoded from ``arguments`` when the conf loaded
 
 
 class Unimplemented(msgspec.Struct, frozen=True):
@@ -101,21 +115,15 @@ class Unimplemented(msgspec.Struct, frozen=True):
 class SchedulerConf(msgspec.Struct, frozen=True, kw_only=True):
     actions: tuple[str, ...]  # caldera's, in order
     tiers: tuple[tuple[PluginOption, ...], ...]  # caldera's plugins; a tier may be left empty
+    registry: Registry  # what the names stand for
     action_arguments: Mapping[str, Mapping[str, str]] = msgspec.field(default_factory=dict)
     unimplemented: tuple[Unimplemented, ...] = ()  # in the order the conf names them
     warnings: tuple[str, ...] = ()  # one line each, in conf order
 
-    def build(self) -> Tiers:
+    def build(self) -> PluginSet:
         """Fresh plugin instances for one session, sorted into the extension points."""
-        return Tiers([[(PLUGINS[o.name].create(self._arguments(o)), o.disabled) for o in tier] for tier in self.tiers])
-
-    def _arguments(self, option: PluginOption) -> Mapping[str, str]:
-        """The plugin's arguments; overcommit takes enqueue's ``overcommit-factor`` (where older
-        Volcano confs put it) unless it states its own."""
-        factor = self.argument("enqueue", OVERCOMMIT_FACTOR)
-        if option.name == "overcommit" and factor is not None and OVERCOMMIT_FACTOR not in option.arguments:
-            return {**option.arguments, OVERCOMMIT_FACTOR: factor}
-        return option.arguments
+        plugins = self.registry.plugins
+        return PluginSet([[(plugins[o.name].create(o.name, o.decoded), o.disabled) for o in tier] for tier in self.tiers])
 
     def argument(self, action: str, name: str) -> str | None:
         return self.action_arguments.get(action, {}).get(name)
@@ -133,86 +141,17 @@ class SchedulerConf(msgspec.Struct, frozen=True, kw_only=True):
         return [w for w in self.warnings if w not in seen]
 
 
-# -- reading values -----------------------------------------------------------------------
-
-
-def _nearest(name: str, known: Collection[str]) -> str:
-    """``did you mean 'x'? `` for the closest known name, or nothing."""
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}? " if close else ""
-
-
-def _text(value: object, where: str) -> str | None:
-    """A scalar argument as text (None: no value, so the default); ConfError for a list or mapping."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
-        return str(value)
-    if isinstance(value, (datetime.date, datetime.datetime)):
-        return value.isoformat()
-    raise ConfError(f"scheduler conf: {where}: {value!r} is not a scalar (expected a string or number)")
-
-
-def _mapping(raw: object, where: str) -> dict[Any, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfError(f"scheduler conf: {where}: expected a mapping of name: value, got {type(raw).__name__}")
-    return raw
-
-
-def _unread(owner: str, argument: str, known: Collection[str]) -> str:
-    # Closer than for names: arguments share long prefixes (predicate.…) that say nothing.
-    near = difflib.get_close_matches(argument, sorted(known), n=1, cutoff=0.8)
-    hint = f' (nearest: "{near[0]}")' if near else ""
-    return f'conf {owner}: argument "{argument}" is read by neither caldera nor Volcano; it has no effect{hint}'
-
-
-def _ancestor_level(arguments: dict[str, str], owner: str, enabled: frozenset[str], warnings: list[str]) -> None:
-    """capacity's ancestorReclaimLevel: below 0 it is 0, as in Volcano; without the hierarchy it
-    does nothing, as in Volcano. Both with a warning."""
-    try:
-        level = int(arguments.get(ANCESTOR_RECLAIM_LEVEL, "0"))
-    except ValueError:
-        return  # the plugin refuses it, naming it
-    if level < 0:
-        warnings.append(f"conf {owner}: {ANCESTOR_RECLAIM_LEVEL} {level} is below 0; using 0 (only the queues' own "
-                        "deserved decide reclaim), as Volcano does")
-        arguments[ANCESTOR_RECLAIM_LEVEL] = "0"
-    elif level > 0 and "enableHierarchy" not in enabled:
-        warnings.append(f"conf {owner}: {ANCESTOR_RECLAIM_LEVEL} {level} has no effect without enableHierarchy: true "
-                        "(as in Volcano)")
-
-
-def _overcommit(arguments: dict[str, str], owner: str, where: str, warnings: list[str]) -> None:
-    """Refuse a factor that is not a number; one below 1 is Volcano's default, with a warning."""
-    text = arguments.get(OVERCOMMIT_FACTOR)
-    if text is None:
-        return
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise ConfError(f"scheduler conf: {where}: {OVERCOMMIT_FACTOR}: {text!r} (expected a number >= 1)")
-    if value < 1:
-        warnings.append(f"conf {owner}: {OVERCOMMIT_FACTOR} {text} is below 1; using {DEFAULT_OVERCOMMIT_FACTOR}, "
-                        "as Volcano does")
-        arguments[OVERCOMMIT_FACTOR] = DEFAULT_OVERCOMMIT_FACTOR
-
-
 # -- the sections -------------------------------------------------------------------------
 
 
-def _actions(raw: object, warnings: list[str]) -> tuple[tuple[str, ...], list[Unimplemented]]:
+def _actions(raw: object, known: Mapping[str, ActionSpec],
+             warnings: list[str]) -> tuple[tuple[str, ...], list[Unimplemented]]:
     if not isinstance(raw, str) or not raw.strip():
         raise ConfError('scheduler conf: actions: expected a comma-separated string, e.g. "enqueue, allocate, backfill"')
     actions: list[str] = []
     missing: list[Unimplemented] = []
     for a in (a.strip() for a in raw.split(",") if a.strip()):
-        if a in ACTIONS:
+        if a in known:
             actions.append(a)
         elif a in VOLCANO_ACTIONS:
             if Unimplemented("action", a) not in missing:  # named once, however often listed
@@ -223,7 +162,7 @@ def _actions(raw: object, warnings: list[str]) -> tuple[tuple[str, ...], list[Un
                             "it; take it out of actions")
         else:
             raise ConfError(f"scheduler conf: actions: unknown action {a!r} "
-                            f"({_nearest(a, ACTIONS.keys() | VOLCANO_ACTIONS)}known: {', '.join(sorted(ACTIONS))})")
+                            f"({nearest(a, known.keys() | VOLCANO_ACTIONS)}known: {', '.join(sorted(known))})")
     return tuple(actions), missing
 
 
@@ -239,7 +178,7 @@ def _switches(raw: dict[Any, Any], where: str) -> tuple[frozenset[str], frozense
             if str(key).startswith("disable") and swapped in KNOWN_SWITCHES:
                 hint = f"Volcano's disable switches became enable switches: write {swapped}: {str(not value).lower()}"
             else:
-                hint = f"{_nearest(str(key), KNOWN_SWITCHES)}expected name, arguments or one of Volcano's enable switches"
+                hint = f"{nearest(str(key), KNOWN_SWITCHES)}expected name, arguments or one of Volcano's enable switches"
             raise ConfError(f"scheduler conf: {where}: unknown field {key!r} ({hint})")
         if not isinstance(value, bool):
             raise ConfError(f"scheduler conf: {where}.{key}: {value!r} is not true or false")
@@ -247,43 +186,46 @@ def _switches(raw: dict[Any, Any], where: str) -> tuple[frozenset[str], frozense
     return frozenset(disabled), frozenset(enabled)
 
 
-def _plugin(raw: object, where: str, warnings: list[str]) -> PluginOption | Unimplemented:
+def _plugin(raw: object, where: str, known: Mapping[str, PluginSpec],
+            warnings: list[str]) -> PluginOption | Unimplemented:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise ConfError(f"scheduler conf: {where}: expected a mapping with a name (e.g. - name: gang)")
     name = raw["name"]
-    spec = PLUGINS.get(name)
+    spec = known.get(name)
     if spec is None and name not in VOLCANO_PLUGINS:
         if REMOVED.get(name) == "plugin":
             raise ConfError(f"scheduler conf: {where}: plugin {name!r} was removed from Volcano in v1.6 and caldera does "
                             "not have it; take it out of the tier")
         raise ConfError(f"scheduler conf: {where}: unknown plugin {name!r} "
-                        f"({_nearest(name, PLUGINS.keys() | VOLCANO_PLUGINS)}known: {', '.join(sorted(PLUGINS))})")
+                        f"({nearest(name, known.keys() | VOLCANO_PLUGINS)}known: {', '.join(sorted(known))})")
     where = f"{where} ({name})"
     disabled, enabled = _switches(raw, where)
-    given = _mapping(raw.get("arguments"), f"{where}.arguments")
+    given = mapping(raw.get("arguments"), f"{where}.arguments")
     if spec is None:  # Volcano's, not caldera's: any arguments, no effect
         warnings.append(Unimplemented("plugin", name).warning())
         return Unimplemented("plugin", name)
     arguments: dict[str, str] = {}
     volcano = VOLCANO_PLUGIN_ARGUMENTS.get(name, frozenset())
+    reads, prefixes = spec.arguments.reads, spec.arguments.prefixes
     for key, value in given.items():
         key = str(key)
-        if key in spec.reads or (spec.prefixes and key.startswith(spec.prefixes)):
-            text = _text(value, f"{where}.arguments.{key}")
+        if key in reads or (prefixes and key.startswith(prefixes)):
+            text = text_value(value, f"{where}.arguments.{key}")
             if text is not None:
                 arguments[key] = text
         elif key not in volcano:
-            warnings.append(_unread(f'plugin "{name}"', key, spec.reads | volcano))
-    _overcommit(arguments, f'plugin "{name}"', f"{where}.arguments", warnings)
-    _ancestor_level(arguments, f'plugin "{name}"', enabled, warnings)
+            warnings.append(unread(f'plugin "{name}"', key, reads | volcano))
+    overcommit_factor(arguments, f'plugin "{name}"', f"{where}.arguments", warnings)
+    ancestor_level(arguments, f'plugin "{name}"', enabled, warnings)
     try:
-        spec.create(arguments)  # checks argument values
+        decoded = spec.arguments.load(name, arguments)
     except ValueError as e:
         raise ConfError(f"scheduler conf: {where}.arguments: {e}") from None
-    return PluginOption(name=name, disabled=disabled, enabled=enabled, arguments=arguments)
+    return PluginOption(name=name, disabled=disabled, enabled=enabled, arguments=arguments, decoded=decoded)
 
 
-def _tiers(raw: object, warnings: list[str]) -> tuple[tuple[tuple[PluginOption, ...], ...], list[Unimplemented]]:
+def _tiers(raw: object, known: Mapping[str, PluginSpec],
+           warnings: list[str]) -> tuple[tuple[tuple[PluginOption, ...], ...], list[Unimplemented]]:
     if not isinstance(raw, list) or not raw:
         raise ConfError("scheduler conf: tiers: expected a list of tiers, each with plugins")
     tiers: list[tuple[PluginOption, ...]] = []
@@ -292,7 +234,7 @@ def _tiers(raw: object, warnings: list[str]) -> tuple[tuple[tuple[PluginOption, 
     for i, tier in enumerate(raw):
         if not isinstance(tier, dict) or not isinstance(tier.get("plugins"), list):
             raise ConfError(f"scheduler conf: tiers[{i}]: expected a mapping with a list of plugins")
-        entries = [_plugin(p, f"tiers[{i}].plugins[{j}]", warnings) for j, p in enumerate(tier["plugins"])]
+        entries = [_plugin(p, f"tiers[{i}].plugins[{j}]", known, warnings) for j, p in enumerate(tier["plugins"])]
         for e in entries:
             if e.name in seen:
                 raise ConfError(f"scheduler conf: tiers[{i}]: plugin {e.name!r} appears twice")
@@ -308,7 +250,7 @@ def _tiers(raw: object, warnings: list[str]) -> tuple[tuple[tuple[PluginOption, 
     return tuple(tiers), missing
 
 
-def _configurations(raw: object, warnings: list[str]) -> dict[str, dict[str, str]]:
+def _configurations(raw: object, known: Mapping[str, ActionSpec], warnings: list[str]) -> dict[str, dict[str, str]]:
     if raw is not None and not isinstance(raw, list):
         raise ConfError("scheduler conf: configurations: expected a list of entries, each with a name and arguments")
     action_arguments: dict[str, dict[str, str]] = {}
@@ -317,24 +259,24 @@ def _configurations(raw: object, warnings: list[str]) -> dict[str, dict[str, str
             raise ConfError(f"scheduler conf: configurations[{k}]: expected a mapping with a name and arguments")
         name = entry["name"]
         where = f"configurations[{k}] ({name})"
-        given = _mapping(entry.get("arguments"), f"{where}.arguments")
-        spec = ACTIONS.get(name)
+        given = mapping(entry.get("arguments"), f"{where}.arguments")
+        spec = known.get(name)
         if spec is None:
             if name in VOLCANO_ACTIONS or name in VOLCANO_CONFIGURATIONS:
                 continue  # Volcano's, not caldera's: no effect
             raise ConfError(f"scheduler conf: configurations[{k}]: unknown action {name!r} "
-                            f"({_nearest(name, ACTIONS.keys() | VOLCANO_ACTIONS)}known: {', '.join(sorted(ACTIONS))})")
+                            f"({nearest(name, known.keys() | VOLCANO_ACTIONS)}known: {', '.join(sorted(known))})")
         arguments: dict[str, str] = {}
         volcano = VOLCANO_ACTION_ARGUMENTS.get(name, frozenset())
         for key, value in given.items():
             key = str(key)
             if key in spec.arguments:
-                text = _text(value, f"{where}.arguments.{key}")
+                text = text_value(value, f"{where}.arguments.{key}")
                 if text is not None:
                     arguments[key] = text
             elif key not in volcano:
-                warnings.append(_unread(f"configurations[{k}] ({name})", key, spec.arguments | volcano))
-        _overcommit(arguments, where, f"{where}.arguments", warnings)
+                warnings.append(unread(f"configurations[{k}] ({name})", key, spec.arguments | volcano))
+        overcommit_factor(arguments, where, f"{where}.arguments", warnings)
         for key, meaning in NOT_HONOURED.get(name, {}).items():
             if arguments.get(key, "").lower() == "true":
                 warnings.append(f"conf {where}: {key} true is not honoured by caldera yet ({meaning})")
@@ -349,8 +291,25 @@ NOT_HONOURED: Mapping[str, Mapping[str, str]] = {
 """Action arguments that change placement in Volcano and that caldera accepts without acting on them."""
 
 
-def parse_conf(text: str) -> SchedulerConf:
-    """Read and check a conf; raises :class:`ConfError` with one line on anything wrong."""
+def _inherit_factor(tiers: tuple[tuple[PluginOption, ...], ...], action_arguments: Mapping[str, Mapping[str, str]],
+                    known: Mapping[str, PluginSpec]) -> tuple[tuple[PluginOption, ...], ...]:
+    """overcommit takes enqueue's ``overcommit-factor`` (where older Volcano confs put it) unless it
+    states its own (the factor is checked already: it decodes)."""
+    factor = action_arguments.get("enqueue", {}).get(OVERCOMMIT_FACTOR)
+    if factor is None:
+        return tiers
+
+    def inherit(o: PluginOption) -> PluginOption:
+        if o.name != "overcommit" or OVERCOMMIT_FACTOR in o.arguments:
+            return o
+        return msgspec.structs.replace(o, decoded=known[o.name].arguments.load(o.name, {**o.arguments,
+                                                                                       OVERCOMMIT_FACTOR: factor}))
+
+    return tuple(tuple(inherit(o) for o in tier) for tier in tiers)
+
+
+def parse_conf(text: str, registry: Registry) -> SchedulerConf:
+    """Read and check a conf against ``registry``; raises :class:`ConfError` with one line on anything wrong."""
     try:
         raw: Any = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -359,28 +318,25 @@ def parse_conf(text: str) -> SchedulerConf:
         raise ConfError("scheduler conf: expected a mapping with actions and tiers")
     for key in raw:
         if key not in SECTIONS:
-            raise ConfError(f"scheduler conf: unknown field {key!r} ({_nearest(str(key), SECTIONS)}"
+            raise ConfError(f"scheduler conf: unknown field {key!r} ({nearest(str(key), SECTIONS)}"
                             f"expected {', '.join(SECTIONS)})")
     warnings: list[str] = []
-    actions, missing_actions = _actions(raw.get("actions"), warnings)
-    tiers, missing_plugins = _tiers(raw.get("tiers"), warnings)
-    action_arguments = _configurations(raw.get("configurations"), warnings)
-    _mapping(raw.get("metrics"), "metrics")  # where Volcano's usage plugin reads node load: no effect here
-    return SchedulerConf(actions=actions, tiers=tiers, action_arguments=action_arguments,
+    actions, missing_actions = _actions(raw.get("actions"), registry.actions, warnings)
+    tiers, missing_plugins = _tiers(raw.get("tiers"), registry.plugins, warnings)
+    action_arguments = _configurations(raw.get("configurations"), registry.actions, warnings)
+    mapping(raw.get("metrics"), "metrics")  # where Volcano's usage plugin reads node load: no effect here
+    return SchedulerConf(actions=actions, tiers=_inherit_factor(tiers, action_arguments, registry.plugins),
+                         registry=registry, action_arguments=action_arguments,
                          unimplemented=(*missing_actions, *missing_plugins), warnings=tuple(warnings))
 
 
-def load_conf(path: str | None, flag: str = "--scheduler-conf") -> SchedulerConf:
-    """The conf in ``path`` (None: :data:`DEFAULT_CONF`); ``flag`` names it in the error."""
+def load_conf(path: str | None, registry: Registry, flag: str = "--scheduler-conf") -> SchedulerConf:
+    """The conf in ``path`` (None: :data:`DEFAULT_CONF`), checked against ``registry``; ``flag`` names it in the error."""
     if path is None:
-        return parse_conf(DEFAULT_CONF)
+        return parse_conf(DEFAULT_CONF, registry)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
         raise ConfError(f"{flag}: {path}: {e.strerror or e}") from None
-    return parse_conf(text)
-
-
-def plugin_instances(conf: SchedulerConf) -> list[Plugin]:
-    return [PLUGINS[o.name].create(o.arguments) for tier in conf.tiers for o in tier]
+    return parse_conf(text, registry)

@@ -21,10 +21,12 @@ from typing import Any
 import uvloop
 from prometheus_client import CollectorRegistry
 
+from batch_scheduler.cache import KINDS
 from batch_scheduler.conf import SchedulerConf, load_conf
+from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
 from batch_scheduler.metrics import BatchMetrics
-from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
-from batch_scheduler.session import SessionConfig
+from batch_scheduler.registry import default_registry
+from batch_scheduler.session_input import SessionConfig
 from binder.bind import BindTarget, Evictor
 from binder.metrics import BinderMetrics
 from cluster.kube.bind import KubeTarget
@@ -72,7 +74,7 @@ def parse_config(args: argparse.Namespace) -> SchedulerConfig:
         raise ValueError(f"--schedule-period: {args.schedule_period!r} (expected a positive duration such as 1s or 500ms)")
     if not args.default_queue.strip():
         raise ValueError("--default-queue: '' (expected a queue name)")
-    load_conf(args.scheduler_conf)  # refuse a bad conf at start
+    load_conf(args.scheduler_conf, default_registry())  # refuse a bad conf at start
     return SchedulerConfig(names=names, period=period, conf_path=args.scheduler_conf,
                            kube=kube_connection(args, os.environ),
                            session=SessionConfig(scheduler=names[0], sharding=ShardingMode(args.sharding_mode),
@@ -141,7 +143,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
     process, config = configs
     registry = CollectorRegistry()
     metrics, binder_metrics = BatchMetrics(registry), BinderMetrics(registry)
-    conf = load_conf(config.conf_path)
+    conf = load_conf(config.conf_path, default_registry())
     for line in conf.warnings:  # e.g. a Volcano plugin caldera does not implement yet
         print(f"batch-scheduler: warning: {line}", file=sys.stderr, flush=True)
     metrics.conf_loaded(conf)

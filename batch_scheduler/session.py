@@ -1,87 +1,42 @@
 """One scheduling session: a snapshot of the cluster, the conf's plugins opened fresh, the actions in order.
 
-The session is pure: built from a :class:`SessionInput` (copied node columns, this
-scheduler's pods, PodGroups, Queues, PriorityClasses, the phases remembered from earlier
-sessions) it runs the actions and leaves behind what to do — gang batches to commit,
-pods to evict, a phase and a reason for every job. The scheduler process does the I/O.
+The session is pure: built from a :class:`~batch_scheduler.session_input.SessionInput` it
+runs the actions and leaves behind what to do — gang batches to commit, pods to evict, a
+phase and a reason for every job. The cycle (:mod:`batch_scheduler.cycle`) does the I/O.
 
-It follows Volcano's session: jobs are PodGroups whose queue exists; a job's priority is
-its PodGroup's PriorityClass (else the default class, else 0); a task's priority is its
-pod's (``spec.priority``, else its PriorityClass), which ``volcano.sh/task-priority``
-overrides; a task's status comes from its pod as Volcano's ``getTaskStatus`` reads it.
-Nodes are the caldera node columns: what a node has free now (idle) is allocatable minus
-allocated, and what it will have once the evictions under way finish (future idle) adds
-what releasing tasks hold and takes off what pipelined tasks wait for.
+Plugins read it through :class:`~batch_scheduler.framework.SessionView`; actions ask it
+their questions (where a task goes, what a node will have free); only statements change
+it, through the few methods under "what statements change". Nodes are the caldera node
+columns: what a node has free now (idle) is allocatable minus allocated, and what it will
+have once the evictions under way finish (future idle) adds what releasing tasks hold and
+takes off what pipelined tasks wait for.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from batch_scheduler.chooser import Chooser
 from batch_scheduler.conf import SchedulerConf
-from batch_scheduler.framework import Tiers
-from batch_scheduler.info import (
-    JobInfo,
-    QueueInfo,
-    TaskInfo,
-    TaskStatus,
-    default_queue,
-    queue_info,
-    shareable,
-)
-from batch_scheduler.registry import ACTIONS
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.plugin_set import PluginSet
+from batch_scheduler.reasons import MISSING
+from batch_scheduler.session_input import SessionConfig, SessionInput, build
+from batch_scheduler.tasks import TaskInfo
 from batch_scheduler.vector import Vector
-from cluster.model.core import PriorityClass
-from cluster.model.labels import QUEUE_NAME_ANNOTATION, TASK_PRIORITY_ANNOTATION
 from cluster.model.resources import Resources
-from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.fit import resources_fit
 from cluster.nodeview.predicates import Filtered, insufficient
-from cluster.nodeview.shard import ShardingMode, shard_feasible, shard_rank
-from cluster.nodeview.table import Mask, NodeColumns
-from cluster.store.records import PodRecord
+from cluster.nodeview.shard import shard_feasible, shard_rank
+from cluster.nodeview.table import Mask
 
-IMPLICIT_PREFIX = "podgroup-"  # a lone pod's implicit PodGroup is named podgroup-<pod uid>, as in Volcano
-
-
-class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
-    scheduler: str = "volcano"  # the name that owns shards
-    sharding: ShardingMode = ShardingMode.SOFT
-    default_queue: str = "default"
-
-
-@dataclass
-class SessionInput:
-    columns: NodeColumns  # the session may change it: pass a copy
-    pods: Iterable[PodRecord]  # this scheduler's pods, pending or bound
-    podgroups: Mapping[str, PodGroup]  # by namespace/name
-    queues: Mapping[str, Queue]
-    priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
-    phases: Mapping[str, str] = field(default_factory=dict)  # job key -> phase from earlier sessions
-    releasing: frozenset[str] = frozenset()  # uids being evicted
-
-
-def _task_status(record: PodRecord, releasing: frozenset[str]) -> TaskStatus:
-    """Volcano's ``getTaskStatus``, with pods this scheduler is evicting counted as releasing."""
-    phase = record.phase
-    if phase == "Succeeded":
-        return TaskStatus.SUCCEEDED
-    if phase == "Failed":
-        return TaskStatus.FAILED
-    if phase == "Unknown":
-        return TaskStatus.UNKNOWN
-    if record.uid in releasing or record.pod.metadata.deletion_timestamp:
-        return TaskStatus.RELEASING
-    if phase == "Running":
-        return TaskStatus.RUNNING
-    return TaskStatus.BOUND if record.node else TaskStatus.PENDING
+Observe = Callable[[str], AbstractContextManager[object]]
+"""``observe(action)``: a context entered around each action as it runs (the cycle times them)."""
 
 
 class Session:
@@ -96,107 +51,27 @@ class Session:
         # mode), cordoned ones too, as Volcano's TotalResource counts every node it sees.
         self.total = Vector.from_amounts({r: int(inp.columns.allocatable[i, : self.n][self.allowed].sum())
                                           for i, r in enumerate(inp.columns.resources)})
-        self.priority_classes = inp.priority_classes
-        self.queues: dict[str, QueueInfo] = {}
-        for i, name in enumerate(sorted(inp.queues)):
-            self.queues[name] = queue_info(inp.queues[name], i)
-        if config.default_queue not in self.queues:
-            self.queues[config.default_queue] = default_queue(config.default_queue)
-        self.jobs: dict[str, JobInfo] = {}
-        self.tasks: dict[str, TaskInfo] = {}
-        self.node_tasks: dict[str, list[TaskInfo]] = {}  # tasks of this scheduler on each node
+        built = build(inp, config)
+        self.queues = built.queues
+        self.jobs = built.jobs
+        self.tasks = built.tasks
+        self.node_tasks = built.node_tasks
         self.releasing: dict[str, Resources] = {}  # per node: what releasing tasks free, less what pipelined ones wait for
-        self._build_jobs(inp)
-        self.commits: list[list[TaskInfo]] = []
+        for task in built.releasing:
+            self.releasing_add(task, +1)
+        self.commits: list[list[TaskInfo]] = []  # gang batches for the binder
         self.evictions: list[TaskInfo] = []
-        self.tiers = conf.build()
+        self.tiers: PluginSet = conf.build()
         for plugin in (p for tier in self.tiers.tiers for p in tier):
             plugin.open(self)
         self.chooser = Chooser(self)
 
-    # -- building the snapshot -----------------------------------------------------------
-
-    def default_priority(self) -> int:
-        default = next((c for c in self.priority_classes.values() if c.global_default), None)
-        return default.value if default is not None else 0
-
-    def _class_value(self, class_name: str) -> int:
-        pc = self.priority_classes.get(class_name) if class_name else None
-        return pc.value if pc is not None else self.default_priority()
-
-    def _task_priority(self, record: PodRecord) -> int:
-        pod = record.pod
-        text = pod.metadata.annotations.get(TASK_PRIORITY_ANNOTATION)
-        if text is not None:
-            try:
-                return int(text)
-            except ValueError:
-                pass
-        if pod.spec.priority is not None:
-            return pod.spec.priority
-        return self._class_value(pod.spec.priority_class_name)
-
-    def _preemption_policy(self, record: PodRecord) -> str:
-        policy = record.pod.spec.preemption_policy
-        if policy is None:
-            pc = self.priority_classes.get(record.pod.spec.priority_class_name)
-            policy = pc.preemption_policy if pc is not None else ""
-        return policy
-
-    def _job(self, key: str, pg: PodGroup, order: int, phase: str) -> JobInfo:
-        spec = pg.spec
-        queue = spec.queue or self.config.default_queue
-        return JobInfo(
-            key=key, namespace=pg.namespace, name=pg.name, queue=queue,
-            priority=self._class_value(spec.priority_class_name),
-            min_member=max(spec.min_member, 0),
-            min_resources=Vector.from_quantities(spec.min_resources, field="spec.minResources"),
-            podgroup=pg, phase=phase, order=order, min_task_member=dict(spec.min_task_member),
-            created=pg.metadata.creation_timestamp or "")
-
-    def _build_jobs(self, inp: SessionInput) -> None:
-        groups = sorted(inp.podgroups.items(), key=lambda kv: (kv[1].metadata.creation_timestamp or "", kv[0]))
-        for order, (key, pg) in enumerate(groups):
-            self.jobs[key] = self._job(key, pg, order, inp.phases.get(key, pg.status.phase))
-        records = sorted(inp.pods, key=lambda r: (r.pod.metadata.creation_timestamp or "", r.namespace, r.name))
-        for order, record in enumerate(records):
-            if record.phase in ("Succeeded", "Failed") and not record.group:
-                continue
-            key = record.group or f"{record.namespace}/{IMPLICIT_PREFIX}{record.uid}"
-            job = self.jobs.get(key)
-            if job is None:
-                namespace, _, name = key.partition("/")
-                pod = record.pod
-                # What Volcano's podgroup controller would create for a lone pod: minMember 1,
-                # minResources its requests, its PriorityClass, the queue its annotation names.
-                queue = pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION) or self.config.default_queue
-                job = JobInfo(key=key, namespace=namespace, name=name, queue=queue,
-                              priority=self._class_value(pod.spec.priority_class_name), min_member=1,
-                              min_resources=Vector.from_amounts(shareable(record.request)), podgroup=None,
-                              phase=inp.phases.get(key, "Pending"),
-                              order=len(self.jobs) + order, created=pod.metadata.creation_timestamp or "")
-                if record.group:
-                    job.set_reason("PodGroupNotFound", f"PodGroup {key} does not exist yet")
-                self.jobs[key] = job
-            task = TaskInfo(uid=record.uid, pod=record.pod, job=key, request=record.request, order=order,
-                            priority=self._task_priority(record), status=_task_status(record, inp.releasing),
-                            node=record.node, preemption_policy=self._preemption_policy(record))
-            job.add(task)
-            self.tasks[task.uid] = task
-            if task.node and task.status in (TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING):
-                self.node_tasks.setdefault(task.node, []).append(task)
-            if task.status is TaskStatus.RELEASING:
-                self.releasing_add(task, +1)
-        for job in self.jobs.values():
-            info = self.queues.get(job.queue)
-            if info is None:
-                job.set_reason("QueueNotFound", f"queue {job.queue} does not exist")
-                continue
-            if job.reason_kind == "PodGroupNotFound":
-                continue  # Volcano leaves pods of a missing PodGroup out of every job and queue
-            info.jobs.append(job)
-
     # -- what statements change ---------------------------------------------------------
+
+    def place(self, task: TaskInfo, node: str, sign: int) -> None:
+        """Take the task's request on the node (+1) or give it back (−1)."""
+        self.columns.add(node, task.request if sign > 0 else task.request.scaled(-1))
+        self.chooser.changed(node, task, sign)
 
     def releasing_add(self, task: TaskInfo, sign: int) -> None:
         """Count what a releasing task frees (+1) or a pipelined one takes of it (-1) on its node."""
@@ -211,6 +86,13 @@ class Session:
     def deallocated_event(self, task: TaskInfo) -> None:
         self.tiers.deallocated(task)
 
+    def bind_later(self, tasks: list[TaskInfo]) -> None:
+        """Hand placed tasks to the binder, as one gang batch, once the session ends."""
+        self.commits.append(tasks)
+
+    def evict_later(self, tasks: list[TaskInfo]) -> None:
+        self.evictions += tasks
+
     # -- questions actions ask ----------------------------------------------------------
 
     def admitted(self, job: JobInfo) -> bool:
@@ -219,17 +101,17 @@ class Session:
 
     def schedulable(self, job: JobInfo) -> bool:
         """In a queue that exists and a PodGroup that exists, and valid by every plugin (Volcano's JobValid)."""
-        if job.reason_kind in ("PodGroupNotFound", "QueueNotFound"):
+        if job.reason_kind in MISSING:
             return False
-        invalid = self.tiers.job_invalid(job)
-        if invalid is not None:
-            job.set_reason("NotEnoughPods", invalid)
+        refusal = self.tiers.why_not_schedulable(job)
+        if refusal is not None:
+            job.set_reason(refusal.condition, refusal.message)
             return False
         return True
 
     def in_queue(self, job: JobInfo) -> bool:
         """The job's queue exists (Volcano leaves other jobs out of the session)."""
-        return job.reason_kind not in ("PodGroupNotFound", "QueueNotFound") and job.queue in self.queues
+        return job.reason_kind not in MISSING and job.queue in self.queues
 
     def victim_order(self, preemptor: TaskInfo) -> Callable[[TaskInfo], Any]:
         """Volcano's ``BuildVictimsPriorityQueue`` as a sort key: the first victim first — within a
@@ -310,13 +192,21 @@ class Session:
         """What the node will have free once the evictions under way finish (Volcano's FutureIdle)."""
         return self.idle(node) + self.releasing.get(node, Resources())
 
-    def run(self) -> None:
+    # -- running ------------------------------------------------------------------------
+
+    def run(self, observe: Observe | None = None) -> None:
+        """Run the conf's actions in order."""
         for name in self.conf.actions:
-            ACTIONS[name].run(self)
+            action = self.conf.registry.actions[name]
+            if observe is None:
+                action.run(self)
+                continue
+            with observe(name):
+                action.run(self)
 
     def close(self) -> None:
         """Drop the plugins and the chooser, which point back at the session: without the cycle,
         reference counting frees the session's objects at once instead of the cyclic collector
         (which would walk the scheduler's whole cache to find them)."""
-        self.tiers = Tiers([])
+        self.tiers = PluginSet([])
         self.chooser = Chooser.__new__(Chooser)

@@ -9,6 +9,9 @@ evictions to the session's eviction list; pipelined tasks stay pipelined for the
 session. ``discard`` undoes every change in reverse order, so a job that cannot become
 ready leaves no trace. A statement neither committed nor discarded leaves its changes in
 the session, as Volcano's allocate does with a job that is pipelined but not ready.
+
+Statements are the only writers of a session: they change it through its narrow methods
+(``place``, ``releasing_add``, the event calls, ``bind_later``, ``evict_later``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from batch_scheduler.info import TaskInfo, TaskStatus
+from batch_scheduler.tasks import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -34,8 +37,7 @@ class Statement:
         self.ops: list[tuple[Op, TaskInfo, str, TaskStatus]] = []  # (op, task, node, status before)
 
     def allocate(self, task: TaskInfo, node: str) -> None:
-        self.ssn.columns.add(node, task.request)
-        self.ssn.chooser.changed(node, task, +1)
+        self.ssn.place(task, node, +1)
         before = task.status
         task.status, task.node = TaskStatus.ALLOCATED, node
         self.ssn.allocated_event(task)
@@ -56,17 +58,21 @@ class Statement:
         self.ssn.deallocated_event(task)
         self.ops.append((Op.EVICT, task, task.node, before))
 
+    def unpipeline(self, task: TaskInfo) -> None:
+        """Take a pipelined task back to pending: what it reserved returns to its node's evictions (not
+        recorded: discard calls it to undo a pipeline, backfill to place the task afresh)."""
+        self.ssn.releasing_add(task, +1)
+        task.status, task.node = TaskStatus.PENDING, ""
+        self.ssn.deallocated_event(task)
+
     def discard(self) -> None:
         for op, task, node, before in reversed(self.ops):
             if op is Op.ALLOCATE:
-                self.ssn.columns.add(node, task.request.scaled(-1))
-                self.ssn.chooser.changed(node, task, -1)
+                self.ssn.place(task, node, -1)
                 task.status, task.node = TaskStatus.PENDING, ""
                 self.ssn.deallocated_event(task)
             elif op is Op.PIPELINE:
-                self.ssn.releasing_add(task, +1)
-                task.status, task.node = TaskStatus.PENDING, ""
-                self.ssn.deallocated_event(task)
+                self.unpipeline(task)
             else:
                 self.ssn.releasing_add(task, -1)
                 task.status = before
@@ -74,13 +80,21 @@ class Statement:
         self.ops.clear()
 
     def commit(self) -> None:
-        allocated = [task for op, task, _, _ in self.ops if op is Op.ALLOCATE]
-        for task in allocated:
-            task.status = TaskStatus.BINDING
-        if allocated:
-            self.ssn.commits.append(allocated)
-        self.ssn.evictions += [task for op, task, _, _ in self.ops if op is Op.EVICT]
+        self.bind([task for op, task, _, _ in self.ops if op is Op.ALLOCATE])
+        self.ssn.evict_later([task for op, task, _, _ in self.ops if op is Op.EVICT])
         self.ops.clear()
+
+    def keep(self) -> None:
+        """Leave the changes in the session with nothing to undo and nothing handed on (Volcano's
+        ``ssn.Allocate`` outside a statement)."""
+        self.ops.clear()
+
+    def bind(self, tasks: list[TaskInfo]) -> None:
+        """Hand tasks placed in this session to the binder as one gang batch (they become Binding)."""
+        for task in tasks:
+            task.status = TaskStatus.BINDING
+        if tasks:
+            self.ssn.bind_later(tasks)
 
     @property
     def empty(self) -> bool:

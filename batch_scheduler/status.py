@@ -6,13 +6,10 @@ from collections.abc import Mapping
 
 import msgspec
 
-from batch_scheduler.info import (
-    COMPLETED_STATUSES,
-    SCHEDULED_STATUSES,
-    JobInfo,
-    QueueInfo,
-    TaskStatus,
-)
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.queues import QueueInfo
+from batch_scheduler.reasons import PendingReason
+from batch_scheduler.tasks import COMPLETED_STATUSES, SCHEDULED_STATUSES, TaskStatus
 from batch_scheduler.vector import Vector
 from cluster.model.core import Quantity
 from cluster.model.volcano import PodGroupCondition, PodGroupStatus, QueueStatus
@@ -63,10 +60,10 @@ def podgroup_status(job: JobInfo, old: PodGroupStatus, now: str, gang: bool = Tr
         condition = PodGroupCondition(type=SCHEDULED, status="True", reason="tasks in gang are ready to be scheduled",
                                       message=f"{job.ready_count}/{job.min_member} tasks placed")
     elif job.pending() or job.reason:
-        condition = PodGroupCondition(type=UNSCHEDULABLE, status="True", reason=job.reason_kind or "NotEnoughResources",
-                                      message=pending_reason(job))
+        reason = job.reason_kind or PendingReason.NOT_ENOUGH_RESOURCES
+        condition = PodGroupCondition(type=UNSCHEDULABLE, status="True", reason=reason.value, message=pending_reason(job))
     else:
-        condition = PodGroupCondition(type=UNSCHEDULABLE, status="True", reason="NotEnoughPods",
+        condition = PodGroupCondition(type=UNSCHEDULABLE, status="True", reason=PendingReason.NOT_ENOUGH_PODS.value,
                                       message=f"gang: 0/{job.min_member} pods exist")
     before = old.conditions[0] if old.conditions else None
     if before is not None and (before.type, before.status, before.reason) == (condition.type, condition.status, condition.reason):

@@ -27,9 +27,11 @@ import msgspec
 import numpy as np
 import uvloop
 
+from batch_scheduler.cache import KINDS
 from batch_scheduler.conf import ConfError, load_conf
-from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
-from batch_scheduler.session import SessionConfig
+from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
+from batch_scheduler.registry import default_registry
+from batch_scheduler.session_input import SessionConfig
 from caldera.connect import client, redis_url
 from cluster.model.core import Pod
 from cluster.model.volcano import PodGroup, Queue
@@ -126,7 +128,7 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
                            for q, w in QUEUES.items()])
         workload = Workload(args.seed)
         heap = HeapKeeper()  # as the batch-scheduler process runs it
-        scheduler = BatchScheduler(store, load_conf(args.conf),
+        scheduler = BatchScheduler(store, load_conf(args.conf, default_registry()),
                                    SchedulerConfig(session=SessionConfig(scheduler=BATCH, sharding=ShardingMode.NONE)),
                                    bind_target=SimBindTarget(store), evictor=SimEvictor(store), heap=heap)
         informer = Informer(store, KINDS, block_ms=50, count=50000)
@@ -181,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"caldera bench batch: error: --free: {args.free} (expected a share in (0, 0.5])")
         return 2
     try:
-        load_conf(args.conf, "--conf")
+        load_conf(args.conf, default_registry(), "--conf")
     except ConfError as e:
         print(f"caldera bench batch: error: {e}", file=sys.stderr)
         return 2

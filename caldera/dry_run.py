@@ -31,8 +31,10 @@ from rich.table import Table
 from agent_scheduler.core import CoreConfig
 from agent_scheduler.worker import Worker, WorkerConfig
 from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
-from batch_scheduler.scheduler import BatchScheduler, SchedulerConfig
-from batch_scheduler.session import Session, SessionConfig
+from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
+from batch_scheduler.registry import default_registry
+from batch_scheduler.session import Session
+from batch_scheduler.session_input import SessionConfig
 from binder.commit import Binder
 from caldera.connect import client
 from cluster.model.core import Node, Pod, PriorityClass
@@ -247,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         if args.max_rounds < 1:
             raise ValueError(f"--max-rounds: {args.max_rounds} (expected a positive integer)")
         objects, skipped, unhonoured = load_objects(args.filename)
-        conf = load_conf(args.conf)
+        conf = load_conf(args.conf, default_registry())
         configs = parse_scheduler_configs(args.scheduler_configs)
     except ManifestErrors as e:
         for line in e.lines:

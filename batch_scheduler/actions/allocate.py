@@ -25,9 +25,12 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from batch_scheduler.actions.queues import by_queue, interleave
-from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo, parse_bool
+from batch_scheduler.actions._interleave import by_queue, interleave
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.queues import QueueInfo
+from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
+from batch_scheduler.tasks import TaskInfo, parse_bool
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -48,7 +51,7 @@ def place_tasks(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskI
                 role_cache: bool = True) -> Statement | None:
     """Volcano's ``allocateResourcesForTasks``: the job's statement, or None (discarded)."""
     stmt = Statement(ssn)
-    failure: tuple[str, str] | None = None
+    failure: tuple[PendingReason, str] | None = None
     while tasks:
         task = tasks.popleft()
         refusal = ssn.tiers.allocatable(queue, task)
@@ -62,7 +65,7 @@ def place_tasks(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskI
         if not isinstance(choice, tuple):
             message = f"task {task.name}: {choice.reason()}"
             job.fit_errors[task.uid] = message
-            failure = failure or ("NotEnoughResources", message)
+            failure = failure or (PendingReason.NOT_ENOUGH_RESOURCES, message)
             if job.need_continue_allocating():
                 continue
             break
@@ -82,7 +85,7 @@ def place_tasks(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskI
     stmt.discard()
     short = max(job.min_member - placeable, 0)
     what = failure[1] if failure is not None else "the gang's task roles (minTaskMember) are not all placeable"
-    job.set_reason(failure[0] if failure is not None else "NotEnoughResources",
+    job.set_reason(failure[0] if failure is not None else PendingReason.NOT_ENOUGH_RESOURCES,
                    f"gang: {placeable}/{job.min_member} tasks placeable, {short} short: {what}")
     return None
 
@@ -102,7 +105,7 @@ def run(ssn: Session) -> None:
         gated = [t for t in pending if t.scheduling_gated]
         if gated:
             gates = sorted({g.name for t in gated for g in t.pod.spec.scheduling_gates})
-            job.set_reason("SchedulingGated", f"{len(gated)} pod(s) wait for their scheduling gates to be removed "
+            job.set_reason(PendingReason.SCHEDULING_GATED, f"{len(gated)} pod(s) wait for their scheduling gates to be removed "
                                               f"({', '.join(gates)})")
         if tasks:
             sheets[job.key] = tasks

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from batch_scheduler.info import TaskInfo, TaskStatus
+from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
+from batch_scheduler.tasks import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -22,15 +23,14 @@ def pending_tasks(ssn: Session) -> list[TaskInfo]:
     """Volcano's ``pickUpPendingTasks``: best-effort tasks in queue, job and task order."""
     by_queue: dict[str, list[tuple[Any, list[TaskInfo]]]] = {}
     job_key, task_key = ssn.tiers.job_key(), ssn.tiers.task_key()
+    taken_back = Statement(ssn)
     for job in ssn.jobs.values():
         if not ssn.admitted(job) or not ssn.in_queue(job) or not ssn.schedulable(job):
             continue
         tasks = [t for t in job.pending() if t.best_effort and not t.scheduling_gated]
         for t in job.with_status(TaskStatus.PIPELINED):
             if t.best_effort:
-                ssn.releasing_add(t, +1)
-                t.status, t.node = TaskStatus.PENDING, ""
-                ssn.deallocated_event(t)
+                taken_back.unpipeline(t)
                 tasks.append(t)
         if tasks:
             by_queue.setdefault(job.queue, []).append((job_key(job), sorted(tasks, key=task_key)))
@@ -49,13 +49,10 @@ def run(ssn: Session) -> None:
         if not isinstance(choice, tuple) or choice[1]:
             reason = choice.reason() if not isinstance(choice, tuple) else "nodes with room are being freed"
             job.fit_errors[task.uid] = f"task {task.name}: {reason}"
-            job.set_reason("NotEnoughResources", f"task {task.name}: {reason}")
+            job.set_reason(PendingReason.NOT_ENOUGH_RESOURCES, f"task {task.name}: {reason}")
             continue
         stmt = Statement(ssn)
         stmt.allocate(task, ssn.columns.names[choice[0]])
-        stmt.ops.clear()  # Volcano's ssn.Allocate: no statement to undo
+        stmt.keep()  # Volcano's ssn.Allocate: no statement to undo
         if ssn.tiers.job_ready(job):
-            ready = job.with_status(TaskStatus.ALLOCATED)
-            for t in ready:
-                t.status = TaskStatus.BINDING
-            ssn.commits.append(ready)
+            stmt.bind(job.with_status(TaskStatus.ALLOCATED))

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from batch_scheduler.actions.queues import by_queue, interleave
-from batch_scheduler.framework import VoteKind
-from batch_scheduler.info import JobInfo, QueueInfo
+from batch_scheduler.actions._interleave import by_queue, interleave
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.queues import QueueInfo
+from batch_scheduler.reasons import PendingReason
+from batch_scheduler.votes import VoteKind
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -28,7 +30,7 @@ def run(ssn: Session) -> None:
         if job.min_resources is not None:
             vote = ssn.tiers.enqueueable(job)
             if vote.kind is VoteKind.REJECT:
-                job.set_reason(vote.condition or "NotEnqueued", vote.reason)
+                job.set_reason(vote.condition or PendingReason.NOT_ENQUEUED, vote.reason)
                 return False
         ssn.tiers.enqueued(job)
         job.phase = "Inqueue"

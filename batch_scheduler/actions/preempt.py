@@ -17,15 +17,17 @@ from __future__ import annotations
 import bisect
 from typing import TYPE_CHECKING
 
-from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import (
+from batch_scheduler.actions._evict import (
     VictimIndex,
     candidate_nodes,
     preempt_on_nodes,
     room_rows,
 )
-from batch_scheduler.info import PREEMPTABLE_STATUSES, JobInfo, TaskInfo
+from batch_scheduler.actions._interleave import by_queue
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
+from batch_scheduler.tasks import PREEMPTABLE_STATUSES, TaskInfo
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -81,7 +83,7 @@ def run(ssn: Session) -> None:
             stmt.commit()
             if evicted:
                 job.reason, job.reason_kind = (f"preempting {evicted} lower-priority task(s) in queue {name}; "
-                                               "starts once they are gone"), "Preempting"
+                                               "starts once they are gone"), PendingReason.PREEMPTING
             if assigned:
                 bisect.insort(line, job, key=job_key)
         for job in starving:  # tasks within a job

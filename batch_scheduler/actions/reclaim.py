@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from batch_scheduler.actions.preempt import preemptors
-from batch_scheduler.actions.queues import by_queue
-from batch_scheduler.actions.victims import (
+from batch_scheduler.actions._evict import (
     VictimIndex,
     candidate_nodes,
     reclaim_on_nodes,
 )
-from batch_scheduler.info import TaskInfo, TaskStatus
+from batch_scheduler.actions._interleave import by_queue
+from batch_scheduler.actions.preempt import preemptors
+from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
+from batch_scheduler.tasks import TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -63,4 +64,4 @@ def run(ssn: Session) -> None:
             stmt.commit()
             if evicted:
                 job.reason, job.reason_kind = (f"reclaiming {evicted} task(s) from queues above their deserved share "
-                                               f"for queue {name}; starts once they are gone"), "Reclaiming"
+                                               f"for queue {name}; starts once they are gone"), PendingReason.RECLAIMING

@@ -15,33 +15,28 @@ resource weight is 1, as in Volcano.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Self
 
+import msgspec
 import numpy as np
 
-from batch_scheduler.framework import check_arguments
-from batch_scheduler.info import TaskInfo
-from batch_scheduler.plugins.arguments import weight
+from batch_scheduler.arguments import Arguments, weight
+from batch_scheduler.framework import PluginBase, SessionView
+from batch_scheduler.tasks import TaskInfo
 from cluster.model.resources import CPU, MEMORY
 from cluster.nodeview.scores import MAX_NODE_SCORE, Index, Scores
-
-if TYPE_CHECKING:
-    from batch_scheduler.session import Session
 
 RESOURCES = "binpack.resources"
 
 
-class BinpackPlugin:
-    name = "binpack"
-
-    def __init__(self, weight: int, resource_weights: Mapping[str, int]) -> None:
-        self.weight = weight
-        self.resource_weights = resource_weights
+class BinpackArguments(Arguments, frozen=True, kw_only=True):
+    reads = frozenset({"binpack.weight", "binpack.cpu", "binpack.memory", RESOURCES})
+    prefixes = (RESOURCES + ".",)
+    weight: int = 1
+    resource_weights: Mapping[str, int] = msgspec.field(default_factory=lambda: {CPU: 1, MEMORY: 1})
 
     @classmethod
-    def create(cls, arguments: Mapping[str, str]) -> BinpackPlugin:
-        check_arguments(cls.name, arguments, ["binpack.weight", "binpack.cpu", "binpack.memory", RESOURCES],
-                        [RESOURCES + "."])
+    def decode(cls, arguments: Mapping[str, str]) -> Self:
         listed = [r.strip() for r in arguments.get(RESOURCES, "").split(",") if r.strip()]
         for name in arguments:
             if name.startswith(RESOURCES + ".") and name[len(RESOURCES) + 1:] not in listed:
@@ -50,14 +45,13 @@ class BinpackPlugin:
         weights = {r: weight(arguments, f"{RESOURCES}.{r}", 1, negative=1) for r in listed}
         weights[CPU] = weight(arguments, "binpack.cpu", 1, negative=1)
         weights[MEMORY] = weight(arguments, "binpack.memory", 1, negative=1)
-        return cls(weight(arguments, "binpack.weight", 1), weights)
+        return cls(weight=weight(arguments, "binpack.weight", 1), resource_weights=weights)
 
-    def open(self, ssn: Session) -> None:
-        pass
 
-    def node_scores(self, ssn: Session, task: TaskInfo, nodes: Index | None = None) -> Scores:
+class BinpackPlugin(PluginBase[BinpackArguments]):
+    def node_scores(self, ssn: SessionView, task: TaskInfo, nodes: Index | None = None) -> Scores:
         n = ssn.n if nodes is None else len(nodes)
-        if not self.weight:
+        if not self.args.weight:
             return np.zeros(n, dtype=np.float64)
         cols = ssn.columns
         sel: slice | Index = slice(0, n) if nodes is None else nodes
@@ -65,7 +59,7 @@ class BinpackPlugin:
         short = np.zeros(n, dtype=np.bool_)
         weight_sum = 0
         for name, amount in task.request.items():
-            w = self.resource_weights.get(name)
+            w = self.args.resource_weights.get(name)
             if amount <= 0 or w is None:
                 continue
             weight_sum += w
@@ -79,6 +73,6 @@ class BinpackPlugin:
             total += np.divide(used * float(w), capacity, out=np.zeros(n, dtype=np.float64), where=has)
         if weight_sum:
             total /= weight_sum
-        total *= MAX_NODE_SCORE * self.weight
+        total *= MAX_NODE_SCORE * self.args.weight
         total[short] = 0.0
         return total

@@ -18,16 +18,15 @@ or asks for a resource nobody has left.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from batch_scheduler.framework import check_arguments
-from batch_scheduler.info import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo
+from batch_scheduler.arguments import Arguments
+from batch_scheduler.framework import PluginBase, SessionView
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.queues import QueueInfo
+from batch_scheduler.tasks import ALLOCATED_STATUSES, TaskInfo
 from batch_scheduler.vector import Vector, share
-
-if TYPE_CHECKING:
-    from batch_scheduler.session import Session
 
 SHARE_DELTA = 1e-6
 
@@ -84,16 +83,9 @@ def _saturated(allocated: Vector, request: Vector, demanding: set[str]) -> bool:
     return False
 
 
-class DrfPlugin:
-    name = "drf"
-
-    @classmethod
-    def create(cls, arguments: Mapping[str, str]) -> DrfPlugin:
-        check_arguments(cls.name, arguments)
-        return cls()
-
-    def open(self, ssn: Session) -> None:
-        self.ssn = ssn
+class DrfPlugin(PluginBase[Arguments]):
+    def open(self, ssn: SessionView) -> None:
+        super().open(ssn)
         self.total = ssn.total
         self.totals = [(r, self.total.get(r)) for r in self.total.resource_names()]
         self.hierarchical = ssn.hierarchy_enabled(self.name)

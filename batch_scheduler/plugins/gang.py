@@ -14,34 +14,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from batch_scheduler.framework import check_arguments
-from batch_scheduler.info import JobInfo, TaskInfo
+from batch_scheduler.arguments import Arguments
+from batch_scheduler.framework import PluginBase
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.reasons import PendingReason
+from batch_scheduler.tasks import TaskInfo
+from batch_scheduler.votes import Refusal
 
-if TYPE_CHECKING:
-    from batch_scheduler.session import Session
 
-
-class GangPlugin:
-    name = "gang"
-
-    @classmethod
-    def create(cls, arguments: Mapping[str, str]) -> GangPlugin:
-        check_arguments(cls.name, arguments)
-        return cls()
-
-    def open(self, ssn: Session) -> None:
-        self.ssn = ssn
-
-    def job_valid(self, job: JobInfo) -> str | None:
+class GangPlugin(PluginBase[Arguments]):
+    def why_not_schedulable(self, job: JobInfo) -> Refusal | None:
         if not job.check_task_valid():
             short = ", ".join(f"{role or '(no role)'} {need}" for role, need in job.min_task_member.items())
-            return f"gang: not enough pods of each task role exist (minTaskMember {short}); waiting for them to be created"
+            return Refusal(f"gang: not enough pods of each task role exist (minTaskMember {short}); waiting for them "
+                           "to be created", PendingReason.NOT_ENOUGH_PODS)
         valid = job.valid_count
         if valid < job.min_member:
-            return f"gang: {valid}/{job.min_member} pods exist (minMember {job.min_member}); waiting for the rest to be created"
+            return Refusal(f"gang: {valid}/{job.min_member} pods exist (minMember {job.min_member}); waiting for the "
+                           "rest to be created", PendingReason.NOT_ENOUGH_PODS)
         return None
 
     def job_ready(self, job: JobInfo) -> bool:

@@ -30,13 +30,14 @@ updated by that plugin).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Self
 
+import msgspec
 import numpy as np
 
-from batch_scheduler.framework import check_arguments
-from batch_scheduler.info import TaskInfo
-from batch_scheduler.plugins.arguments import weight
+from batch_scheduler.arguments import Arguments, weight
+from batch_scheduler.framework import PluginBase, SessionView
+from batch_scheduler.tasks import TaskInfo
 from cluster.model.core import Pod
 from cluster.model.resources import CPU, MEMORY, Resources
 from cluster.nodeview.predicates import tolerates
@@ -50,9 +51,6 @@ from cluster.nodeview.scores import (
     preferred_affinity_weight,
     requested_score,
 )
-
-if TYPE_CHECKING:
-    from batch_scheduler.session import Session
 
 DEFAULTS = {"leastrequested.weight": 1, "mostrequested.weight": 0, "balancedresource.weight": 1,
             "nodeaffinity.weight": 2, "tainttoleration.weight": 3}
@@ -76,23 +74,23 @@ def nonzero_request(pod: Pod, request: Resources) -> Resources:
     return request + extra if extra else request
 
 
-class NodeOrderPlugin:
-    name = "nodeorder"
-
-    def __init__(self, weights: Mapping[str, int]) -> None:
-        self.weights = weights
+class NodeOrderArguments(Arguments, frozen=True, kw_only=True):
+    reads = frozenset(DEFAULTS) | frozenset(NO_EFFECT)
+    weights: Mapping[str, int] = msgspec.field(default_factory=lambda: dict(DEFAULTS))  # those with an effect
 
     @classmethod
-    def create(cls, arguments: Mapping[str, str]) -> NodeOrderPlugin:
-        check_arguments(cls.name, arguments, [*DEFAULTS, *NO_EFFECT])
+    def decode(cls, arguments: Mapping[str, str]) -> Self:
         for name, default in NO_EFFECT.items():
             weight(arguments, name, default)
-        return cls({name: weight(arguments, name, default) for name, default in DEFAULTS.items()})
+        return cls(weights={name: weight(arguments, name, default) for name, default in DEFAULTS.items()})
 
-    def open(self, ssn: Session) -> None:
+
+class NodeOrderPlugin(PluginBase[NodeOrderArguments]):
+    def open(self, ssn: SessionView) -> None:
+        super().open(ssn)
         self._taint_scores: dict[bytes, Scores] = {}
 
-    def _taint_score(self, ssn: Session, task: TaskInfo) -> Scores:
+    def _taint_score(self, ssn: SessionView, task: TaskInfo) -> Scores:
         """kube-scheduler's TaintToleration score per node, normalised over the nodes the task may go to."""
         key = task.template[1]
         cached = self._taint_scores.get(key)
@@ -107,8 +105,8 @@ class NodeOrderPlugin:
             self._taint_scores[key] = cached
         return cached
 
-    def node_scores(self, ssn: Session, task: TaskInfo, nodes: Index | None = None) -> Scores:
-        w, cols, req = self.weights, ssn.columns, task.request
+    def node_scores(self, ssn: SessionView, task: TaskInfo, nodes: Index | None = None) -> Scores:
+        w, cols, req = self.args.weights, ssn.columns, task.request
         every: slice | Index = slice(None) if nodes is None else nodes
         total = np.zeros(ssn.n if nodes is None else len(nodes), dtype=np.float64)
         if w["leastrequested.weight"] or w["mostrequested.weight"]:

@@ -13,44 +13,44 @@ Volcano). A factor below 1 is Volcano's default instead (the conf loader warns).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Self
 
-from batch_scheduler.framework import PERMIT, Vote, VoteKind, check_arguments, number
-from batch_scheduler.info import JobInfo, shareable
+from batch_scheduler.arguments import Arguments, number
+from batch_scheduler.framework import PluginBase, SessionView
+from batch_scheduler.jobs import JobInfo
 from batch_scheduler.plugins.proportion import (
     allocated_tasks,
     deduct_gated,
     fmt,
     inqueue_part,
 )
+from batch_scheduler.reasons import PendingReason
+from batch_scheduler.tasks import shareable
 from batch_scheduler.vector import Vector, amount_text
-
-if TYPE_CHECKING:
-    from batch_scheduler.session import Session
+from batch_scheduler.votes import PERMIT, Vote, VoteKind
 
 FACTOR = "overcommit-factor"
 DEFAULT_FACTOR = 1.2
 
 
-class OvercommitPlugin:
-    name = "overcommit"
-
-    def __init__(self, factor: float) -> None:
-        self.factor = factor
+class OvercommitArguments(Arguments, frozen=True, kw_only=True):
+    reads = frozenset({FACTOR})
+    factor: float = DEFAULT_FACTOR
 
     @classmethod
-    def create(cls, arguments: Mapping[str, str]) -> OvercommitPlugin:
-        check_arguments(cls.name, arguments, [FACTOR])
+    def decode(cls, arguments: Mapping[str, str]) -> Self:
         factor = number(arguments, FACTOR, DEFAULT_FACTOR, minimum=float("-inf"))
-        return cls(factor if factor >= 1.0 else DEFAULT_FACTOR)
+        return cls(factor=factor if factor >= 1.0 else DEFAULT_FACTOR)
 
-    def open(self, ssn: Session) -> None:
-        self.ssn = ssn
+
+class OvercommitPlugin(PluginBase[OvercommitArguments]):
+    def open(self, ssn: SessionView) -> None:
+        super().open(ssn)
         cols, n = ssn.columns, ssn.n
         usable = ssn.allowed & ~cols.unschedulable[:n]
         self.used = Vector.from_amounts(shareable({r: int(cols.allocated[i, :n][usable].sum())
                                                    for i, r in enumerate(cols.resources)}))
-        self.idle = ssn.total.copy().multi(self.factor).sub(self.used)
+        self.idle = ssn.total.copy().multi(self.args.factor).sub(self.used)
         self.inqueue = Vector()
         for job in ssn.jobs.values():
             if job.min_resources is None:
@@ -69,9 +69,9 @@ class OvercommitPlugin:
             return PERMIT
         r = short[0]
         left = self.idle.get(r) - self.inqueue.get(r)
-        return Vote(VoteKind.REJECT, condition="NotEnoughResources", reason=(
+        return Vote(VoteKind.REJECT, condition=PendingReason.NOT_ENOUGH_RESOURCES, reason=(
             f"cluster: job needs {r} {fmt(r, need.get(r))} to start, only {amount_text(r, max(left, 0.0), down=True)} can be admitted "
-            f"({fmt(r, self.ssn.total.get(r))} allocatable × overcommit-factor {self.factor:g}, "
+            f"({fmt(r, self.ssn.total.get(r))} allocatable × overcommit-factor {self.args.factor:g}, "
             f"{fmt(r, self.used.get(r))} allocated, {fmt(r, self.inqueue.get(r))} reserved by admitted jobs)"))
 
     def enqueued(self, job: JobInfo) -> None:

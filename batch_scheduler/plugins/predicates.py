@@ -10,59 +10,48 @@ those features, so they have no effect.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Self
 
 import msgspec
 
-from batch_scheduler.framework import check_arguments
-from batch_scheduler.info import TaskInfo
+from batch_scheduler.arguments import Arguments, flag
+from batch_scheduler.framework import PluginBase, SessionView
+from batch_scheduler.tasks import TaskInfo
 from cluster.model.core import Pod, Toleration
 from cluster.nodeview.predicates import Filtered, filter_nodes
 from cluster.nodeview.table import Mask
 
-if TYPE_CHECKING:
-    from batch_scheduler.session import Session
-
 NODE_AFFINITY = "predicate.NodeAffinityEnable"
 TAINTS = "predicate.TaintTolerationEnable"
-ACCEPTED = {NODE_AFFINITY, TAINTS, "predicate.GPUSharingEnable", "predicate.CacheEnable", "predicate.ProportionalEnable",
-            "predicate.PodAffinityEnable", "predicate.NodePortsEnable", "predicate.NodeVolumeLimitsEnable",
-            "predicate.VolumeZoneEnable", "predicate.PodTopologySpreadEnable", "predicate.GPUNumberEnable",
-            "predicate.resources"}
 _TOLERATE_ALL = [Toleration(operator="Exists")]
 
 
-def _flag(arguments: Mapping[str, str], name: str) -> bool:
-    value = arguments.get(name, "true").strip().lower()
-    if value not in ("true", "false"):
-        raise ValueError(f"{name}: {arguments[name]!r} (expected true or false)")
-    return value == "true"
-
-
-class PredicatesPlugin:
-    name = "predicates"
-
-    def __init__(self, node_affinity: bool, taints: bool) -> None:
-        self.node_affinity = node_affinity
-        self.taints = taints
+class PredicatesArguments(Arguments, frozen=True, kw_only=True):
+    reads = frozenset({
+        NODE_AFFINITY, TAINTS, "predicate.GPUSharingEnable", "predicate.CacheEnable", "predicate.ProportionalEnable",
+        "predicate.PodAffinityEnable", "predicate.NodePortsEnable", "predicate.NodeVolumeLimitsEnable",
+        "predicate.VolumeZoneEnable", "predicate.PodTopologySpreadEnable", "predicate.GPUNumberEnable",
+        "predicate.resources"})
+    prefixes = ("predicate.resources.",)
+    node_affinity: bool = True
+    taints: bool = True
 
     @classmethod
-    def create(cls, arguments: Mapping[str, str]) -> PredicatesPlugin:
-        check_arguments(cls.name, arguments, ACCEPTED, ["predicate.resources."])
-        return cls(_flag(arguments, NODE_AFFINITY), _flag(arguments, TAINTS))
+    def decode(cls, arguments: Mapping[str, str]) -> Self:
+        return cls(node_affinity=flag(arguments, NODE_AFFINITY), taints=flag(arguments, TAINTS))
 
-    def open(self, ssn: Session) -> None:
-        pass
 
+class PredicatesPlugin(PluginBase[PredicatesArguments]):
     def _pod(self, pod: Pod) -> Pod:
-        if self.node_affinity and self.taints:
+        node_affinity, taints = self.args.node_affinity, self.args.taints
+        if node_affinity and taints:
             return pod
         spec = pod.spec
-        if not self.node_affinity:
+        if not node_affinity:
             spec = msgspec.structs.replace(spec, node_selector={}, affinity=None)
-        if not self.taints:
+        if not taints:
             spec = msgspec.structs.replace(spec, tolerations=_TOLERATE_ALL)
         return msgspec.structs.replace(pod, spec=spec)
 
-    def predicate(self, ssn: Session, task: TaskInfo, allowed: Mask, *, resources: bool) -> Filtered:
+    def predicate(self, ssn: SessionView, task: TaskInfo, allowed: Mask, *, resources: bool) -> Filtered:
         return filter_nodes(ssn.columns, self._pod(task.pod), task.request if resources else {}, allowed=allowed)

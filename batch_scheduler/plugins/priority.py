@@ -6,31 +6,19 @@ the PodGroup's ``priorityClassName`` (jobs; without one, the default PriorityCla
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from batch_scheduler.framework import check_arguments
-from batch_scheduler.info import JobInfo, TaskInfo
-
-if TYPE_CHECKING:
-    from batch_scheduler.session import Session
+from batch_scheduler.arguments import Arguments
+from batch_scheduler.framework import PluginBase
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.tasks import TaskInfo
 
 
 def _higher_first(a: int, b: int) -> int:
     return (b > a) - (b < a)
 
 
-class PriorityPlugin:
-    name = "priority"
-
-    @classmethod
-    def create(cls, arguments: Mapping[str, str]) -> PriorityPlugin:
-        check_arguments(cls.name, arguments)
-        return cls()
-
-    def open(self, ssn: Session) -> None:
-        self.ssn = ssn
-
+class PriorityPlugin(PluginBase[Arguments]):
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         return _higher_first(a.priority, b.priority)
 

@@ -35,18 +35,15 @@ what their job reserves, as Volcano's ``DeductSchGatedResources`` does.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from batch_scheduler.framework import PERMIT, Refusal, Vote, VoteKind, check_arguments
-from batch_scheduler.info import (
-    ALLOCATED_STATUSES,
-    JobInfo,
-    QueueInfo,
-    TaskInfo,
-    TaskStatus,
-)
+from batch_scheduler.arguments import Arguments
+from batch_scheduler.framework import PluginBase, SessionView
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.queues import QueueInfo
+from batch_scheduler.reasons import PendingReason
+from batch_scheduler.tasks import ALLOCATED_STATUSES, TaskInfo, TaskStatus
 from batch_scheduler.vector import (
     INFINITY,
     ZERO,
@@ -56,10 +53,8 @@ from batch_scheduler.vector import (
     share,
     vmax,
 )
+from batch_scheduler.votes import PERMIT, Refusal, Vote, VoteKind
 from cluster.model.resources import CPU, MEMORY, PODS
-
-if TYPE_CHECKING:
-    from batch_scheduler.session import Session
 
 EPSILON = 1e-6
 
@@ -153,16 +148,9 @@ def allocated_tasks(job: JobInfo) -> int:
     return job.count(ALLOCATED_STATUSES)
 
 
-class ProportionPlugin:
-    name = "proportion"
-
-    @classmethod
-    def create(cls, arguments: Mapping[str, str]) -> ProportionPlugin:
-        check_arguments(cls.name, arguments)
-        return cls()
-
-    def open(self, ssn: Session) -> None:
-        self.ssn = ssn
+class ProportionPlugin(PluginBase[Arguments]):
+    def open(self, ssn: SessionView) -> None:
+        super().open(ssn)
         total = ssn.total
         total_guarantee = Vector()
         for queue in ssn.queues.values():
@@ -266,11 +254,12 @@ class ProportionPlugin:
         held = ", ".join(f"{r} {fmt(r, attr.allocated.get(r))}" for r in attr.deserved.resource_names()
                          if r != PODS) or "nothing"
         return Refusal(f"queue {queue.name}: at its deserved share ({held}); waits for its running jobs to finish",
-                       "QueueShareExceeded")
+                       PendingReason.QUEUE_SHARE_EXCEEDED)
 
     def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
         if not queue.open:
-            return Refusal(f"queue {queue.name} is {queue.state}: only Open queues take new tasks", "QueueClosed")
+            return Refusal(f"queue {queue.name} is {queue.state}: only Open queues take new tasks",
+                           PendingReason.QUEUE_CLOSED)
         attr = self.attrs.get(queue.name)
         if attr is None:
             return None
@@ -282,10 +271,12 @@ class ProportionPlugin:
         held = fmt(r, attr.allocated.get(r))
         if attr.capability is not None and attr.deserved.get(r) + EPSILON >= attr.capability.get(r):
             return Refusal(f"queue {queue.name}: capability {r} {fmt(r, attr.capability.get(r))} would be exceeded "
-                           f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))})", "QueueCapabilityExceeded")
+                           f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))})",
+                           PendingReason.QUEUE_CAPABILITY_EXCEEDED)
         why = "; the other queues' weights and requests set it" if len(self.attrs) > 1 else ""
         return Refusal(f"queue {queue.name}: deserved share {r} {fmt(r, attr.deserved.get(r))} would be exceeded "
-                       f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))}){why}", "QueueShareExceeded")
+                       f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))}){why}",
+                       PendingReason.QUEUE_SHARE_EXCEEDED)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
         return self._allocatable(queue, task)
@@ -296,7 +287,7 @@ class ProportionPlugin:
     def enqueueable(self, job: JobInfo) -> Vote:
         queue = self.ssn.queues[job.queue]
         if not queue.open:
-            return Vote(VoteKind.REJECT, condition="QueueClosed",
+            return Vote(VoteKind.REJECT, condition=PendingReason.QUEUE_CLOSED,
                         reason=f"queue {queue.name} is {queue.state}: only Open queues take new jobs")
         attr = self.attrs.get(job.queue)
         if attr is None or job.min_resources is None:
@@ -310,7 +301,7 @@ class ProportionPlugin:
         r = short[0]
         kind = "capability" if attr.capability is not None and math.isfinite(attr.capability.get(r)) and \
             attr.real_capability.get(r) >= attr.capability.get(r) - EPSILON else "share of the cluster (after guarantees)"
-        return Vote(VoteKind.REJECT, condition="QueueCapabilityExceeded", reason=(
+        return Vote(VoteKind.REJECT, condition=PendingReason.QUEUE_CAPABILITY_EXCEEDED, reason=(
             f"queue {job.queue}: {kind} {r} {fmt(r, attr.real_capability.get(r))} would be exceeded "
             f"(allocated {fmt(r, (attr.allocated + attr.inqueue - attr.elastic).get(r))}, job needs {fmt(r, need.get(r))})"))
 

@@ -1,4 +1,4 @@
-"""Fluent builders for batch-scheduler tests: pods, PodGroups, Queues, and a Session built from them.
+"""Fluent builders for batch-scheduler tests: pods, PodGroups, Queues, confs, and a Session built from them.
 
 A test names nodes with :func:`tests.builders.node` and pods with :func:`task`; bound
 pods (``node=...``) are counted in their node's allocated figures, as the store does.
@@ -12,8 +12,10 @@ from typing import Any
 import msgspec
 import yaml
 
-from batch_scheduler.conf import SchedulerConf, parse_conf
-from batch_scheduler.session import Session, SessionConfig, SessionInput
+from batch_scheduler.conf import SchedulerConf, load_conf, parse_conf
+from batch_scheduler.registry import default_registry
+from batch_scheduler.session import Session
+from batch_scheduler.session_input import SessionConfig, SessionInput
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroup, Queue
@@ -21,6 +23,16 @@ from cluster.nodeview.table import NodeColumns
 from cluster.store.records import NodeRecord, PodRecord
 
 SCHEDULER = "volcano"
+REGISTRY = default_registry()
+
+
+def parse(text: str) -> SchedulerConf:
+    """A conf's text, loaded against caldera's registry."""
+    return parse_conf(text, REGISTRY)
+
+
+def load(path: str | None) -> SchedulerConf:
+    return load_conf(path, REGISTRY)
 
 
 def task(name: str, *, cpu: str | int = "1", memory: str | int = "1Gi", gpu: int = 0, group: str = "",
@@ -96,7 +108,7 @@ def conf(*tiers: Sequence[str | Mapping[str, Any]], actions: str = "enqueue, all
     """A conf from tiers of plugin names or plugin entries (``{"name": "gang", "enablePreemptable": False}``)."""
     raw = {"actions": actions,
            "tiers": [{"plugins": [{"name": p} if isinstance(p, str) else dict(p) for p in tier]} for tier in tiers]}
-    return parse_conf(yaml.safe_dump(raw))
+    return parse(yaml.safe_dump(raw))
 
 
 def session(scheduler_conf: SchedulerConf, nodes: Iterable[Node], pods: Sequence[PodRecord] = (), *,

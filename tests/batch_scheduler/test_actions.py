@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import yaml
 
-from batch_scheduler.conf import parse_conf
 from batch_scheduler.status import job_phase
-from tests.batch_scheduler.inputs import conf, podgroup, priority_class, session, task
+from tests.batch_scheduler.inputs import (
+    conf,
+    parse,
+    podgroup,
+    priority_class,
+    session,
+    task,
+)
 from tests.builders import node
 
 PLUGINS = (["priority", "gang"], ["predicates", "proportion", "nodeorder"])
@@ -120,7 +126,7 @@ def test_allocate_skips_tasks_of_a_role_that_fit_nowhere_unless_the_cache_is_off
     for arguments, tried in (({}, 1), ({"predicateErrorCacheEnable": False}, 2)):
         text = yaml.safe_dump({"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}, {"name": "predicates"}]}],
                                "configurations": [{"name": "allocate", "arguments": arguments}]})
-        ssn = session(parse_conf(text), [node("n1", cpu="4")], pods, podgroups=[podgroup("a", phase="Inqueue")])
+        ssn = session(parse(text), [node("n1", cpu="4")], pods, podgroups=[podgroup("a", phase="Inqueue")])
         ssn.run()
         job = ssn.jobs["default/a"]
         assert placed(ssn) == {"s-0": "n1"}

@@ -6,9 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batch_scheduler.info import TaskInfo, TaskStatus
-from batch_scheduler.session import Session, SessionConfig, SessionInput
+from batch_scheduler.session import Session
+from batch_scheduler.session_input import SessionConfig, SessionInput
 from batch_scheduler.statement import Statement
+from batch_scheduler.tasks import TaskInfo, TaskStatus
 from cluster.nodeview.shard import ShardingMode
 from tests.batch_scheduler.inputs import columns, conf, session, task
 from tests.builders import node

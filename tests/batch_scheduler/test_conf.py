@@ -25,8 +25,6 @@ from batch_scheduler.conf import (
     ConfError,
     PluginOption,
     Unimplemented,
-    load_conf,
-    parse_conf,
 )
 from batch_scheduler.framework import (
     Allocatable,
@@ -43,11 +41,14 @@ from batch_scheduler.plugins.nodeorder import NodeOrderPlugin
 from batch_scheduler.plugins.overcommit import OvercommitPlugin
 from batch_scheduler.plugins.predicates import PredicatesPlugin
 from batch_scheduler.plugins.priority import PriorityPlugin
-from batch_scheduler.registry import PLUGINS, VOLCANO_PLUGINS
+from batch_scheduler.volcano_names import VOLCANO_PLUGINS
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.workload import make_pod
 from cluster.store.store import Store
+from tests.batch_scheduler.inputs import REGISTRY, load, parse
 from tests.builders import node
+
+PLUGINS = REGISTRY.plugins
 
 
 def names(tier: tuple[PluginOption, ...]) -> list[str]:
@@ -58,8 +59,8 @@ def names(tier: tuple[PluginOption, ...]) -> list[str]:
 
 
 def test_default_conf_is_volcanos_chart() -> None:
-    c = load_conf(None)
-    assert c == parse_conf(DEFAULT_CONF)
+    c = load(None)
+    assert c == parse(DEFAULT_CONF)
     assert c.actions == ("enqueue", "allocate", "backfill")
     assert [names(t) for t in c.tiers] == [
         ["priority", "gang", "conformance"],
@@ -74,17 +75,17 @@ def test_default_conf_is_volcanos_chart() -> None:
 
 
 def test_default_conf_build_leaves_gang_and_drf_out_of_preemptable_only() -> None:
-    tiers = load_conf(None).build()
-    preemptors = [type(p) for tier in tiers.preemptables for p in tier]
+    tiers = load(None).build()
+    preemptors = [type(p) for tier in tiers.preempt_voters for p in tier]
     assert GangPlugin not in preemptors and DrfPlugin not in preemptors
-    assert [type(p).__name__ for p in tiers.preemptables[0]] == ["PriorityPlugin", "ConformancePlugin"]
+    assert [type(p).__name__ for p in tiers.preempt_voters[0]] == ["PriorityPlugin", "ConformancePlugin"]
     orders = [type(p) for tier in tiers.job_orders for p in tier]
     assert GangPlugin in orders and DrfPlugin in orders  # the switch turns off one point only
     assert all(isinstance(p, JobOrder) for tier in tiers.job_orders for p in tier)
 
 
 def test_build_gives_fresh_instances_each_session() -> None:
-    c = load_conf(None)
+    c = load(None)
     a, b = c.build(), c.build()
     assert all(x is not y for x, y in zip(a.tiers[1], b.tiers[1], strict=True))
 
@@ -141,7 +142,7 @@ configurations:
 
 
 def test_full_volcano_conf_loads_with_its_arguments() -> None:
-    c = parse_conf(FULL)
+    c = parse(FULL)
     assert c.actions == ("enqueue", "allocate", "preempt", "reclaim", "backfill")
     options = {o.name: o for t in c.tiers for o in t}
     assert options["gang"].disabled == {"enablePreemptable"} and options["gang"].enabled == {"enableJobStarving"}
@@ -160,42 +161,42 @@ def test_full_volcano_conf_loads_with_its_arguments() -> None:
     plugins = {type(p): p for tier in c.build().tiers for p in tier}
     binpack = plugins[BinpackPlugin]
     assert isinstance(binpack, BinpackPlugin)
-    assert binpack.weight == 10.0
-    assert binpack.resource_weights == {"cpu": 2.0, "memory": 1.0, "nvidia.com/gpu": 8.0, "example.com/fpga": 1.0}
+    assert binpack.args.weight == 10.0
+    assert binpack.args.resource_weights == {"cpu": 2.0, "memory": 1.0, "nvidia.com/gpu": 8.0, "example.com/fpga": 1.0}
     nodeorder = plugins[NodeOrderPlugin]
     assert isinstance(nodeorder, NodeOrderPlugin)
     # "0.5" is no integer: Volcano's Arguments.GetInt keeps the default (1)
-    assert nodeorder.weights == {"leastrequested.weight": 0, "mostrequested.weight": 2,
+    assert nodeorder.args.weights == {"leastrequested.weight": 0, "mostrequested.weight": 2,
                                  "balancedresource.weight": 1, "nodeaffinity.weight": 3,
                                  "tainttoleration.weight": 1}
     overcommit = plugins[OvercommitPlugin]
-    assert isinstance(overcommit, OvercommitPlugin) and overcommit.factor == 1.5
+    assert isinstance(overcommit, OvercommitPlugin) and overcommit.args.factor == 1.5
     predicates = plugins[PredicatesPlugin]
     assert isinstance(predicates, PredicatesPlugin)
-    assert (predicates.node_affinity, predicates.taints) == (False, True)
+    assert (predicates.args.node_affinity, predicates.args.taints) == (False, True)
 
 
 def test_full_conf_sorts_plugins_into_points() -> None:
-    tiers = parse_conf(FULL).build()
+    tiers = parse(FULL).build()
     assert [type(p).__name__ for p in tiers.node_orders] == ["NodeOrderPlugin", "BinpackPlugin"]
     assert all(isinstance(p, NodeOrder) for p in tiers.node_orders)
-    assert [type(p).__name__ for p in tiers.allocatables] == ["CapacityPlugin"]
-    assert all(isinstance(p, Allocatable) for p in tiers.allocatables)
-    assert [[type(p).__name__ for p in t] for t in tiers.enqueueables] == [[], ["OvercommitPlugin", "CapacityPlugin"]]
-    assert all(isinstance(p, Enqueueable) for t in tiers.enqueueables for p in t)
+    assert [type(p).__name__ for p in tiers.allocatable_checks] == ["CapacityPlugin"]
+    assert all(isinstance(p, Allocatable) for p in tiers.allocatable_checks)
+    assert [[type(p).__name__ for p in t] for t in tiers.enqueue_voters] == [[], ["OvercommitPlugin", "CapacityPlugin"]]
+    assert all(isinstance(p, Enqueueable) for t in tiers.enqueue_voters for p in t)
     # gang's enablePreemptable: false; drf has no switch off here and votes in tier 2
-    assert [[type(p).__name__ for p in t] for t in tiers.preemptables] == [
+    assert [[type(p).__name__ for p in t] for t in tiers.preempt_voters] == [
         ["PriorityPlugin", "ConformancePlugin"], ["DrfPlugin"]]
-    assert all(isinstance(p, Preemptable) for t in tiers.preemptables for p in t)
+    assert all(isinstance(p, Preemptable) for t in tiers.preempt_voters for p in t)
 
 
 def test_actions_may_be_spaced_and_trailing_commas_ignored() -> None:
-    c = parse_conf('actions: " enqueue ,allocate,, "\ntiers:\n- plugins:\n  - name: gang\n')
+    c = parse('actions: " enqueue ,allocate,, "\ntiers:\n- plugins:\n  - name: gang\n')
     assert c.actions == ("enqueue", "allocate")
 
 
 def test_drf_hierarchy_beside_proportion_in_another_tier_is_fine() -> None:
-    c = parse_conf("""\
+    c = parse("""\
 actions: "allocate"
 tiers:
 - plugins:
@@ -208,7 +209,7 @@ tiers:
 
 
 def test_drf_without_hierarchy_may_share_a_tier_with_proportion() -> None:
-    c = parse_conf("""\
+    c = parse("""\
 actions: "allocate"
 tiers:
 - plugins:
@@ -343,7 +344,7 @@ BAD: list[tuple[str, str, list[str]]] = [
 @pytest.mark.parametrize(("text", "expected"), [(t, e) for _, t, e in BAD], ids=[i for i, _, _ in BAD])
 def test_malformed_conf_is_one_line_naming_the_entry(text: str, expected: list[str]) -> None:
     with pytest.raises(ConfError) as info:
-        parse_conf(text)
+        parse(text)
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith("scheduler conf: ")
@@ -385,7 +386,7 @@ WARNED: list[tuple[str, str, str, str]] = [
 
 @pytest.mark.parametrize(("text", "owner", "warning"), [(t, o, w) for _, t, o, w in WARNED], ids=[i for i, *_ in WARNED])
 def test_an_argument_nobody_reads_loads_with_no_effect_and_one_warning(text: str, owner: str, warning: str) -> None:
-    c = parse_conf(text)
+    c = parse(text)
     assert c.warnings == (warning,)
     assert c.unimplemented == ()
     given = {o.name: o.arguments for t in c.tiers for o in t}.get(owner, c.action_arguments.get(owner, {}))
@@ -396,7 +397,7 @@ def test_an_argument_nobody_reads_loads_with_no_effect_and_one_warning(text: str
 @pytest.mark.parametrize("plugin", sorted(PLUGINS))
 def test_every_plugin_loads_with_an_argument_nobody_reads(plugin: str) -> None:
     text = f'actions: "allocate"\ntiers:\n- plugins:\n  - name: {plugin}\n    arguments:\n      no-such-thing: 1\n'
-    c = parse_conf(text)
+    c = parse(text)
     assert c.tiers[0][0].arguments == {} and c.build().tiers[0][0].name == plugin
     assert len(c.warnings) == 1 and '"no-such-thing" is read by neither caldera nor Volcano' in c.warnings[0]
 
@@ -406,11 +407,11 @@ def test_every_argument_the_registry_says_a_plugin_reads_is_one_it_takes(plugin:
     """The loader hands a plugin only the arguments the registry lists for it: each must be one
     the plugin's own check accepts (with some value), or the registry has drifted from it."""
     spec = PLUGINS[plugin]
-    for name in sorted(spec.reads):
+    for name in sorted(spec.arguments.reads):
         refusals = []
         for value in ("1", "true", "nvidia.com/gpu"):
             try:
-                spec.create({name: value})
+                spec.arguments.load(plugin, {name: value})
                 break
             except ValueError as e:
                 refusals.append(str(e))
@@ -428,13 +429,13 @@ VOLCANO_READ = [  # Volcano's plugins and actions read these; caldera's do not: 
 
 @pytest.mark.parametrize(("plugin", "argument", "value"), VOLCANO_READ)
 def test_an_argument_only_volcano_reads_loads_silently_with_no_effect(plugin: str, argument: str, value: str) -> None:
-    c = parse_conf(one_plugin(f"  - name: {plugin}\n    arguments:\n      {argument}: {value}\n"))
+    c = parse(one_plugin(f"  - name: {plugin}\n    arguments:\n      {argument}: {value}\n"))
     assert c.warnings == () and c.tiers[0][1].arguments == {}
     c.build()
 
 
 def test_an_action_argument_only_volcano_reads_loads_silently() -> None:
-    c = parse_conf('actions: "allocate, reclaim"\ntiers:\n- plugins:\n  - name: gang\n'
+    c = parse('actions: "allocate, reclaim"\ntiers:\n- plugins:\n  - name: gang\n'
                    "configurations:\n- name: reclaim\n  arguments: {predicateErrorCacheEnable: true}\n")
     assert c.warnings == () and c.argument("reclaim", "predicateErrorCacheEnable") is None
 
@@ -443,7 +444,7 @@ def test_an_action_argument_only_volcano_reads_loads_silently() -> None:
 
 
 def test_argument_values_may_be_any_yaml_scalar() -> None:
-    c = parse_conf(one_plugin(
+    c = parse(one_plugin(
         "  - name: binpack\n    arguments:\n"
         "      binpack.weight: 3\n"          # int
         "      binpack.cpu: 1.5\n"           # float
@@ -466,7 +467,7 @@ def test_argument_values_may_be_any_yaml_scalar() -> None:
 
 def test_a_date_for_an_argument_caldera_reads_is_refused_by_its_value() -> None:
     with pytest.raises(ConfError, match=r"\(binpack\)\.arguments: binpack\.weight: '2024-01-31' \(expected a number"):
-        parse_conf(one_plugin("  - name: binpack\n    arguments:\n      binpack.weight: 2024-01-31\n"))
+        parse(one_plugin("  - name: binpack\n    arguments:\n      binpack.weight: 2024-01-31\n"))
 
 
 # -- overcommit-factor below 1: Volcano's default, with a warning -------------------------
@@ -476,24 +477,24 @@ def test_a_date_for_an_argument_caldera_reads_is_refused_by_its_value() -> None:
 
 @pytest.mark.parametrize("factor", ["0.5", "0", "-3", "0.999"])
 def test_an_overcommit_factor_below_one_is_volcanos_default_with_a_warning(factor: str) -> None:
-    c = parse_conf(one_plugin(f"  - name: overcommit\n    arguments:\n      overcommit-factor: {factor}\n"))
+    c = parse(one_plugin(f"  - name: overcommit\n    arguments:\n      overcommit-factor: {factor}\n"))
     assert c.warnings == (f'conf plugin "overcommit": overcommit-factor {factor} is below 1; using 1.2, as Volcano does',)
     assert c.tiers[0][1].arguments == {"overcommit-factor": "1.2"}
     overcommit = {type(p): p for tier in c.build().tiers for p in tier}[OvercommitPlugin]
-    assert isinstance(overcommit, OvercommitPlugin) and overcommit.factor == 1.2
+    assert isinstance(overcommit, OvercommitPlugin) and overcommit.args.factor == 1.2
 
 
 def test_enqueues_overcommit_factor_below_one_is_volcanos_default_with_a_warning() -> None:
-    c = parse_conf('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: overcommit\n'
+    c = parse('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: overcommit\n'
                    "configurations:\n- name: enqueue\n  arguments:\n    overcommit-factor: 0.8\n")
     assert c.warnings == ("conf configurations[0] (enqueue): overcommit-factor 0.8 is below 1; using 1.2, as Volcano does",)
     assert c.argument("enqueue", "overcommit-factor") == "1.2"
     overcommit = c.build().tiers[0][0]
-    assert isinstance(overcommit, OvercommitPlugin) and overcommit.factor == 1.2
+    assert isinstance(overcommit, OvercommitPlugin) and overcommit.args.factor == 1.2
 
 
 def test_an_overcommit_factor_of_one_is_taken_as_it_is() -> None:
-    c = parse_conf(one_plugin("  - name: overcommit\n    arguments:\n      overcommit-factor: 1\n"))
+    c = parse(one_plugin("  - name: overcommit\n    arguments:\n      overcommit-factor: 1\n"))
     assert c.warnings == () and c.tiers[0][1].arguments == {"overcommit-factor": "1"}
 
 
@@ -513,7 +514,7 @@ def test_the_volcano_plugins_caldera_does_not_implement_yet() -> None:
 
 @pytest.mark.parametrize("plugin", NOT_YET)
 def test_a_volcano_plugin_caldera_does_not_implement_loads_with_no_effect(plugin: str) -> None:
-    c = parse_conf(one_plugin(f"  - name: {plugin}\n    enablePredicate: false\n    enabledHyperNodeOrder: true\n"
+    c = parse(one_plugin(f"  - name: {plugin}\n    enablePredicate: false\n    enabledHyperNodeOrder: true\n"
                               "    arguments:\n      weight: 10\n      strategies: [{name: offlineOnly}]\n"
                               "      thresholds: {cpu: 80}\n"))
     assert names(c.tiers[0]) == ["priority"]
@@ -524,7 +525,7 @@ def test_a_volcano_plugin_caldera_does_not_implement_loads_with_no_effect(plugin
 
 
 def test_a_tier_of_only_unimplemented_plugins_is_left_empty() -> None:
-    c = parse_conf('actions: "reclaim, preempt, shuffle"\ntiers:\n- plugins:\n  - name: pdb\n'
+    c = parse('actions: "reclaim, preempt, shuffle"\ntiers:\n- plugins:\n  - name: pdb\n'
                    "- plugins:\n  - name: gang\n")
     assert [names(t) for t in c.tiers] == [[], ["gang"]]
     assert c.actions == ("reclaim", "preempt")
@@ -536,7 +537,7 @@ def test_a_tier_of_only_unimplemented_plugins_is_left_empty() -> None:
 
 @pytest.mark.parametrize("action", ["shuffle", "gangpreempt", "gangreclaim"])
 def test_a_volcano_action_caldera_does_not_implement_loads_with_no_effect(action: str) -> None:
-    c = parse_conf(f'actions: "enqueue, {action}, allocate, {action}"\ntiers:\n- plugins:\n  - name: gang\n'
+    c = parse(f'actions: "enqueue, {action}, allocate, {action}"\ntiers:\n- plugins:\n  - name: gang\n'
                    f"configurations:\n- name: {action}\n  arguments: {{maxDomains: 2, anything: [1]}}\n")
     assert c.actions == ("enqueue", "allocate")
     assert c.unimplemented == (Unimplemented("action", action),)  # named once though listed twice
@@ -545,7 +546,7 @@ def test_a_volcano_action_caldera_does_not_implement_loads_with_no_effect(action
 
 
 def test_a_configurations_entry_volcano_reads_that_is_not_an_action_loads() -> None:
-    c = parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: deviceshare\n'
+    c = parse('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: deviceshare\n'
                    'configurations:\n- name: init-params\n  arguments: {"grace-over-time": "900"}\n')
     assert c.action_arguments == {} and c.unimplemented == (Unimplemented("plugin", "deviceshare"),)
 
@@ -565,11 +566,11 @@ VOLCANO_1_14_AND_MASTER_SWITCHES = [  # pkg/scheduler/conf/scheduler_conf.go
 @pytest.mark.parametrize("switch", VOLCANO_1_14_AND_MASTER_SWITCHES)
 @pytest.mark.parametrize("plugin", ["gang", "nodegroup"])
 def test_every_volcano_switch_loads(plugin: str, switch: str) -> None:
-    c = parse_conf(one_plugin(f"  - name: {plugin}\n    {switch}: false\n"))
+    c = parse(one_plugin(f"  - name: {plugin}\n    {switch}: false\n"))
     off = [o.disabled for t in c.tiers for o in t if o.name == plugin]
     assert off == ([frozenset({switch})] if plugin == "gang" else [])
     with pytest.raises(ConfError, match=rf"\({plugin}\)\.{switch}: 'sometimes' is not true or false"):
-        parse_conf(one_plugin(f"  - name: {plugin}\n    {switch}: sometimes\n"))
+        parse(one_plugin(f"  - name: {plugin}\n    {switch}: sometimes\n"))
 
 
 # -- every section Volcano's SchedulerConfiguration has -----------------------------------
@@ -577,24 +578,24 @@ def test_every_volcano_switch_loads(plugin: str, switch: str) -> None:
 
 def test_metrics_is_accepted_and_has_no_effect() -> None:
     base = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
-    c = parse_conf(base + "metrics:\n  type: prometheus\n  address: http://192.168.0.10:9090\n  interval: 30s\n"
+    c = parse(base + "metrics:\n  type: prometheus\n  address: http://192.168.0.10:9090\n  interval: 30s\n"
                    '  tls.insecureSkipVerify: "false"\n  elasticsearch: {index: custom, username: ""}\n')
-    assert c == parse_conf(base)
-    assert parse_conf(base + "metrics:\n") == parse_conf(base)
+    assert c == parse(base)
+    assert parse(base + "metrics:\n") == parse(base)
 
 
 def test_unknown_top_level_names_the_nearest_section() -> None:
     with pytest.raises(ConfError, match=r"unknown field 'metric' \(did you mean 'metrics'\? expected actions, tiers, "
                                         r"configurations, metrics\)"):
-        parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\nmetric: {type: prometheus}\n')
+        parse('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\nmetric: {type: prometheus}\n')
 
 
 # -- reloading, and what the process shows -------------------------------------------------
 
 
 def test_a_reload_warns_only_about_what_is_new() -> None:
-    before = parse_conf(one_plugin("  - name: sla\n"))
-    after = parse_conf('actions: "enqueue, allocate, shuffle"\ntiers:\n- plugins:\n  - name: sla\n  - name: tdm\n')
+    before = parse(one_plugin("  - name: sla\n"))
+    after = parse('actions: "enqueue, allocate, shuffle"\ntiers:\n- plugins:\n  - name: sla\n  - name: tdm\n')
     assert after.new_warnings(before) == ['conf action "shuffle" is not implemented by caldera yet; it has no effect',
                                           'conf plugin "tdm" is not implemented by caldera yet; it has no effect']
     assert before.new_warnings(after) == []
@@ -608,17 +609,17 @@ def test_the_gauge_shows_what_the_loaded_conf_names_and_nothing_else() -> None:
     def value(name: str, kind: str) -> float | None:
         return registry.get_sample_value("caldera_conf_plugins_unimplemented", {"name": name, "kind": kind})
 
-    metrics.conf_loaded(parse_conf('actions: "allocate, shuffle"\ntiers:\n- plugins:\n  - name: sla\n'))
+    metrics.conf_loaded(parse('actions: "allocate, shuffle"\ntiers:\n- plugins:\n  - name: sla\n'))
     assert (value("sla", "plugin"), value("shuffle", "action"), value("tdm", "plugin")) == (1.0, 1.0, None)
-    metrics.conf_loaded(parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: tdm\n'))
+    metrics.conf_loaded(parse('actions: "allocate"\ntiers:\n- plugins:\n  - name: tdm\n'))
     assert (value("sla", "plugin"), value("shuffle", "action"), value("tdm", "plugin")) == (None, None, 1.0)
-    metrics.conf_loaded(parse_conf(DEFAULT_CONF))
+    metrics.conf_loaded(parse(DEFAULT_CONF))
     assert value("tdm", "plugin") is None
 
 
 @pytest.mark.parametrize("plugin", sorted(PLUGINS))
 def test_every_plugin_loads_with_no_arguments(plugin: str) -> None:
-    c = parse_conf(f'actions: "allocate"\ntiers:\n- plugins:\n  - name: {plugin}\n')
+    c = parse(f'actions: "allocate"\ntiers:\n- plugins:\n  - name: {plugin}\n')
     assert names(c.tiers[0]) == [plugin] and c.build().tiers[0][0].name == plugin
 
 
@@ -632,13 +633,13 @@ def test_conf_error_is_a_value_error() -> None:
 def test_load_conf_reads_a_file(tmp_path: Path) -> None:
     path = tmp_path / "volcano-scheduler.conf"
     path.write_text(FULL, encoding="utf-8")
-    assert load_conf(str(path)) == parse_conf(FULL)
+    assert load(str(path)) == parse(FULL)
 
 
 def test_load_conf_with_a_missing_file_names_the_flag_and_path(tmp_path: Path) -> None:
     path = tmp_path / "nope.conf"
     with pytest.raises(ConfError) as info:
-        load_conf(str(path))
+        load(str(path))
     message = str(info.value)
     assert message.startswith("--scheduler-conf: ") and str(path) in message and "No such file" in message
 
@@ -647,7 +648,7 @@ def test_load_conf_reports_a_bad_file_by_entry(tmp_path: Path) -> None:
     path = tmp_path / "bad.conf"
     path.write_text('actions: "enqueue, dance"\ntiers:\n- plugins:\n  - name: gang\n', encoding="utf-8")
     with pytest.raises(ConfError, match="unknown action 'dance'"):
-        load_conf(str(path))
+        load(str(path))
 
 
 # -- in a running batch scheduler -----------------------------------------------------------
@@ -742,24 +743,24 @@ async def test_a_running_batch_scheduler_names_what_it_does_not_implement(store:
 def test_topology_aware_preemption_is_named_as_not_honoured() -> None:
     text = ('actions: "allocate, preempt"\ntiers:\n- plugins:\n  - name: gang\n'
             'configurations:\n- name: preempt\n  arguments: {enableTopologyAwarePreemption: true}\n')
-    conf = parse_conf(text)
+    conf = parse(text)
     assert conf.warnings == ("conf configurations[0] (preempt): enableTopologyAwarePreemption true is not honoured by "
                              "caldera yet (Volcano's normal preemption runs instead of kube-scheduler-style candidate "
                              "selection)",)
-    assert parse_conf(text.replace("true", "false")).warnings == ()
+    assert parse(text.replace("true", "false")).warnings == ()
 
 
 def test_capacitys_ancestor_reclaim_level_loads_as_volcano_reads_it() -> None:
     text = ('actions: "reclaim"\ntiers:\n- plugins:\n  - name: capacity\n    enableHierarchy: true\n'
             '    arguments: {ancestorReclaimLevel: 2}\n')
-    c = parse_conf(text)
+    c = parse(text)
     assert c.warnings == () and c.tiers[0][0].arguments == {"ancestorReclaimLevel": "2"}
     # Below 0: 0, as Volcano; without the hierarchy Volcano does nothing with it: both said.
-    c = parse_conf(text.replace("2}", "-1}"))
+    c = parse(text.replace("2}", "-1}"))
     assert c.tiers[0][0].arguments == {"ancestorReclaimLevel": "0"}
     assert c.warnings == ('conf plugin "capacity": ancestorReclaimLevel -1 is below 0; using 0 (only the queues\' own '
                           "deserved decide reclaim), as Volcano does",)
-    assert parse_conf(text.replace("enableHierarchy: true", "enableHierarchy: false")).warnings == (
+    assert parse(text.replace("enableHierarchy: true", "enableHierarchy: false")).warnings == (
         'conf plugin "capacity": ancestorReclaimLevel 2 has no effect without enableHierarchy: true (as in Volcano)',)
     with pytest.raises(ConfError, match=r"ancestorReclaimLevel: '1\.5' \(expected a whole number of queue levels"):
-        parse_conf(text.replace("2}", "1.5}"))
+        parse(text.replace("2}", "1.5}"))

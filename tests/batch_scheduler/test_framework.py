@@ -15,20 +15,14 @@ import msgspec
 import numpy as np
 import pytest
 
-from batch_scheduler.framework import (
-    ABSTAIN,
-    PERMIT,
-    JobOrder,
-    Plugin,
-    Preemptable,
-    Refusal,
-    Tiers,
-    Vote,
-    VoteKind,
-    check_arguments,
-    number,
-)
-from batch_scheduler.info import JobInfo, QueueInfo, TaskInfo, TaskStatus, default_queue
+from batch_scheduler.arguments import Arguments, check_arguments, number
+from batch_scheduler.framework import JobOrder, Plugin, Preemptable
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.plugin_set import PluginSet
+from batch_scheduler.queues import QueueInfo, default_queue
+from batch_scheduler.reasons import PendingReason
+from batch_scheduler.tasks import TaskInfo, TaskStatus
+from batch_scheduler.votes import ABSTAIN, PERMIT, Refusal, Vote, VoteKind
 from tests.builders import pod
 
 NONE: frozenset[str] = frozenset()
@@ -149,8 +143,8 @@ class Everything(Order, Victims):
         pass
 
 
-def tiers(*plugin_tiers: Sequence[Plugin | tuple[Plugin, frozenset[str]]]) -> Tiers:
-    return Tiers([[p if isinstance(p, tuple) else (p, NONE) for p in tier] for tier in plugin_tiers])
+def tiers(*plugin_tiers: Sequence[Plugin | tuple[Plugin, frozenset[str]]]) -> PluginSet:
+    return PluginSet([[p if isinstance(p, tuple) else (p, NONE) for p in tier] for tier in plugin_tiers])
 
 
 def sign(x: int) -> int:
@@ -161,7 +155,7 @@ def sign(x: int) -> int:
 
 
 def compare(key: Any, a: object, b: object) -> int:
-    """The sign a sort key built by Tiers gives the pair: -1 when ``a`` goes first."""
+    """The sign a sort key built by a PluginSet gives the pair: -1 when ``a`` goes first."""
     ka, kb = key(a), key(b)
     return -1 if ka < kb else (1 if kb < ka else 0)
 
@@ -286,12 +280,12 @@ def test_later_victim_plugins_in_a_tier_are_not_asked_after_an_empty_answer() ->
 def test_switch_off_removes_the_plugin_from_that_point_only() -> None:
     p = Everything()
     t = tiers([(p, frozenset({"enablePreemptable"}))])
-    assert t.preemptables == [[]]
+    assert t.preempt_voters == [[]]
     assert t.preemptable(task("p"), [task("x")]) == []
-    assert t.reclaimables == [[p]] and [v.name for v in t.reclaimable(task("p"), [task("x")])] == ["x"]
+    assert t.reclaim_voters == [[p]] and [v.name for v in t.reclaimable(task("p"), [task("x")])] == ["x"]
     assert t.job_orders == [[p]] and t.queue_orders == [[p]] and t.task_orders == [[p]]
-    assert t.job_readies == [p] and t.node_orders == [p] and t.allocatables == [p] and t.overuseds == [p]
-    assert t.enqueueables == [[p]]
+    assert t.ready_checks == [p] and t.node_orders == [p] and t.allocatable_checks == [p] and t.overuse_checks == [p]
+    assert t.enqueue_voters == [[p]]
     assert t.tiers == [[p]]  # still opened with the session
 
 
@@ -299,8 +293,8 @@ def test_switch_off_removes_the_plugin_from_that_point_only() -> None:
     ("enableJobOrder", "job_orders"),
     ("enableQueueOrder", "queue_orders"),
     ("enableTaskOrder", "task_orders"),
-    ("enableReclaimable", "reclaimables"),
-    ("enableJobEnqueued", "enqueueables"),
+    ("enableReclaimable", "reclaim_voters"),
+    ("enableJobEnqueued", "enqueue_voters"),
 ])
 def test_each_tiered_switch_turns_off_its_point(switch: str, attribute: str) -> None:
     p = Everything()
@@ -311,10 +305,10 @@ def test_each_tiered_switch_turns_off_its_point(switch: str, attribute: str) -> 
 
 
 @pytest.mark.parametrize(("switch", "attribute"), [
-    ("enableJobReady", "job_readies"),
+    ("enableJobReady", "ready_checks"),
     ("enableNodeOrder", "node_orders"),
-    ("enabledAllocatable", "allocatables"),
-    ("enabledOverused", "overuseds"),
+    ("enabledAllocatable", "allocatable_checks"),
+    ("enabledOverused", "overuse_checks"),
 ])
 def test_each_flat_switch_turns_off_its_point(switch: str, attribute: str) -> None:
     p = Everything()
@@ -335,9 +329,9 @@ def test_switch_for_an_unimplemented_point_is_harmless() -> None:
 def test_points_are_sorted_by_protocol() -> None:
     o, v = Order(0), Victims(None)
     t = tiers([o, v])
-    assert t.job_orders == [[o]] and t.preemptables == [[v]]
+    assert t.job_orders == [[o]] and t.preempt_voters == [[v]]
     assert isinstance(o, JobOrder) and not isinstance(o, Preemptable)
-    assert t.enqueueables == [[]] and t.predicates == [] and t.job_valids == []
+    assert t.enqueue_voters == [[]] and t.predicates == [] and t.schedulable_checks == []
 
 
 # -- other combinations -------------------------------------------------------------------
@@ -354,8 +348,8 @@ class Ready(Base):
     def job_starving(self, job: JobInfo) -> bool:
         return self.starving
 
-    def job_valid(self, job: JobInfo) -> str | None:
-        return self.invalid
+    def why_not_schedulable(self, job: JobInfo) -> Refusal | None:
+        return None if self.invalid is None else Refusal(self.invalid, PendingReason.NOT_ENOUGH_PODS)
 
 
 def test_job_ready_needs_every_plugin_starving_the_first_tier_with_a_plugin_and_valid_takes_the_first_refusal() -> None:
@@ -364,7 +358,7 @@ def test_job_ready_needs_every_plugin_starving_the_first_tier_with_a_plugin_and_
     assert not t.job_ready(j)
     assert t.job_starving(j)  # tier 1 decides starving (Volcano); tier 2 is not asked
     assert not tiers([], [Ready(True), Ready(True, starving=False)]).job_starving(j)  # every plugin of the tier
-    assert t.job_invalid(j) == "first"
+    assert t.why_not_schedulable(j) == Refusal("first", PendingReason.NOT_ENOUGH_PODS)
     assert tiers([Ready(True)], [Ready(True)]).job_ready(j)
     assert tiers([]).job_ready(j) and not tiers([]).job_starving(j)  # no voter: ready, not starving
 
@@ -415,7 +409,7 @@ def test_number_refuses_a_bad_value(text: str, minimum: float) -> None:
 
 def test_sorting_tasks_by_key_gives_the_order_the_comparisons_give() -> None:
     from batch_scheduler.plugins.priority import PriorityPlugin
-    prio = PriorityPlugin()
+    prio = PriorityPlugin("priority", Arguments())
 
     def t(name: str, priority: int, order: int) -> TaskInfo:
         x = task(name, order)

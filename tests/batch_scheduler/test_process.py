@@ -16,8 +16,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from batch_scheduler.conf import DEFAULT_CONF, load_conf
-from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
+from batch_scheduler.cache import KINDS
+from batch_scheduler.conf import DEFAULT_CONF
+from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
 from cluster.model.volcano import PodGroup, Queue
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimBindTarget, SimCluster, SimEvictor
@@ -26,6 +27,7 @@ from cluster.sim.workload import make_pod, make_podgroup
 from cluster.store.audit import audit
 from cluster.store.feed import Informer
 from cluster.store.store import Put, Store
+from tests.batch_scheduler.inputs import load
 
 LOAD_SECONDS = 120.0
 
@@ -177,7 +179,7 @@ async def test_the_conf_is_reloaded_when_the_file_changes_and_a_broken_one_keeps
                                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "volcano.conf"
     path.write_text(DEFAULT_CONF)
-    scheduler = BatchScheduler(store, load_conf(str(path)), SchedulerConfig(conf_path=str(path)),
+    scheduler = BatchScheduler(store, load(str(path)), SchedulerConfig(conf_path=str(path)),
                                bind_target=SimBindTarget(store), evictor=SimEvictor(store))
     assert scheduler.conf.actions == ("enqueue", "allocate", "backfill")
 

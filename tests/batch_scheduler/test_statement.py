@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from batch_scheduler.info import TaskStatus
 from batch_scheduler.session import Session
 from batch_scheduler.statement import Statement
+from batch_scheduler.tasks import TaskStatus
 from cluster.model.resources import Resources
 from tests.batch_scheduler.inputs import conf, podgroup, queue, session, task
 from tests.builders import node

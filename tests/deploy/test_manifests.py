@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from batch_scheduler.conf import DEFAULT_CONF, parse_conf
+from batch_scheduler.registry import default_registry
 from tests.deploy.manifests import (
     DEPLOY,
     EXAMPLES,
@@ -217,7 +218,9 @@ def test_batch_scheduler_reads_the_default_conf_from_the_configmap(rendered: lis
     assert "subPath" not in mount, "a subPath mount would not follow ConfigMap edits, and the conf is re-read on change"
     configmap = one(rendered, "ConfigMap", volumes[mount["name"]]["configMap"]["name"])
     text = configmap["data"][os.path.basename(conf_path)]
-    assert parse_conf(text) == parse_conf(DEFAULT_CONF), "the deployed conf differs from the scheduler's default"
+    registry = default_registry()
+    assert parse_conf(text, registry) == parse_conf(DEFAULT_CONF, registry), \
+        "the deployed conf differs from the scheduler's default"
 
 
 def test_agent_scheduler_is_sized_for_ray(rendered: list[Obj]) -> None:

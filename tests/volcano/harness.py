@@ -27,16 +27,18 @@ from typing import Any
 
 import yaml
 
-from batch_scheduler.conf import KNOWN_SWITCHES, parse_conf
-from batch_scheduler.info import TaskStatus
-from batch_scheduler.session import Session, SessionConfig, SessionInput
+from batch_scheduler.conf import KNOWN_SWITCHES
+from batch_scheduler.session import Session
+from batch_scheduler.session_input import SessionConfig, SessionInput
 from batch_scheduler.status import job_phase
+from batch_scheduler.tasks import TaskStatus
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.shard import ShardingMode
 from cluster.nodeview.table import NodeColumns
 from cluster.store.records import NodeRecord, PodRecord
+from tests.batch_scheduler.inputs import parse
 
 SCHEDULER = "volcano"
 OTHER_SCHEDULER = "agent-scheduler"
@@ -119,7 +121,7 @@ def open_session(case: Case, tiers: Sequence[Sequence[Plugin]], actions: Sequenc
                  configurations: Sequence[Mapping[str, Any]] = ()) -> Session:
     if case.plugins:  # Volcano's session skips a tier entry whose plugin builder is not registered
         tiers = [[p for p in tier if p.name in case.plugins] for tier in tiers]
-    conf = parse_conf(conf_text(tiers, actions, configurations))
+    conf = parse(conf_text(tiers, actions, configurations))
     records = [_record(p) for p in case.pods]
     mode = ShardingMode(case.sharding_mode) if case.sharding_mode else ShardingMode.NONE
     inp = SessionInput(columns=_columns(case.nodes, records, case), pods=records,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from batch_scheduler.conf import parse_conf
 from batch_scheduler.plugins.binpack import BinpackPlugin
+from tests.batch_scheduler.inputs import parse
 from tests.volcano.builders import (
     PENDING,
     build_node,
@@ -37,11 +37,11 @@ def test_arguments() -> None:
         "binpack.resources": "nvidia.com/gpu, example.com/foo",
         "binpack.resources.nvidia.com/gpu": 7, "binpack.resources.example.com/foo": -3,
     }
-    conf = parse_conf(conf_text([[Plugin("binpack", ("enableNodeOrder",), arguments)]], ["allocate"]))
+    conf = parse(conf_text([[Plugin("binpack", ("enableNodeOrder",), arguments)]], ["allocate"]))
     [binpack] = [p for tier in conf.build().tiers for p in tier]
     assert isinstance(binpack, BinpackPlugin)
-    assert binpack.weight == 10
-    assert binpack.resource_weights == {"cpu": 5, "memory": 2, GPU: 7, FOO: 1}  # a negative weight is 1
+    assert binpack.args.weight == 10
+    assert binpack.args.resource_weights == {"cpu": 5, "memory": 2, GPU: 7, FOO: 1}  # a negative weight is 1
 
 
 def _case() -> Case:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import msgspec
 import pytest
 
-from batch_scheduler.plugins.capacity import queue_share
+from batch_scheduler.plugins.capacity_tree import queue_share
 from batch_scheduler.vector import Vector
 from cluster.model.core import Pod
 from cluster.model.volcano import Queue

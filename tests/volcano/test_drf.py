@@ -23,7 +23,7 @@ from __future__ import annotations
 import pytest
 
 from batch_scheduler.conf import ConfError
-from batch_scheduler.info import ALLOCATED_STATUSES
+from batch_scheduler.tasks import ALLOCATED_STATUSES
 from cluster.model.core import Pod
 from cluster.model.volcano import Queue
 from tests.volcano.builders import (

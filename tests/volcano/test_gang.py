@@ -13,8 +13,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from batch_scheduler.info import TaskStatus
 from batch_scheduler.status import gang_unschedulable
+from batch_scheduler.tasks import TaskStatus
 from cluster.model.core import Pod
 from tests.volcano.builders import (
     PENDING,

@@ -107,7 +107,7 @@ def test_init_plugin_default_weights() -> None:
     """nodeorder_test.go TestInitPlugin "default weights": least requested, balanced allocation,
     node affinity and taint toleration score, most requested does not."""
     plugin, scores = _init_session(None)
-    assert plugin.weights == {"leastrequested.weight": 1, "mostrequested.weight": 0, "balancedresource.weight": 1,
+    assert plugin.args.weights == {"leastrequested.weight": 1, "mostrequested.weight": 0, "balancedresource.weight": 1,
                               "nodeaffinity.weight": 2, "tainttoleration.weight": 3}
     # n1 (2 cpu, 4Gi, zone1, clean): least (50·50 + 76·50) // 100 = 63, balanced int((1 − |0.5 − 0.2328|/2)·100) = 86,
     # affinity 100·2, taint 100·3; n2 (4 cpu, 4Gi, tainted): least (75 + 76) // 2 = 75, balanced 99, 0, 0.
@@ -117,5 +117,5 @@ def test_init_plugin_default_weights() -> None:
 def test_init_plugin_all_weights_zero() -> None:
     """nodeorder_test.go TestInitPlugin "all weights zero": no score at all."""
     plugin, scores = _init_session({w: 0 for w in WEIGHTS})
-    assert not any(plugin.weights.values())
+    assert not any(plugin.args.weights.values())
     assert scores == [0.0, 0.0]

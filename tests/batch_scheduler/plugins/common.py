@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from batch_scheduler.info import JobInfo, TaskInfo
-from batch_scheduler.session import IMPLICIT_PREFIX, Session
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.session import Session
+from batch_scheduler.session_input import IMPLICIT_PREFIX
+from batch_scheduler.tasks import TaskInfo
 from tests.builders import node
 
 P = TypeVar("P")

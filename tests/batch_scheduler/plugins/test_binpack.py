@@ -80,7 +80,7 @@ def test_binpack_a_node_the_task_does_not_fit_scores_zero() -> None:
 def test_binpack_arguments_as_volcano_reads_them(arguments: dict[str, Any], weight: int, cpu: int) -> None:
     ssn = binpack_session(arguments, [node("a")], [task("p")])
     binpack = plugin(ssn, BinpackPlugin)
-    assert (binpack.weight, binpack.resource_weights["cpu"]) == (weight, cpu)
+    assert (binpack.args.weight, binpack.args.resource_weights["cpu"]) == (weight, cpu)
 
 
 def test_binpack_weight_zero_or_nothing_weighted_scores_zero() -> None:

@@ -8,10 +8,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from batch_scheduler.framework import PERMIT, VoteKind
-from batch_scheduler.info import TaskStatus
-from batch_scheduler.plugins.capacity import MAX_FLOAT, MAX_INT64, CapacityPlugin
+from batch_scheduler.plugins.capacity import CapacityPlugin
+from batch_scheduler.plugins.capacity_tree import MAX_FLOAT, MAX_INT64
 from batch_scheduler.session import Session
+from batch_scheduler.tasks import TaskStatus
+from batch_scheduler.votes import PERMIT, VoteKind
 from cluster.model.volcano import Queue
 from cluster.store.records import PodRecord
 from tests.batch_scheduler.inputs import conf, podgroup, queue, session, task
@@ -96,7 +97,7 @@ def test_capacity_a_job_in_a_parent_queue_stops_the_plugin() -> None:
     # tree unusable (readyToSchedule false), so it refuses every queue this session.
     ssn = capacity_session([task("leaf", group="at-leaf", cpu="1", memory=0)],
                            [podgroup("at-parent", queue="p"), podgroup("at-leaf", queue="c2", min_resources={"cpu": "1"})])
-    assert ssn.tiers.job_invalid(ssn.jobs["default/at-parent"]) is None
+    assert ssn.tiers.why_not_schedulable(ssn.jobs["default/at-parent"]) is None
     why = ("job default/at-parent is in queue p, which has child queues (c1, c2): with enableHierarchy jobs go to "
            "leaf queues, and capacity admits and places nothing until it moves")
     vote = ssn.tiers.enqueueable(ssn.jobs["default/at-leaf"])

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from batch_scheduler.conf import load_conf
 from batch_scheduler.plugins.conformance import ConformancePlugin
-from tests.batch_scheduler.inputs import conf, priority_class, session, task
+from tests.batch_scheduler.inputs import conf, load, priority_class, session, task
 from tests.batch_scheduler.plugins.common import by_name, names, plugin
 from tests.builders import node
 
@@ -31,7 +30,7 @@ def test_conformance_never_offers_system_pods(namespace: str, priority_class_nam
 
 
 def test_conformance_vetoes_what_priority_would_allow_in_its_tier() -> None:
-    ssn = session(load_conf(None), [node("n1", cpu=64)], [
+    ssn = session(load(None), [node("n1", cpu=64)], [
         task("me", priority_class="high"), task("sys", namespace="kube-system", priority_class="low", node="n1"),
         task("crit", priority_class="system-cluster-critical", node="n1"),
         task("user", priority_class="low", node="n1"),

@@ -39,11 +39,11 @@ def test_gang_ready_valid_starving(min_member: int, bound: int, pending: int, su
     job = ssn.jobs["default/g"]
     assert ssn.tiers.job_ready(job) is ready
     assert ssn.tiers.job_starving(job) is starving
-    reason = ssn.tiers.job_invalid(job)
+    refusal = ssn.tiers.why_not_schedulable(job)
     if invalid is None:
-        assert reason is None and ssn.schedulable(job)
+        assert refusal is None and ssn.schedulable(job)
     else:
-        assert reason is not None and reason.startswith(invalid)
+        assert refusal is not None and refusal.message.startswith(invalid)
         assert not ssn.schedulable(job) and job.reason_kind == "NotEnoughPods"
 
 
@@ -62,7 +62,7 @@ def test_gang_lone_pods_are_always_valid_and_unready_gangs_go_first() -> None:
     ssn = session(conf(["gang"]), [node("n1", cpu=64)],
                   [task("solo"), *gang_pods(2, 0), task("w1", group="wait"), task("w2", group="wait")],
                   podgroups=[podgroup("g", min_member=2, created=stamp(0)), podgroup("wait", min_member=2, created=stamp(1))])
-    assert ssn.tiers.job_invalid(lone(ssn, "solo")) is None
+    assert ssn.tiers.why_not_schedulable(lone(ssn, "solo")) is None
     first = sorted([ssn.jobs["default/g"], ssn.jobs["default/wait"]], key=ssn.tiers.job_key())[0]
     assert first.name == "wait"  # not ready before ready, whatever the creation order
 

@@ -67,7 +67,7 @@ def test_nodeorder_balanced_allocation_counts_gpus_the_pod_asks_for() -> None:
 
 def test_nodeorder_default_weights_are_volcanos() -> None:
     ssn = session(conf(["nodeorder"]), [node("a")], [task("p")])
-    assert plugin(ssn, NodeOrderPlugin).weights == {
+    assert plugin(ssn, NodeOrderPlugin).args.weights == {
         "leastrequested.weight": 1, "mostrequested.weight": 0, "balancedresource.weight": 1,
         "nodeaffinity.weight": 2, "tainttoleration.weight": 3}
 
@@ -76,7 +76,7 @@ def test_nodeorder_default_weights_are_volcanos() -> None:
 def test_nodeorder_a_weight_that_is_not_an_integer_keeps_the_default(value: str, weight: int) -> None:
     # Volcano's Arguments.GetInt keeps the default (with a warning) for a value that is no integer.
     ssn = session(conf([{"name": "nodeorder", "arguments": {"nodeaffinity.weight": value}}]), [node("a")], [task("p")])
-    assert plugin(ssn, NodeOrderPlugin).weights["nodeaffinity.weight"] == weight
+    assert plugin(ssn, NodeOrderPlugin).args.weights["nodeaffinity.weight"] == weight
 
 
 def test_nodeorder_all_weights_zero_scores_nothing() -> None:

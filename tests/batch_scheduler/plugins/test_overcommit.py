@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from batch_scheduler.framework import PERMIT, VoteKind
 from batch_scheduler.plugins.overcommit import OvercommitPlugin
 from batch_scheduler.session import Session
+from batch_scheduler.votes import PERMIT, VoteKind
 from tests.batch_scheduler.inputs import conf, podgroup, queue, session
 from tests.batch_scheduler.plugins.common import plugin, stamp
 from tests.builders import node

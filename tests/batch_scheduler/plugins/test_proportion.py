@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from batch_scheduler.framework import PERMIT, Refusal, VoteKind
 from batch_scheduler.plugins.proportion import ProportionPlugin
 from batch_scheduler.session import Session
+from batch_scheduler.votes import PERMIT, Refusal, VoteKind
 from cluster.store.records import PodRecord
 from tests.batch_scheduler.inputs import conf, podgroup, queue, session, task
 from tests.batch_scheduler.plugins.common import THREE_NODES, plugin

@@ -1,12 +1,13 @@
-"""The batch scheduler's I/O around the pure session: cache from the feed, commit, bind, evict, write back.
+"""The batch scheduler's cycle: the I/O around the pure session — commit, bind, evict, write back, metrics.
 
-One :meth:`BatchScheduler.run_session` takes a snapshot of the cache, runs a
-:class:`~batch_scheduler.session.Session`, then: evicts its victims through the
+One :meth:`BatchScheduler.run_session` takes a snapshot of the cache
+(:mod:`batch_scheduler.cache`, kept current from the feed by :meth:`BatchScheduler.apply`),
+runs a :class:`~batch_scheduler.session.Session` timing each action, then: evicts its victims through the
 :class:`~binder.bind.Evictor`; commits each ready job through the binder as one gang
 (all or nothing, so two schedulers racing for the same nodes can never leave half a
 gang bound); binds what was committed (a failed bind releases and requeues); writes
 PodGroup and Queue status and every waiting pod's reason to the store — only what
-changed.
+changed. The conf file is re-read before a session when it changed.
 """
 
 from __future__ import annotations
@@ -18,42 +19,38 @@ import os
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
+from batch_scheduler.cache import BatchCache
 from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
-from batch_scheduler.info import TaskInfo, TaskStatus
 from batch_scheduler.metrics import BatchMetrics
-from batch_scheduler.registry import ACTIONS
-from batch_scheduler.session import Session, SessionConfig, SessionInput
+from batch_scheduler.reasons import EVICTING, PendingReason
+from batch_scheduler.session import Session
+from batch_scheduler.session_input import SessionConfig
 from batch_scheduler.status import (
     pending_reason,
     podgroup_status,
     queue_status,
     same_status,
 )
+from batch_scheduler.tasks import TaskInfo, TaskStatus
 from batch_scheduler.vector import Vector
 from binder.bind import BindTarget, Evictor, bind_committed
 from binder.commit import Binder
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement
 from cluster.kube.connect import KubeConnection
-from cluster.model.core import PriorityClass
 from cluster.model.resources import Resources
-from cluster.model.volcano import PodGroup, PodGroupStatus, Queue
-from cluster.nodeview.table import NodeColumns
+from cluster.model.volcano import PodGroupStatus
 from cluster.runtime.heap import HeapKeeper
-from cluster.store.keys import Kind
-from cluster.store.records import TERMINAL_PHASES, Binding, Eviction, PodRecord, Update
+from cluster.store.records import Binding, Eviction, PodRecord, Update
 from cluster.store.store import Put, Store, Write
 
 log = logging.getLogger("caldera.batch")
-
-KINDS = (Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS)
-RELEASING_TIMEOUT = 300.0  # seconds an evicted pod is left alone before it may be chosen again
 
 
 class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,49 +96,34 @@ class BatchScheduler:
         self.wall = wall
         self.binders = {name: Binder(store.client, store.keys, name, sharding=config.session.sharding,
                                      metrics=binder_metrics) for name in config.names}
-        self.columns = NodeColumns()
-        self.pods: dict[str, PodRecord] = {}
-        self.podgroups: dict[str, PodGroup] = {}
-        self.queues: dict[str, Queue] = {}
-        self.priority_classes: dict[str, PriorityClass] = {}
-        self.phases: dict[str, str] = {}
-        self.releasing: dict[str, float] = {}  # uid -> when evicted
-        self.first_seen: dict[str, float] = {}
-        self.reasons: dict[str, dict[str, str]] = {name: {} for name in config.names}
-        self.version = 0
+        self.cache = BatchCache(config.names, clock)
+        self.reasons: dict[str, dict[str, str]] = {name: {} for name in config.names}  # as written to the store
         self._conf_mtime = self._mtime()
         self.sessions = 0
         self.conflicts = 0  # pods of gang commits the binder refused (another scheduler got there first)
         self.last: SessionReport | None = None
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods committed) per session
 
-    # -- cache ------------------------------------------------------------------------
+    # -- the cache ----------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """The feed version the cache has reached (0: nothing yet)."""
+        return self.cache.version
 
     def apply(self, update: Update) -> None:
-        """Bring the cache up to date with a feed update (a full one replaces everything)."""
-        self.version = update.version
-        self.columns.apply(update)
-        if update.full:
-            self.pods.clear()
-        now = self.clock()
-        for uid, record in update.pods.items():
-            if record is None or record.scheduler not in self.config.names:
-                self.pods.pop(uid, None)
-                self.first_seen.pop(uid, None)
-                continue
-            self.pods[uid] = record
-            if record.pending:
-                self.first_seen.setdefault(uid, now)
-        objects = update.objects
-        for kind, target in ((Kind.PODGROUP, self.podgroups), (Kind.QUEUE, self.queues),
-                             (Kind.PRIORITYCLASS, self.priority_classes)):
-            if update.full:
-                target.clear()
-            for name, obj in objects.get(kind, {}).items():
-                if obj is None:
-                    target.pop(name, None)  # PodGroups are named namespace/name in the store
-                else:
-                    target[name] = obj
+        """Bring the cache up to date with a feed update."""
+        self.cache.apply(update)
+
+    @property
+    def pods(self) -> dict[str, PodRecord]:
+        """This scheduler's pods, by uid (the cache's)."""
+        return self.cache.pods
+
+    @property
+    def releasing(self) -> dict[str, float]:
+        """The pods this scheduler is evicting, by uid: since when (the cache's)."""
+        return self.cache.releasing
 
     # -- the conf -----------------------------------------------------------------------
 
@@ -160,7 +142,7 @@ class BatchScheduler:
             return
         self._conf_mtime = mtime
         try:
-            conf = load_conf(self.config.conf_path)
+            conf = load_conf(self.config.conf_path, self.conf.registry)
         except ConfError as e:
             log.error("keeping the previous scheduler conf: %s", e)
             print(f"batch-scheduler: keeping the previous scheduler conf: {e}", flush=True)
@@ -177,14 +159,6 @@ class BatchScheduler:
 
     # -- a session ----------------------------------------------------------------------
 
-    def snapshot(self) -> SessionInput:
-        now = self.clock()
-        self.releasing = {u: t for u, t in self.releasing.items() if u in self.pods and now - t < RELEASING_TIMEOUT}
-        pods = [r for r in self.pods.values() if r.phase not in TERMINAL_PHASES or r.group]
-        return SessionInput(columns=self.columns.copy(), pods=pods, podgroups=dict(self.podgroups),
-                            queues=dict(self.queues), priority_classes=dict(self.priority_classes),
-                            phases=dict(self.phases), releasing=frozenset(self.releasing))
-
     async def run_session(self) -> SessionReport:
         with self.heap.session() if self.heap is not None else contextlib.nullcontext():
             return await self._run_session()
@@ -192,12 +166,16 @@ class BatchScheduler:
     async def _run_session(self) -> SessionReport:
         start = self.clock()
         self.reload_conf()
-        ssn = Session(self.conf, self.config.session, self.snapshot())
+        ssn = Session(self.conf, self.config.session, self.cache.snapshot())
         report = SessionReport(session=ssn)
-        for name in ssn.conf.actions:
+
+        @contextlib.contextmanager
+        def timed(action: str) -> Iterator[None]:
             t0 = self.clock()
-            ACTIONS[name].run(ssn)
-            report.actions[name] = self.clock() - t0
+            yield
+            report.actions[action] = self.clock() - t0
+
+        ssn.run(observe=timed)
         await self._evict(ssn, report)
         await self._commit(ssn, report)
         await self._write_back(ssn, report)
@@ -228,7 +206,7 @@ class BatchScheduler:
         queues = {}
         for name, q in ssn.queues.items():
             held = report.allocated.get(name) or q.allocated
-            status = queue_status(q, self.phases, held)
+            status = queue_status(q, self.cache.phases, held)
             queues[name] = {"weight": q.weight, "allocated": held.to_amounts(pods=False).to_quantities(),
                             "capability": q.capability.to_amounts(pods=False).to_quantities() if q.capability is not None else {},
                             "deserved": Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
@@ -241,7 +219,7 @@ class BatchScheduler:
             return
         evictions = []
         for task in ssn.evictions:
-            preemptors = [j.key for j in ssn.jobs.values() if j.reason_kind in ("Preempting", "Reclaiming")]
+            preemptors = [j.key for j in ssn.jobs.values() if j.reason_kind in EVICTING]
             evictions.append(Eviction(uid=task.uid, namespace=task.namespace, name=task.name, node=task.node,
                                       reason=f"evicted for {', '.join(preemptors) or 'a higher-priority job'}"))
         outcomes = await self.evictor.evict(evictions)
@@ -260,7 +238,7 @@ class BatchScheduler:
         for scheduler, jobs in batches.items():
             binder = self.binders.get(scheduler, self.binders[self.config.names[0]])
             placements = [[Placement(uid=t.uid, node=t.node, request=t.request,
-                                     version=int(self.columns.version[self.columns.index[t.node]])) for t in tasks]
+                                     version=int(self.cache.columns.version[self.cache.columns.index[t.node]])) for t in tasks]
                           for tasks in jobs]
             results = await binder.commit_many(placements, gang=True)
             bindings: list[Binding] = []
@@ -272,8 +250,8 @@ class BatchScheduler:
                         bindings.append(Binding(uid=t.uid, namespace=t.namespace, name=t.name, node=t.node))
                         self._assume(t)
                         assumed[t.node, t.request] += 1
-                        if self.metrics is not None and t.uid in self.first_seen:
-                            self.metrics.task_latency.observe((now - self.first_seen[t.uid]) * 1000)
+                        if self.metrics is not None and t.uid in self.cache.first_seen:
+                            self.metrics.task_latency.observe((now - self.cache.first_seen[t.uid]) * 1000)
                     continue
                 report.conflicts += len(tasks)
                 job = ssn.jobs[tasks[0].job]
@@ -281,14 +259,14 @@ class BatchScheduler:
                     t.status, t.node = TaskStatus.PENDING, ""
                 for r in outcome:
                     if isinstance(r, Conflict):
-                        self.columns.set_figures(r.node, r.allocatable, r.allocated, r.version, r.unschedulable)
+                        self.cache.columns.set_figures(r.node, r.allocatable, r.allocated, r.version, r.unschedulable)
                 detail = next((f"{type(r).__name__.lower()} on {getattr(r, 'node', '')}" for r in outcome
                                if not isinstance(r, Committed)), "")
                 job.reason, job.reason_kind = (f"placement lost a race with another scheduler ({detail}); "
-                                               "retried next session"), "CommitConflict"
+                                               "retried next session"), PendingReason.COMMIT_CONFLICT
             for (node, request), count in assumed.items():  # the cache takes them before the feed says so
-                if node in self.columns.index:
-                    self.columns.add(node, request.scaled(count))
+                if node in self.cache.columns.index:
+                    self.cache.columns.add(node, request.scaled(count))
             report.committed += len(bindings)
             if bindings:
                 bound = await bind_committed(binder, self.bind_target, bindings)
@@ -305,29 +283,30 @@ class BatchScheduler:
         record = self.pods.get(task.uid)
         if record is not None:
             self.pods[task.uid] = msgspec.structs.replace(record, node=task.node, accounted=task.node)
-        self.first_seen.pop(task.uid, None)
+        self.cache.first_seen.pop(task.uid, None)
 
     async def _write_back(self, ssn: Session, report: SessionReport) -> None:
         now = _now_text(self.wall)
         gang = ssn.conf.has_plugin("gang")
+        cache = self.cache
         writes: list[Write] = []
         for job in ssn.jobs.values():
             pg = job.podgroup
             status = podgroup_status(job, pg.status if pg is not None else PodGroupStatus(), now, gang)
-            self.phases[job.key] = status.phase
+            cache.phases[job.key] = status.phase
             if pg is not None and not same_status(status, pg.status):
                 updated = msgspec.structs.replace(pg, status=status)
-                self.podgroups[job.key] = updated
+                cache.podgroups[job.key] = updated
                 writes.append(Put(updated))
-        self.phases = {k: v for k, v in self.phases.items() if k in ssn.jobs}
+        cache.phases = {k: v for k, v in cache.phases.items() if k in ssn.jobs}
         report.allocated = {name: queue.allocated for name, queue in ssn.queues.items()}
         for name, queue in ssn.queues.items():
             if queue.queue is None:
                 continue
-            qstatus = queue_status(queue, self.phases, report.allocated[name])
+            qstatus = queue_status(queue, cache.phases, report.allocated[name])
             if qstatus != queue.queue.status:
                 updated_q = msgspec.structs.replace(queue.queue, status=qstatus)
-                self.queues[name] = updated_q
+                cache.queues[name] = updated_q
                 writes.append(Put(updated_q))
         if writes:
             await self.store.write(writes)
@@ -362,8 +341,9 @@ class BatchScheduler:
             m.action.labels(action).observe(seconds * 1e6)
         m.attempts.labels("scheduled").inc(report.jobs_started)
         waiting = [j for j in ssn.jobs.values() if j.pending()]
-        m.attempts.labels("unschedulable").inc(sum(1 for j in waiting if j.reason_kind != "CommitConflict"))
-        m.attempts.labels("error").inc(sum(1 for j in waiting if j.reason_kind == "CommitConflict"))
+        lost = sum(1 for j in waiting if j.reason_kind is PendingReason.COMMIT_CONFLICT)
+        m.attempts.labels("unschedulable").inc(len(waiting) - lost)
+        m.attempts.labels("error").inc(lost)
         m.victims.set(report.evicted)
         m.preemption_attempts.inc(report.evicted)
         m.unschedulable_tasks.set(report.pending)
@@ -376,16 +356,6 @@ class BatchScheduler:
             for r, amount in allocated.items():
                 if r not in ("cpu", "memory"):
                     m.queue_scalar.labels(name, r).set(amount)
-            status = queue_status(queue, self.phases, held)
+            status = queue_status(queue, self.cache.phases, held)
             for phase, gauge in m.queue_groups.items():
                 gauge.labels(name).set(getattr(status, phase))
-
-
-
-def job_reasons(ssn: Session) -> Mapping[str, str]:
-    """Each waiting pod's reason, by uid (dry-run and tests read this)."""
-    out: dict[str, str] = {}
-    for job in ssn.jobs.values():
-        for t in job.pending():
-            out[t.uid] = pending_reason(job)
-    return out

@@ -17,14 +17,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from batch_scheduler.info import PREEMPTABLE_STATUSES, TaskInfo
 from batch_scheduler.statement import Statement
+from batch_scheduler.tasks import PREEMPTABLE_STATUSES, TaskInfo
 from cluster.model.resources import Resources
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
-
-VictimSelector = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
 
 
 class VictimIndex:

@@ -10,7 +10,8 @@ import bisect
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from batch_scheduler.info import JobInfo, QueueInfo
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.queues import QueueInfo
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session

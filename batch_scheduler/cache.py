@@ -1,0 +1,75 @@
+"""The batch scheduler's cache: what the feed says, what earlier sessions decided, and the snapshot a session starts from.
+
+:meth:`BatchCache.apply` keeps this scheduler's pods, the PodGroups, Queues and
+PriorityClasses and the node table current from the feed (a full update replaces
+everything). Beside them it keeps what the cycle decided and the feed has not said yet:
+the phase each job was left in, the pods being evicted (left alone as victims until they
+are gone, or for :data:`RELEASING_TIMEOUT`), when each pending pod was first seen. The
+cycle also records its committed pods here as bound before the feed reports them (see
+:mod:`batch_scheduler.cycle`). :meth:`BatchCache.snapshot` copies it all for one session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from batch_scheduler.session_input import SessionInput
+from cluster.model.core import PriorityClass
+from cluster.model.volcano import PodGroup, Queue
+from cluster.nodeview.table import NodeColumns
+from cluster.store.keys import Kind
+from cluster.store.records import TERMINAL_PHASES, PodRecord, Update
+
+KINDS = (Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS)
+RELEASING_TIMEOUT = 300.0  # seconds an evicted pod is left alone before it may be chosen again
+
+
+class BatchCache:
+    def __init__(self, names: tuple[str, ...], clock: Callable[[], float]) -> None:
+        """``names``: the schedulerNames whose pods are kept; ``clock``: monotonic seconds."""
+        self.names = names
+        self.clock = clock
+        self.columns = NodeColumns()
+        self.pods: dict[str, PodRecord] = {}
+        self.podgroups: dict[str, PodGroup] = {}  # by namespace/name
+        self.queues: dict[str, Queue] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.phases: dict[str, str] = {}  # job key -> the phase the last session left it in
+        self.releasing: dict[str, float] = {}  # uid -> when evicted
+        self.first_seen: dict[str, float] = {}  # pending pod uid -> when first seen
+        self.version = 0
+
+    def apply(self, update: Update) -> None:
+        """Bring the cache up to date with a feed update (a full one replaces everything)."""
+        self.version = update.version
+        self.columns.apply(update)
+        if update.full:
+            self.pods.clear()
+        now = self.clock()
+        for uid, record in update.pods.items():
+            if record is None or record.scheduler not in self.names:
+                self.pods.pop(uid, None)
+                self.first_seen.pop(uid, None)
+                continue
+            self.pods[uid] = record
+            if record.pending:
+                self.first_seen.setdefault(uid, now)
+        objects = update.objects
+        for kind, target in ((Kind.PODGROUP, self.podgroups), (Kind.QUEUE, self.queues),
+                             (Kind.PRIORITYCLASS, self.priority_classes)):
+            if update.full:
+                target.clear()
+            for name, obj in objects.get(kind, {}).items():
+                if obj is None:
+                    target.pop(name, None)  # PodGroups are named namespace/name in the store
+                else:
+                    target[name] = obj
+
+    def snapshot(self) -> SessionInput:
+        """A copy for one session (evictions that finished or timed out are forgotten first)."""
+        now = self.clock()
+        self.releasing = {u: t for u, t in self.releasing.items() if u in self.pods and now - t < RELEASING_TIMEOUT}
+        pods = [r for r in self.pods.values() if r.phase not in TERMINAL_PHASES or r.group]
+        return SessionInput(columns=self.columns.copy(), pods=pods, podgroups=dict(self.podgroups),
+                            queues=dict(self.queues), priority_classes=dict(self.priority_classes),
+                            phases=dict(self.phases), releasing=frozenset(self.releasing))
