@@ -16,6 +16,7 @@ from collections.abc import Callable
 from batch_scheduler.session_input import SessionInput
 from cluster.model.core import PriorityClass
 from cluster.model.volcano import PodGroup, Queue
+from cluster.nodeview.assume import Assumed
 from cluster.nodeview.table import NodeColumns
 from cluster.store.keys import Kind
 from cluster.store.records import TERMINAL_PHASES, PodRecord, Update
@@ -30,6 +31,8 @@ class BatchCache:
         self.names = names
         self.clock = clock
         self.columns = NodeColumns()
+        # Committed placements the feed has not reported yet (cluster.nodeview.assume).
+        self.assumed = Assumed(self.columns)
         self.pods: dict[str, PodRecord] = {}
         self.podgroups: dict[str, PodGroup] = {}  # by namespace/name
         self.queues: dict[str, Queue] = {}
@@ -42,7 +45,7 @@ class BatchCache:
     def apply(self, update: Update) -> None:
         """Bring the cache up to date with a feed update (a full one replaces everything)."""
         self.version = update.version
-        self.columns.apply(update)
+        self.assumed.apply(update)
         if update.full:
             self.pods.clear()
         now = self.clock()

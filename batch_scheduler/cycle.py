@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -242,14 +242,16 @@ class BatchScheduler:
                           for tasks in jobs]
             results = await binder.commit_many(placements, gang=True)
             bindings: list[Binding] = []
-            assumed: Counter[tuple[str, Resources]] = Counter()
+            taken: dict[str, tuple[Resources, int]] = {}  # node -> (what this round committed there, its newest version)
             for tasks, outcome in zip(jobs, results):
-                if all(isinstance(r, Committed) for r in outcome):
+                done = [r for r in outcome if isinstance(r, Committed)]
+                if len(done) == len(outcome):
                     report.jobs_started += 1
-                    for t in tasks:
+                    for t, c in zip(tasks, done):
                         bindings.append(Binding(uid=t.uid, namespace=t.namespace, name=t.name, node=t.node))
                         self._assume(t)
-                        assumed[t.node, t.request] += 1
+                        request, version = taken.get(t.node, (Resources(), 0))
+                        taken[t.node] = (request + t.request, max(version, c.version))
                         if self.metrics is not None and t.uid in self.cache.first_seen:
                             self.metrics.task_latency.observe((now - self.cache.first_seen[t.uid]) * 1000)
                     continue
@@ -257,16 +259,17 @@ class BatchScheduler:
                 job = ssn.jobs[tasks[0].job]
                 for t in tasks:
                     t.status, t.node = TaskStatus.PENDING, ""
-                for r in outcome:
-                    if isinstance(r, Conflict):
-                        self.cache.columns.set_figures(r.node, r.allocatable, r.allocated, r.version, r.unschedulable)
+                for lost in outcome:
+                    if isinstance(lost, Conflict):
+                        self.cache.assumed.set_figures(lost.node, lost.allocatable, lost.allocated, lost.version,
+                                                       lost.unschedulable)
                 detail = next((f"{type(r).__name__.lower()} on {getattr(r, 'node', '')}" for r in outcome
                                if not isinstance(r, Committed)), "")
                 job.reason, job.reason_kind = (f"placement lost a race with another scheduler ({detail}); "
                                                "retried next session"), PendingReason.COMMIT_CONFLICT
-            for (node, request), count in assumed.items():  # the cache takes them before the feed says so
+            for node, (request, version) in taken.items():  # held on the cache until the feed's records count them
                 if node in self.cache.columns.index:
-                    self.cache.columns.add(node, request.scaled(count))
+                    self.cache.assumed.confirm(self.cache.assumed.assume(node, request), version)
             report.committed += len(bindings)
             if bindings:
                 bound = await bind_committed(binder, self.bind_target, bindings)
@@ -279,7 +282,7 @@ class BatchScheduler:
 
     def _assume(self, task: TaskInfo) -> None:
         """Record a committed pod as bound in the cache before the feed reports it (its node's
-        figures are taken in one step per node by the caller)."""
+        figures are held on the cache's table, one token per node, by the caller)."""
         record = self.pods.get(task.uid)
         if record is not None:
             self.pods[task.uid] = msgspec.structs.replace(record, node=task.node, accounted=task.node)
