@@ -8,20 +8,9 @@ from collections.abc import Sequence
 
 from agent_scheduler.main import main as agent_main
 from batch_scheduler.main import main as batch_main
-from caldera import (
-    audit_cmd,
-    bench_agent,
-    bench_batch,
-    bench_binder,
-    bench_mixed,
-    bench_peer,
-    bench_sharding,
-    bench_suite,
-    bench_trace,
-    demo,
-    dry_run,
-    status_cmd,
-)
+from caldera.bench import suite as bench
+from caldera.commands import audit, dry_run, status
+from caldera.demo import run as demo
 from cluster.kube.mirror_main import main as mirror_main
 from cluster.runtime.flags import Parser
 from sharding.main import main as sharding_main
@@ -37,20 +26,11 @@ PROCESSES = {
 def build_parser() -> Parser:
     parser = Parser(prog="caldera", description="caldera: a Kubernetes scheduler for AI clusters.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    audit_cmd.add_parser(sub)
-    bench = sub.add_parser("bench", help="the benchmark suite (or one bench); each figure beside a baseline from the same run")
-    bench_suite.add_arguments(bench)
-    bench_sub = bench.add_subparsers(dest="bench", required=False, parser_class=Parser)
-    bench_binder.add_parser(bench_sub)
-    bench_sharding.add_parser(bench_sub)
-    bench_agent.add_parser(bench_sub)
-    bench_batch.add_parser(bench_sub)
-    bench_mixed.add_parser(bench_sub)
-    bench_peer.add_parser(bench_sub)
-    bench_trace.add_parser(bench_sub)
+    audit.add_parser(sub)
+    bench.add_parser(sub)
     demo.add_parser(sub)
     dry_run.add_parser(sub)
-    status_cmd.add_parser(sub)
+    status.add_parser(sub)
     # Process subcommands own their flags; main() hands them the rest of the command line.
     for name, help_text in PROCESSES.items():
         sub.add_parser(name, help=help_text, add_help=False)

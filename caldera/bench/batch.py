@@ -30,14 +30,14 @@ import uvloop
 from batch_scheduler.conf import ConfError, load_conf
 from batch_scheduler.scheduler import KINDS, BatchScheduler, SchedulerConfig
 from batch_scheduler.session import SessionConfig
-from caldera.connect import client, redis_url
+from caldera._store import client, redis_url
 from cluster.model.core import Pod
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.shard import ShardingMode
 from cluster.runtime.heap import HeapKeeper
 from cluster.sim.cluster import SimBindTarget, SimEvictor
+from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod, make_podgroup
 from cluster.store.audit import audit
 from cluster.store.feed import Informer
 from cluster.store.keys import Keys

@@ -23,7 +23,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from caldera.connect import client
+from caldera._store import client
 from cluster.model.volcano import Queue
 from cluster.runtime import heartbeat
 from cluster.store.keys import Keys

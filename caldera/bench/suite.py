@@ -24,18 +24,17 @@ import uvloop
 from rich.console import Console
 from rich.table import Table
 
-from caldera import (
-    bench_agent,
-    bench_batch,
-    bench_binder,
-    bench_mixed,
-    bench_peer,
-    bench_sharding,
-    bench_trace,
-)
-from caldera import workload as workloads
-from caldera.connect import redis_url
+from caldera._store import redis_url
+from caldera.bench import agent as bench_agent
+from caldera.bench import batch as bench_batch
+from caldera.bench import binder as bench_binder
+from caldera.bench import mixed as bench_mixed
+from caldera.bench import peer as bench_peer
+from caldera.bench import sharding as bench_sharding
+from caldera.bench import trace as bench_trace
+from caldera.demo import workload as workloads
 from cluster.model.core import Node, Pod
+from cluster.runtime.flags import Parser
 
 Row = tuple[str, str, str, str]  # figure, value, beside it, what "beside" is
 QUICK = {"binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"], "sharding": ["--nodes", "500", "--syncs", "5"],
@@ -43,7 +42,9 @@ QUICK = {"binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"], "shardin
          "--sessions", "2"], "agent": ["--nodes", "200", "--pods", "1000"]}
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_parser(sub: Any) -> None:
+    """``caldera bench``: the suite's flags, and one subcommand per bench."""
+    p = sub.add_parser("bench", help="the benchmark suite (or one bench); each figure beside a baseline from the same run")
     p.add_argument("--trace", default=None, help="an OpenB-format pods CSV for the trace bench (default: the trace bench is skipped)")
     p.add_argument("--trace-nodes", default=None, help="its nodes CSV")
     p.add_argument("--mixed-duration", type=float, default=30.0, help="seconds of the mixed bench's load (default: 30)")
@@ -51,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the suite runs; the figures mean little")
     p.add_argument("--json", action="store_true", help="print one JSON object: every bench's full report and the table")
     p.set_defaults(run=run)
+    benches = p.add_subparsers(dest="bench", required=False, parser_class=Parser)
+    for bench in (bench_binder, bench_sharding, bench_agent, bench_batch, bench_mixed, bench_peer, bench_trace):
+        bench.add_parser(benches)
 
 
 def defaults(module: Any, name: str, *argv: str) -> argparse.Namespace:

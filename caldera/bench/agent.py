@@ -26,10 +26,10 @@ import uvloop
 from agent_scheduler.core import CoreConfig, ScoreKind
 from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.worker import WorkerConfig
-from caldera.connect import client, redis_url
+from caldera._store import client, redis_url
 from cluster.model.core import Node, Pod
+from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod
 from cluster.store.audit import audit
 from cluster.store.keys import Keys
 from cluster.store.store import Store

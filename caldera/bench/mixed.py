@@ -18,17 +18,17 @@ from typing import Any
 import uvloop
 from rich.console import Console
 
-from caldera import workload as workloads
-from caldera.connect import redis_url
-from caldera.demo import Options, run_system
-from caldera.demo_view import View
-from caldera.workload import WorkloadDriver
+from caldera._store import redis_url
+from caldera.demo import workload as workloads
+from caldera.demo.run import Options, run_system
+from caldera.demo.view import View
+from caldera.demo.workload import WorkloadDriver
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("mixed", help="the demo's workload without the view: both schedulers, the sharding controller")
     p.add_argument("--duration", type=float, default=30.0, help="seconds of load (default: 30)")
-    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/workloads/default.yaml)")
+    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)")
     p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")

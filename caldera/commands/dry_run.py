@@ -34,7 +34,7 @@ from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
 from batch_scheduler.scheduler import BatchScheduler, SchedulerConfig
 from batch_scheduler.session import Session, SessionConfig
 from binder.commit import Binder
-from caldera.connect import client
+from caldera._store import client
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.manifests import (
     ClusterObject,

@@ -5,7 +5,7 @@ sharding controller (``caldera sharding``), the batch scheduler (``caldera
 batch-scheduler``, a session every 500 ms) and the agent scheduler (``caldera
 agent-scheduler``, with local Ray workers); and here the simulator (the kubelets: pods
 start when bound and end after their duration) and the workload (``--workload FILE``, by
-default ``caldera/workloads/default.yaml``: ~1,000 nodes in pools, training gangs in three
+default ``caldera/demo/workloads/default.yaml``: ~1,000 nodes in pools, training gangs in three
 queues, bursts of agent pods on a rising load), or a replayed trace (``--trace``). Both
 schedulers commit through the binder, racing for the same nodes in soft sharding mode.
 
@@ -30,12 +30,12 @@ import uvloop
 from rich.console import Console
 from rich.table import Table
 
-from caldera import workload as workloads
-from caldera.connect import client, redis_url
-from caldera.demo_report import Sample, write
-from caldera.demo_view import Frame, View
-from caldera.tracker import Tracker
-from caldera.workload import AGENT, VOLCANO, WorkloadDriver
+from caldera._store import client, redis_url
+from caldera.demo import workload as workloads
+from caldera.demo.report import Sample, write
+from caldera.demo.tracker import Tracker
+from caldera.demo.view import Frame, View
+from caldera.demo.workload import AGENT, VOLCANO, WorkloadDriver
 from cluster.model.resources import CPU, GPU
 from cluster.runtime import heartbeat
 from cluster.sim.cluster import SimCluster
@@ -49,7 +49,7 @@ SAMPLE_EVERY_S = 2.0
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="run the whole system on a simulated cluster, live, and report")
     p.add_argument("--duration", type=float, default=60.0, help="seconds of load (default: 60)")
-    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/workloads/default.yaml)")
+    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)")
     p.add_argument("--trace", default=None, help="replay this OpenB-format pods CSV instead of a workload")
     p.add_argument("--trace-nodes", default=None, help="the trace's nodes CSV (with --trace)")
     p.add_argument("--speedup", type=float, default=0.0, help="trace seconds per second; 0 = fit the trace into 90%% of --duration (default: 0)")
@@ -327,7 +327,7 @@ def make_driver(args: argparse.Namespace) -> Any:
     if args.trace or args.trace_nodes:
         if not (args.trace and args.trace_nodes):
             raise ValueError("--trace and --trace-nodes go together (a pods CSV and its nodes CSV)")
-        from caldera.trace_replay import TraceDriver, load_trace
+        from caldera.demo.replay import TraceDriver, load_trace
 
         trace = load_trace(args.trace, args.trace_nodes, args.trace_schedulers, args.speedup, args.duration)
         return lambda store, tracker: TraceDriver(trace, store, tracker)

@@ -21,7 +21,7 @@ import msgspec
 
 from agent_scheduler.core import ScoreKind
 from agent_scheduler.loop import AgentLoop
-from caldera.bench_agent import AGENT, Run, place, with_ray
+from caldera.bench.agent import AGENT, Run, place, with_ray
 from cluster.model.core import Node, Pod
 from cluster.model.resources import GPU
 from cluster.sim.trace import GPU_MILLI, read_nodes, read_pods, to_pod

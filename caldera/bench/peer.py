@@ -15,9 +15,9 @@ from typing import Any
 
 import msgspec
 
-from caldera.bench_agent import AGENT, Run, place, with_ray
+from caldera.bench.agent import AGENT, Run, place, with_ray
+from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod
 
 PUBLISHED_PODS_PER_S, PUBLISHED_P99_MS, PUBLISHED_HOST = 936.0, 1640.0, "32 vCPU"
 NODES, JOBS, PODS_PER_JOB, WORKERS = 1000, 20, 500, 4

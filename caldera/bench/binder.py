@@ -25,9 +25,9 @@ import uvloop
 
 from binder.commit import Binder
 from binder.results import Committed, Placement
-from caldera.connect import client, redis_url
+from caldera._store import client, redis_url
+from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod
 from cluster.store.keys import Keys
 from cluster.store.records import encode_request
 from cluster.store.scripts import Script

@@ -17,7 +17,7 @@ import msgspec
 import numpy as np
 import uvloop
 
-from caldera.connect import client, redis_url
+from caldera._store import client, redis_url
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.store.feed import Informer
 from cluster.store.keys import Keys, Kind

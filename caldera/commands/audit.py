@@ -7,7 +7,7 @@ from typing import Any
 
 import uvloop
 
-from caldera.connect import client
+from caldera._store import client
 from cluster.store.audit import audit
 from cluster.store.keys import Keys
 from cluster.store.store import Store
