@@ -10,15 +10,13 @@ nodes moved between shards, conflicts and the audit.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import uvloop
 from rich.console import Console
 
-from caldera._store import redis_url
+from caldera.bench.runner import figures, run_bench
 from caldera.demo import workload as workloads
 from caldera.demo.run import Options, run_system
 from caldera.demo.view import View
@@ -54,11 +52,5 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"caldera bench mixed: error: {e}")
         return 2
-    with redis_url(args.redis_url) as url:
-        report = uvloop.run(measure(url, w, args.duration, args.workers, args.seed))
-    if args.json:
-        print(json.dumps(report))
-    else:
-        for k, v in report.items():
-            print(f"{k:12} {v}")
-    return 0 if report["audit"] == "ok" and not report["tracebacks"] else 1
+    return run_bench(args, lambda url: measure(url, w, args.duration, args.workers, args.seed), figures(12),
+                     ok=lambda report: report["audit"] == "ok" and not report["tracebacks"])

@@ -20,11 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import uvloop
 from rich.console import Console
 from rich.table import Table
 
-from caldera._store import redis_url
 from caldera.bench import agent as bench_agent
 from caldera.bench import batch as bench_batch
 from caldera.bench import binder as bench_binder
@@ -32,6 +30,7 @@ from caldera.bench import mixed as bench_mixed
 from caldera.bench import peer as bench_peer
 from caldera.bench import sharding as bench_sharding
 from caldera.bench import trace as bench_trace
+from caldera.bench.runner import local_ray, measured
 from caldera.demo import workload as workloads
 from cluster.model.core import Node, Pod
 from cluster.runtime.flags import Parser
@@ -68,9 +67,9 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}×" if b else "—"
 
 
-def binder_rows(r: dict[str, Any]) -> list[Row]:
-    return [(f"commits/s, {name}", f"{r[key]['commits_per_s']:,.0f}", f"{r[key]['ceiling_per_s']:,.0f}",
-             f"raw script ceiling ({r[key]['ratio']:.0%} of it)") for name, key in (("single pods", "single"), ("gangs of 8", "gang8"))]
+def binder_rows(r: bench_binder.Report) -> list[Row]:
+    return [(f"commits/s, {name}", f"{f.commits_per_s:,.0f}", f"{f.ceiling_per_s:,.0f}", f"raw script ceiling ({f.ratio:.0%} of it)")
+            for name, f in (("single pods", r.single), ("gangs of 8", r.gang8))]
 
 
 def sharding_rows(r: Any) -> list[Row]:
@@ -121,8 +120,6 @@ def trace_rows(r: Any) -> list[Row]:
 async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], list[Pod]] | None,
                   progress: Callable[[str], None]) -> dict[str, Any]:
     """Every bench in turn: ``{name: {"report": …, "rows": […], "seconds": …}}``."""
-    from agent_scheduler.actors import start_ray, stop_ray
-
     out: dict[str, Any] = {}
 
     def flags(name: str) -> list[str]:
@@ -148,8 +145,7 @@ async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], l
     mixed = defaults(bench_mixed, "mixed", "--duration", str(min(args.mixed_duration, 8.0) if args.quick else args.mixed_duration))
     await bench("mixed", lambda: one(bench_mixed.measure(url, workloads.load(None), mixed.duration, mixed.workers, mixed.seed)),
                 mixed_rows)
-    start_ray("", num_cpus=os.cpu_count() or 2)  # after mixed: its agent scheduler process starts its own
-    try:
+    with local_ray():  # after mixed: its agent scheduler process starts its own
         await bench("agent", lambda: one(bench_agent.measure(url, defaults(bench_agent, "agent", *flags("agent")))), agent_rows)
         await bench("peer", lambda: one(bench_peer.measure(url, jobs=2 if args.quick else bench_peer.JOBS)), peer_rows)
         if trace is not None:
@@ -157,8 +153,6 @@ async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], l
             workers = defaults(bench_trace, "trace", "--trace", args.trace, "--trace-nodes", args.trace_nodes).workers
             await bench("trace", lambda: one(bench_trace.measure(url, os.path.basename(args.trace), nodes, pods, workers)),
                         trace_rows)
-    finally:
-        stop_ray()
     return out
 
 
@@ -191,8 +185,7 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(stderr=args.json, width=150)
     started = time.monotonic()
-    with redis_url(args.redis_url) as url:
-        results = uvloop.run(measure(url, args, trace, lambda name: console.print(f"bench {name}…", highlight=False)))
+    results = measured(args.redis_url, lambda url: measure(url, args, trace, lambda name: console.print(f"bench {name}…", highlight=False)))
     seconds = time.monotonic() - started
     if args.json:
         print(json.dumps({"seconds": round(seconds, 1), "cores": os.cpu_count(), "benches": results}))
