@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -168,11 +169,11 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.fill <= 1 or args.rate < 0:
-        print(f"caldera bench agent: error: --fill {args.fill} must be in (0, 1] and --rate {args.rate} ≥ 0")
+        print(f"caldera bench agent: error: --fill {args.fill} must be in (0, 1] and --rate {args.rate} ≥ 0", file=sys.stderr)
         return 2
     if args.fill * args.nodes * 16 / args.pods > 16:
         need = int(args.fill * args.nodes) + 1
         print(f"caldera bench agent: error: --pods {args.pods}: too few to fill {args.fill:g} of {args.nodes} nodes' cpu "
-              f"with pods that fit a 16-cpu node (expected at least {need})")
+              f"with pods that fit a 16-cpu node (expected at least {need})", file=sys.stderr)
         return 2
     return run_bench(args, lambda url: measure(url, args), figures(32), ok=lambda report: report["audit"] == "ok", ray=True)

@@ -173,7 +173,7 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
 
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.free <= 0.5:
-        print(f"caldera bench batch: error: --free: {args.free} (expected a share in (0, 0.5])")
+        print(f"caldera bench batch: error: --free: {args.free} (expected a share in (0, 0.5])", file=sys.stderr)
         return 2
     try:
         load_conf(args.conf, "--conf")

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import random
 import socket
+import sys
 import time
 from typing import Any
 from urllib.parse import urlparse
@@ -164,7 +165,7 @@ async def measure_both(url: str, args: argparse.Namespace) -> Report:
 
 def run(args: argparse.Namespace) -> int:
     if args.pods % 8:
-        print(f"caldera bench binder: error: --pods: {args.pods} (expected a multiple of 8, the gang size)")
+        print(f"caldera bench binder: error: --pods: {args.pods} (expected a multiple of 8, the gang size)", file=sys.stderr)
         return 2
     return run_bench(args, lambda url: measure_both(url, args), table)
 

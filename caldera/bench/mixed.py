@@ -10,6 +10,7 @@ nodes moved between shards, conflicts and the audit.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -45,12 +46,12 @@ async def measure(url: str, w: workloads.Workload, duration: float, workers: int
 def run(args: argparse.Namespace) -> int:
     if args.duration <= 0 or args.workers < 1:
         print(f"caldera bench mixed: error: --duration {args.duration:g}, --workers {args.workers} "
-              "(expected a positive duration and at least one worker)")
+              "(expected a positive duration and at least one worker)", file=sys.stderr)
         return 2
     try:
         w = workloads.load(args.workload)
     except ValueError as e:
-        print(f"caldera bench mixed: error: {e}")
+        print(f"caldera bench mixed: error: {e}", file=sys.stderr)
         return 2
     return run_bench(args, lambda url: measure(url, w, args.duration, args.workers, args.seed), figures(12),
                      ok=lambda report: report["audit"] == "ok" and not report["tracebacks"])

@@ -9,6 +9,7 @@ Beside it, in the same run, the pure policy alone (``policy_ms_p50``) — the fl
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -88,7 +89,7 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
 
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.churn <= 1:
-        print(f"caldera bench sharding: error: --churn: {args.churn} (expected a share in (0, 1])")
+        print(f"caldera bench sharding: error: --churn: {args.churn} (expected a share in (0, 1])", file=sys.stderr)
         return 2
     return run_bench(args, lambda url: measure(url, args), line)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -169,17 +170,17 @@ def table(results: dict[str, Any], seconds: float) -> Table:
 
 def run(args: argparse.Namespace) -> int:
     if bool(args.trace) != bool(args.trace_nodes):
-        print("caldera bench: error: --trace and --trace-nodes go together (a pods CSV and its nodes CSV)")
+        print("caldera bench: error: --trace and --trace-nodes go together (a pods CSV and its nodes CSV)", file=sys.stderr)
         return 2
     if args.mixed_duration <= 0:
-        print(f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)")
+        print(f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)", file=sys.stderr)
         return 2
     trace = None
     if args.trace:
         try:
             trace = bench_trace.load(args.trace, args.trace_nodes)
         except (OSError, ValueError) as e:
-            print(f"caldera bench: error: {e}")
+            print(f"caldera bench: error: {e}", file=sys.stderr)
             return 2
     console = Console(stderr=args.json)
     if not console.is_terminal:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 import msgspec
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         nodes, pods = load(args.trace, args.trace_nodes)
     except (OSError, ValueError) as e:
-        print(f"caldera bench trace: error: {e}")
+        print(f"caldera bench trace: error: {e}", file=sys.stderr)
         return 2
     return run_bench(args, lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers), figures(16),
                      ok=lambda report: report.binpack.audit == report.least_allocated.audit == "ok", ray=True)

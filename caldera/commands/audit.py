@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import uvloop
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         keys = Keys(args.cluster)
     except ValueError as e:
-        print(f"caldera audit: error: --cluster: {e}")
+        print(f"caldera audit: error: --cluster: {e}", file=sys.stderr)
         return 2
     problems = uvloop.run(check(args.redis_url, keys.cluster))
     for line in problems:

@@ -338,18 +338,18 @@ def make_driver(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     if args.duration <= 0 or args.workers < 1 or args.speedup < 0:
         print(f"caldera demo: error: --duration {args.duration:g}, --workers {args.workers}, --speedup {args.speedup:g} "
-              "(expected a positive duration, at least one worker, a speedup of 0 or more)")
+              "(expected a positive duration, at least one worker, a speedup of 0 or more)", file=sys.stderr)
         return 2
     if (args.trace or args.trace_nodes) and args.workload:
-        print("caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)")
+        print("caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)", file=sys.stderr)
         return 2
     if args.trace_schedulers and not args.trace:
-        print("caldera demo: error: --trace-schedulers needs --trace")
+        print("caldera demo: error: --trace-schedulers needs --trace", file=sys.stderr)
         return 2
     try:
         driver = make_driver(args)
     except ValueError as e:
-        print(f"caldera demo: error: {e}")
+        print(f"caldera demo: error: {e}", file=sys.stderr)
         return 2
     console = Console()
     options = Options(duration=args.duration, workers=args.workers, out=Path(args.out))
