@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Sequence
 
 from agent_scheduler.main import main as agent_main
 from batch_scheduler.main import main as batch_main
+from caldera._loop import sigterm_as_ctrl_c
 from caldera.bench import suite as bench
 from caldera.commands import audit, dry_run, status
 from caldera.demo import run as demo
@@ -37,11 +37,6 @@ def build_parser() -> Parser:
     return parser
 
 
-def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM unwinds like Ctrl-C, so every context manager (redis-server, tasks) cleans up."""
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in PROCESSES:
@@ -49,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "mirror": mirror_main}[argv[0]]
         return entry(argv[1:], prog=f"caldera {argv[0]}")
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    sigterm_as_ctrl_c()  # and inside a command's event loop, SIGTERM cancels its coroutine (caldera._loop)
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

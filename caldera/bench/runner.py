@@ -11,8 +11,8 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import msgspec
-import uvloop
 
+from caldera._loop import run_loop
 from caldera._store import redis_url
 
 R = TypeVar("R")
@@ -30,10 +30,10 @@ def positive_int(text: str) -> int:
 
 
 def measured(redis: str | None, measure: Callable[[str], Coroutine[Any, Any, R]], *, ray: bool = False) -> R:
-    """``measure(url)`` on uvloop, with the Redis at ``redis`` (or a private redis-server) and, with ``ray``,
+    """``measure(url)`` (see caldera._loop), with the Redis at ``redis`` (or a private redis-server) and, with ``ray``,
     a local Ray around it."""
     with redis_url(redis) as url, local_ray() if ray else contextlib.nullcontext():
-        return uvloop.run(measure(url))
+        return run_loop(measure(url))
 
 
 @contextlib.contextmanager

@@ -6,8 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-import uvloop
-
+from caldera._loop import run_loop
 from caldera._store import client
 from cluster.store.audit import audit
 from cluster.store.keys import Keys
@@ -32,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"caldera audit: error: --cluster: {e}", file=sys.stderr)
         return 2
-    problems = uvloop.run(check(args.redis_url, keys.cluster))
+    problems = run_loop(check(args.redis_url, keys.cluster))
     for line in problems:
         print(line)
     if problems:

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-import uvloop
 from rich.console import Console
 from rich.table import Table
 
@@ -34,6 +33,7 @@ from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
 from batch_scheduler.scheduler import BatchScheduler, SchedulerConfig
 from batch_scheduler.session import Session, SessionConfig
 from binder.commit import Binder
+from caldera._loop import run_loop
 from caldera._store import client
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.manifests import (
@@ -264,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{prog}: warning: skipped {len(skipped)} object(s) of kinds caldera does not schedule: "
               f"{', '.join(sorted(set(skipped)))}", file=sys.stderr)
     with RedisServer() as server:
-        result = uvloop.run(simulate(objects, conf, ControllerConfig(configs=configs, event_trigger=False),
+        result = run_loop(simulate(objects, conf, ControllerConfig(configs=configs, event_trigger=False),
                                      ShardingMode(args.sharding_mode), args.max_rounds, server.url))
     if args.output == "json":
         sys.stdout.write(json.dumps(msgspec.to_builtins(result)) + "\n")

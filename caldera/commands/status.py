@@ -18,11 +18,11 @@ from collections import Counter
 from typing import Any
 
 import msgspec
-import uvloop
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
+from caldera._loop import run_loop
 from caldera._store import client
 from cluster.model.volcano import Queue
 from cluster.runtime import heartbeat
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"caldera status: error: {e}", file=sys.stderr)
         return 2
     try:
-        report = uvloop.run(once(args.redis_url, args.cluster, args.top))
+        report = run_loop(once(args.redis_url, args.cluster, args.top))
     except OSError as e:
         print(f"caldera status: error: --redis-url {args.redis_url}: {e}", file=sys.stderr)
         return 1
@@ -166,4 +166,4 @@ def run(args: argparse.Namespace) -> int:
     with Live(render(report), console=console, refresh_per_second=1) as live:
         while True:
             time.sleep(2)
-            live.update(render(uvloop.run(once(args.redis_url, args.cluster, args.top))))
+            live.update(render(run_loop(once(args.redis_url, args.cluster, args.top))))

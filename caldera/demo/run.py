@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
-import uvloop
 from rich.console import Console
 from rich.table import Table
 
+from caldera._loop import run_loop
 from caldera._store import client, redis_url
 from caldera.demo import workload as workloads
 from caldera.demo.report import Sample, write
@@ -354,35 +354,20 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     options = Options(duration=args.duration, workers=args.workers, out=Path(args.out))
     with redis_url(args.redis_url) as url:
-        try:
-            return uvloop.run(demo(url, driver, options, console))
-        except KeyboardInterrupt:  # the report was written before the interrupt surfaced here
-            return 130
+        return run_loop(demo(url, driver, options, console))
 
 
 async def demo(url: str, driver: Any, options: Options, console: Console) -> int:
     """The run, its summary, the report files; the exit status.
 
-    SIGTERM cancels the run like Ctrl-C does (asyncio's runner cancels on SIGINT): the
-    processes are stopped and the report so far is written. Raising KeyboardInterrupt from
-    a signal handler instead can land inside any task, and a task group re-raises it while
-    the runner is cancelling the rest, which cut the clean-up short and left the
-    schedulers running.
+    Ctrl-C or SIGTERM (see caldera._loop) cancels the run: the processes are
+    stopped and the report so far is written.
     """
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-    previous = signal.getsignal(signal.SIGTERM)
-    loop.add_signal_handler(signal.SIGTERM, task.cancel)
     try:
         outcome = await run_system(url, driver, options, View(console))
     except asyncio.CancelledError:  # before the run began; every process started is stopped
         console.print("caldera demo: interrupted while starting; everything it started is stopped")
         return 130
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     report = outcome.report
     console.print(summary(report))
     for problem in (report["audit"] if report["audit"] != "ok" else [])[:20]:
