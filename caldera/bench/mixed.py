@@ -15,8 +15,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from caldera.bench.runner import figures, run_bench
 from caldera.demo import workload as workloads
 from caldera.demo.run import Options, run_system
@@ -38,7 +36,7 @@ def add_parser(sub: Any) -> None:
 async def measure(url: str, w: workloads.Workload, duration: float, workers: int, seed: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="caldera-bench-mixed-") as out:
         outcome = await run_system(url, lambda store, tracker: WorkloadDriver(w, store, tracker, seed=seed, duration=duration),
-                                   Options(duration=duration, workers=workers, out=Path(out)), View(Console(), quiet=True))
+                                   Options(duration=duration, workers=workers, out=Path(out)), View(None))
     report = outcome.report
     return {k: report[k] for k in ("duration_s", "cluster", "schedulers", "jobs", "shards", "conflicts", "tracebacks", "audit")}
 

@@ -18,11 +18,9 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from rich.console import Console
-from rich.table import Table
 
 from caldera.bench import agent as bench_agent
 from caldera.bench import batch as bench_batch
@@ -35,6 +33,9 @@ from caldera.bench.runner import local_ray, measured
 from caldera.demo import workload as workloads
 from cluster.model.core import Node, Pod
 from cluster.runtime.flags import Parser
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 Row = tuple[str, str, str, str]  # figure, value, beside it, what "beside" is
 QUICK = {"binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"], "sharding": ["--nodes", "500", "--syncs", "5"],
@@ -158,6 +159,8 @@ async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], l
 
 
 def table(results: dict[str, Any], seconds: float) -> Table:
+    from rich.table import Table
+
     t = Table(title=f"caldera bench — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, {seconds:.0f} s "
                     "(a shared machine: figures drift; the ratios, measured in the same run, hold better)")
     for col in ("bench", "figure", "value", "beside it", "which is"):
@@ -182,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as e:
             print(f"caldera bench: error: {e}", file=sys.stderr)
             return 2
+    from rich.console import Console  # for the table and the progress lines only
+
     console = Console(stderr=args.json)
     if not console.is_terminal:
         console = Console(stderr=args.json, width=150)

@@ -21,11 +21,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from rich.console import Console
-from rich.table import Table
 
 from agent_scheduler.core import CoreConfig
 from agent_scheduler.worker import Worker, WorkerConfig
@@ -60,6 +58,9 @@ from sharding.config import (
     parse_scheduler_configs,
 )
 from sharding.controller import ControllerConfig, ShardingController
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 AGENT = "agent-scheduler"
 BATCH = "volcano"
@@ -217,6 +218,8 @@ async def collect(store: Store, session: Session | None, evicted: dict[str, PodR
 
 
 def print_table(result: DryRunResult, console: Console) -> None:
+    from rich.table import Table  # only the tables need rich
+
     table = Table(title="pods")
     for col in ("namespace/name", "scheduler", "node", "phase", "reason"):
         table.add_column(col, overflow="fold")
@@ -270,5 +273,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(msgspec.to_builtins(result)) + "\n")
     else:
         # Piped output is not cut to 80 columns: names and reasons stay on one line each.
+        from rich.console import Console
+
         print_table(result, Console() if sys.stdout.isatty() else Console(width=240))
     return 0

@@ -15,12 +15,9 @@ import json
 import sys
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
 
 from caldera._loop import run_loop
 from caldera._store import client
@@ -28,6 +25,9 @@ from cluster.model.volcano import Queue
 from cluster.runtime import heartbeat
 from cluster.store.keys import Keys
 from cluster.store.store import Store
+
+if TYPE_CHECKING:
+    from rich.console import Group
 
 PENDING_SCAN = 5000  # pending pods read to group by job
 
@@ -109,6 +109,9 @@ def _unimplemented(names: Any) -> str:
 
 
 def render(report: Report) -> Group:
+    from rich.console import Group  # only the tables need rich
+    from rich.table import Table
+
     shards = Table(title="shards")
     for col in ("scheduler", "nodes", "cpu used", "gpu used"):
         shards.add_column(col, justify="right" if col != "scheduler" else "left")
@@ -159,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(msgspec.to_builtins(report)))
         return 0
+    from rich.console import Console
+    from rich.live import Live
+
     console = Console() if sys.stdout.isatty() else Console(width=200)
     if not args.watch:
         console.print(render(report))

@@ -3,7 +3,7 @@
 The demo samples every couple of seconds (pods bound and their latency per scheduler,
 shard sizes, cpu and GPUs allocated per shard); the report is those samples and the totals.
 The chart has four panels over time: throughput per scheduler, latency percentiles per
-scheduler, shard sizes, and utilization per shard.
+scheduler, shard sizes, and utilization per shard; matplotlib is imported only to draw it.
 """
 
 from __future__ import annotations
@@ -12,12 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-
-import matplotlib.pyplot as plt  # noqa: E402
-import msgspec  # noqa: E402
+import msgspec
 
 
 class Sample(msgspec.Struct):
@@ -40,6 +35,17 @@ def write(out: Path, report: dict[str, Any], samples: list[Sample]) -> tuple[Pat
     out.mkdir(parents=True, exist_ok=True)
     json_path, png_path = out / "demo-report.json", out / "demo-report.png"
     json_path.write_text(json.dumps({**report, "samples": msgspec.to_builtins(samples)}, indent=2) + "\n")
+    chart(png_path, samples)
+    return json_path, png_path
+
+
+def chart(path: Path, samples: list[Sample]) -> None:
+    """The four panels over time, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
     fig, (ax1, ax2, ax3, ax4) = plt.subplots(4, 1, figsize=(10, 13), sharex=True)
     t = [s.t for s in samples]
     schedulers = sorted({k for s in samples for k in s.pods_per_s})
@@ -69,6 +75,5 @@ def write(out: Path, report: dict[str, Any], samples: list[Sample]) -> tuple[Pat
     for ax in (ax1, ax2, ax3, ax4):
         ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
-    fig.savefig(png_path, dpi=90)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
-    return json_path, png_path

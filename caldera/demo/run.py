@@ -23,18 +23,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
-from rich.console import Console
-from rich.table import Table
 
 from caldera._loop import run_loop
 from caldera._store import client, redis_url
 from caldera.demo import workload as workloads
 from caldera.demo.report import Sample, write
 from caldera.demo.tracker import Tracker
-from caldera.demo.view import Frame, View
+from caldera.demo.view import Frame, View, summary
 from caldera.demo.workload import AGENT, VOLCANO, WorkloadDriver
 from cluster.model.resources import CPU, GPU
 from cluster.runtime import heartbeat
@@ -42,6 +40,9 @@ from cluster.sim.cluster import SimCluster
 from cluster.store.audit import audit
 from cluster.store.keys import Keys
 from cluster.store.store import Store
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SAMPLE_EVERY_S = 2.0
 
@@ -296,32 +297,6 @@ def sample(tracker: Tracker, monitor: Monitor, t: float) -> Sample:
                   shard_gpu={k: round(v["gpu"], 3) for k, v in monitor.shards.items() if v["gpus"]})
 
 
-def summary(report: dict[str, Any]) -> Table:
-    table = Table(title="caldera demo: summary")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    elapsed = report["duration_s"]
-    for name, s in report["schedulers"].items():
-        table.add_row(f"{name}: pods bound", f"{s['pods_bound']:,} of {s['pods_submitted']:,} in {elapsed:.0f} s")
-        if s["deleted_before_bound"]:
-            table.add_row(f"{name}: pods deleted before they were bound", f"{s['deleted_before_bound']:,}")
-        table.add_row(f"{name}: pods/s", f"{s['pods_per_s']:,.0f}")
-        table.add_row(f"{name}: submit → bound p50 / p99 ms", f"{s['p50_ms']:,.0f} / {s['p99_ms']:,.0f}")
-        c = report["conflicts"].get(name, {})
-        table.add_row(f"{name}: conflicts resolved / true", f"{c.get('resolved', 0):,} / {c.get('true', 0):,}")
-    for queue, j in report["jobs"].items():
-        table.add_row(f"queue {queue}: gang jobs started / waiting", f"{j['started']:,} / {j['waiting']:,} (of {j['submitted']:,})")
-    shards = report["shards"]
-    sizes = ", ".join(f"{k or 'unowned'} {shards['start'].get(k, 0)} → {v}" for k, v in shards["end"].items())
-    table.add_row("shard sizes: start → end", sizes)
-    table.add_row("nodes moved between shards", f"{shards['moves']:,}")
-    table.add_row("pods run to completion", f"{report['pods_completed']:,}")
-    table.add_row("processes that logged a traceback", ", ".join(report["tracebacks"]) or "none")
-    audit_ = report["audit"]
-    table.add_row("audit", "ok" if audit_ == "ok" else f"{len(audit_)} violations")
-    return table
-
-
 def make_driver(args: argparse.Namespace) -> Any:
     """A function of (store, tracker) giving the driver the flags ask for; ValueError on bad input."""
     if args.trace or args.trace_nodes:
@@ -351,6 +326,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"caldera demo: error: {e}", file=sys.stderr)
         return 2
+    from rich.console import Console  # drawing needs rich; the rest of caldera does not
+
     console = Console()
     options = Options(duration=args.duration, workers=args.workers, out=Path(args.out))
     with redis_url(args.redis_url) as url:

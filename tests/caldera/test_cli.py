@@ -99,3 +99,10 @@ def test_sigterm_stops_a_command_as_ctrl_c_does_with_what_it_started() -> None:
             proc.kill()
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert not [pid for pid in children if psutil.pid_exists(pid)]
+
+
+def test_the_command_line_and_the_processes_start_without_the_drawing_libraries() -> None:
+    """rich and matplotlib are loaded only by the commands that draw, so a scheduler image could do without them."""
+    loaded = "import sys, caldera.cli; print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'matplotlib'}))"
+    r = subprocess.run([sys.executable, "-c", loaded], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout.strip()) == (0, "[]"), r.stderr
