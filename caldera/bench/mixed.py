@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from caldera.bench.runner import figures, run_bench
 from caldera.demo import workload as workloads
 from caldera.demo.run import Options, run_system
@@ -37,7 +39,7 @@ async def measure(url: str, w: workloads.Workload, duration: float, workers: int
     with tempfile.TemporaryDirectory(prefix="caldera-bench-mixed-") as out:
         outcome = await run_system(url, lambda store, tracker: WorkloadDriver(w, store, tracker, seed=seed, duration=duration),
                                    Options(duration=duration, workers=workers, out=Path(out)), View(None))
-    report = outcome.report
+    report = msgspec.to_builtins(outcome.report)
     return {k: report[k] for k in ("duration_s", "cluster", "schedulers", "jobs", "shards", "conflicts", "tracebacks", "audit")}
 
 

@@ -70,8 +70,8 @@ def ratio(a: float, b: float) -> str:
 
 
 def binder_rows(r: bench_binder.Report) -> list[Row]:
-    return [(f"commits/s, {name}", f"{f.commits_per_s:,.0f}", f"{f.ceiling_per_s:,.0f}", f"raw script ceiling ({f.ratio:.0%} of it)")
-            for name, f in (("single pods", r.single), ("gangs of 8", r.gang8))]
+    return [(f"commits/s, {name}", f"{f.commits_per_s:,.0f}", f"{f.ceiling_per_s:,.0f}",
+             f"raw script ceiling ({f.ratio:.0%} of it)") for name, f in (("single pods", r.single), ("gangs of 8", r.gang8))]
 
 
 def sharding_rows(r: Any) -> list[Row]:
@@ -176,7 +176,8 @@ def run(args: argparse.Namespace) -> int:
         print("caldera bench: error: --trace and --trace-nodes go together (a pods CSV and its nodes CSV)", file=sys.stderr)
         return 2
     if args.mixed_duration <= 0:
-        print(f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)", file=sys.stderr)
+        print(f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)",
+              file=sys.stderr)
         return 2
     trace = None
     if args.trace:
@@ -191,7 +192,10 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(stderr=args.json, width=150)
     started = time.monotonic()
-    results = measured(args.redis_url, lambda url: measure(url, args, trace, lambda name: console.print(f"bench {name}…", highlight=False)))
+    def progress(name: str) -> None:
+        console.print(f"bench {name}…", highlight=False)
+
+    results = measured(args.redis_url, lambda url: measure(url, args, trace, progress))
     seconds = time.monotonic() - started
     if args.json:
         print(json.dumps({"seconds": round(seconds, 1), "cores": os.cpu_count(), "benches": results}))

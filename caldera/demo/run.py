@@ -30,7 +30,16 @@ import msgspec
 from caldera._loop import run_loop
 from caldera._store import client, redis_url
 from caldera.demo import workload as workloads
-from caldera.demo.report import Sample, write
+from caldera.demo.report import (
+    ConflictFigures,
+    Conflicts,
+    QueueJobs,
+    Report,
+    Sample,
+    SchedulerTotals,
+    Shards,
+    write,
+)
 from caldera.demo.tracker import Tracker
 from caldera.demo.view import Frame, View, summary
 from caldera.demo.workload import AGENT, VOLCANO, WorkloadDriver
@@ -176,10 +185,10 @@ class Monitor:
             except TimeoutError:
                 pass
 
-    def conflicts(self) -> dict[str, dict[str, int]]:
+    def conflicts(self) -> dict[str, Conflicts]:
         agent, batch = self.figures.get("agent-scheduler", {}), self.figures.get("batch-scheduler", {})
-        return {AGENT: {"true": int(agent.get("conflicts", 0)), "resolved": int(agent.get("conflicts_resolved", 0))},
-                VOLCANO: {"true": int(batch.get("conflicts", 0)), "resolved": 0}}
+        return {AGENT: Conflicts(true=int(agent.get("conflicts", 0)), resolved=int(agent.get("conflicts_resolved", 0))),
+                VOLCANO: Conflicts(true=int(batch.get("conflicts", 0)), resolved=0)}
 
 
 def queue_rows(tracker: Tracker, monitor: Monitor, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -199,7 +208,7 @@ def frame(tracker: Tracker, monitor: Monitor, driver: Driver, t: float, duration
     depth = {AGENT: sum(agent_queue.values()) if isinstance(agent_queue, dict) else None,
              VOLCANO: monitor.figures.get("batch-scheduler", {}).get("pending")}  # pods waiting at the last session
     schedulers = {name: {**msgspec.structs.asdict(lately[name]), "bound": len(tracker.latencies[name]), "pending": tracker.pending(name),
-                         "queue": depth.get(name), "conflicts": conflicts[name]["true"], "resolved": conflicts[name]["resolved"]}
+                         "queue": depth.get(name), "conflicts": conflicts[name].true, "resolved": conflicts[name].resolved}
                   for name in tracker.schedulers}
     return Frame(t=t, duration=duration, title=driver.describe(), schedulers=schedulers,
                  queues=queue_rows(tracker, monitor, driver.queues()), shards=monitor.shards, moves=monitor.moves,
@@ -210,7 +219,7 @@ def frame(tracker: Tracker, monitor: Monitor, driver: Driver, t: float, duration
 
 
 class Outcome(msgspec.Struct, kw_only=True):
-    report: dict[str, Any]
+    report: Report
     samples: list[Sample]
     interrupted: bool
 
@@ -273,18 +282,20 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
             for t in stuck:
                 t.cancel()
         problems = await audit(store)
-    report = {
-        "duration_s": round(elapsed, 1),
-        "cluster": driver.describe(),
-        "schedulers": tracker.totals(elapsed),
-        "jobs": tracker.queues(driver.queues()),
-        "shards": {"start": monitor.start_sizes, "end": {k: int(v["nodes"]) for k, v in monitor.shards.items()},
-                   "moves": monitor.moves, "largest_change": monitor.largest_change},
-        "pods_completed": tracker.completed,
-        "conflicts": {**monitor.conflicts(), "from_heartbeats_of": sorted(n for n, f in monitor.figures.items() if "conflicts" in f)},
-        "tracebacks": [c.name for c in children if c.traceback()],
-        "audit": "ok" if not problems else problems,
-    }
+    conflicts = monitor.conflicts()
+    report = Report(
+        duration_s=round(elapsed, 1),
+        cluster=driver.describe(),
+        schedulers=msgspec.convert(tracker.totals(elapsed), dict[str, SchedulerTotals]),
+        jobs=msgspec.convert(tracker.queues(driver.queues()), dict[str, QueueJobs]),
+        shards=Shards(start=monitor.start_sizes, end={k: int(v["nodes"]) for k, v in monitor.shards.items()},
+                      moves=monitor.moves, largest_change=monitor.largest_change),
+        pods_completed=tracker.completed,
+        conflicts=ConflictFigures(agent=conflicts[AGENT], volcano=conflicts[VOLCANO],
+                                  from_heartbeats_of=sorted(n for n, f in monitor.figures.items() if "conflicts" in f)),
+        tracebacks=[c.name for c in children if c.traceback()],
+        audit="ok" if not problems else problems,
+    )
     return Outcome(report=report, samples=samples, interrupted=interrupted)
 
 
@@ -316,7 +327,8 @@ def run(args: argparse.Namespace) -> int:
               "(expected a positive duration, at least one worker, a speedup of 0 or more)", file=sys.stderr)
         return 2
     if (args.trace or args.trace_nodes) and args.workload:
-        print("caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)", file=sys.stderr)
+        print("caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)",
+              file=sys.stderr)
         return 2
     if args.trace_schedulers and not args.trace:
         print("caldera demo: error: --trace-schedulers needs --trace", file=sys.stderr)
@@ -347,11 +359,11 @@ async def demo(url: str, driver: Any, options: Options, console: Console) -> int
         return 130
     report = outcome.report
     console.print(summary(report))
-    for problem in (report["audit"] if report["audit"] != "ok" else [])[:20]:
+    for problem in (report.audit if report.audit != "ok" else [])[:20]:
         console.print(problem, highlight=False)
     json_path, png_path = await asyncio.to_thread(write, options.out, report, outcome.samples)
-    console.print(f"caldera audit: {'ok' if report['audit'] == 'ok' else 'violations (above)'}")
+    console.print(f"caldera audit: {'ok' if report.audit == 'ok' else 'violations (above)'}")
     console.print(f"report: {json_path} and {png_path}")
     if outcome.interrupted:
         return 130
-    return 0 if report["audit"] == "ok" and not report["tracebacks"] else 1
+    return 0 if report.ok else 1

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
 
+    from caldera.demo.report import Report
+
 GPU = "nvidia.com/gpu"
 
 
@@ -124,29 +126,28 @@ class View:
             self.console.print(text, highlight=False, soft_wrap=True)
 
 
-def summary(report: dict[str, Any]) -> Table:
+def summary(report: Report) -> Table:
+    """The run's report as one table of figures."""
     from rich.table import Table
 
     table = Table(title="caldera demo: summary")
     table.add_column("figure")
     table.add_column("value", justify="right")
-    elapsed = report["duration_s"]
-    for name, s in report["schedulers"].items():
-        table.add_row(f"{name}: pods bound", f"{s['pods_bound']:,} of {s['pods_submitted']:,} in {elapsed:.0f} s")
-        if s["deleted_before_bound"]:
-            table.add_row(f"{name}: pods deleted before they were bound", f"{s['deleted_before_bound']:,}")
-        table.add_row(f"{name}: pods/s", f"{s['pods_per_s']:,.0f}")
-        table.add_row(f"{name}: submit → bound p50 / p99 ms", f"{s['p50_ms']:,.0f} / {s['p99_ms']:,.0f}")
-        c = report["conflicts"].get(name, {})
-        table.add_row(f"{name}: conflicts resolved / true", f"{c.get('resolved', 0):,} / {c.get('true', 0):,}")
-    for queue, j in report["jobs"].items():
-        table.add_row(f"queue {queue}: gang jobs started / waiting", f"{j['started']:,} / {j['waiting']:,} (of {j['submitted']:,})")
-    shards = report["shards"]
-    sizes = ", ".join(f"{k or 'unowned'} {shards['start'].get(k, 0)} → {v}" for k, v in shards["end"].items())
+    for name, s in report.schedulers.items():
+        table.add_row(f"{name}: pods bound", f"{s.pods_bound:,} of {s.pods_submitted:,} in {report.duration_s:.0f} s")
+        if s.deleted_before_bound:
+            table.add_row(f"{name}: pods deleted before they were bound", f"{s.deleted_before_bound:,}")
+        table.add_row(f"{name}: pods/s", f"{s.pods_per_s:,.0f}")
+        table.add_row(f"{name}: submit → bound p50 / p99 ms", f"{s.p50_ms:,.0f} / {s.p99_ms:,.0f}")
+        c = report.conflicts.of(name)
+        table.add_row(f"{name}: conflicts resolved / true", f"{c.resolved:,} / {c.true:,}")
+    for queue, j in report.jobs.items():
+        table.add_row(f"queue {queue}: gang jobs started / waiting", f"{j.started:,} / {j.waiting:,} (of {j.submitted:,})")
+    shards = report.shards
+    sizes = ", ".join(f"{k or 'unowned'} {shards.start.get(k, 0)} → {v}" for k, v in shards.end.items())
     table.add_row("shard sizes: start → end", sizes)
-    table.add_row("nodes moved between shards", f"{shards['moves']:,}")
-    table.add_row("pods run to completion", f"{report['pods_completed']:,}")
-    table.add_row("processes that logged a traceback", ", ".join(report["tracebacks"]) or "none")
-    audit_ = report["audit"]
-    table.add_row("audit", "ok" if audit_ == "ok" else f"{len(audit_)} violations")
+    table.add_row("nodes moved between shards", f"{shards.moves:,}")
+    table.add_row("pods run to completion", f"{report.pods_completed:,}")
+    table.add_row("processes that logged a traceback", ", ".join(report.tracebacks) or "none")
+    table.add_row("audit", "ok" if report.audit == "ok" else f"{len(report.audit)} violations")
     return table
