@@ -1,1 +1,1 @@
-"""The caldera command line: audit, bench, demo, and the subcommands that start each process."""
+"""The caldera command line: audit, bench, demo, dry-run, status, and the subcommands that start each process."""

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Sequence
 
 from agent_scheduler.main import main as agent_main
 from batch_scheduler.main import main as batch_main
-from caldera import (
-    audit_cmd,
-    bench_agent,
-    bench_batch,
-    bench_binder,
-    bench_mixed,
-    bench_peer,
-    bench_sharding,
-    bench_suite,
-    bench_trace,
-    demo,
-    dry_run,
-    status_cmd,
-)
+from caldera._loop import sigterm_as_ctrl_c
+from caldera.bench import suite as bench
+from caldera.commands import audit, dry_run, status
+from caldera.demo import run as demo
 from cluster.kube.mirror_main import main as mirror_main
 from cluster.runtime.flags import Parser
 from sharding.main import main as sharding_main
@@ -37,29 +26,15 @@ PROCESSES = {
 def build_parser() -> Parser:
     parser = Parser(prog="caldera", description="caldera: a Kubernetes scheduler for AI clusters.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    audit_cmd.add_parser(sub)
-    bench = sub.add_parser("bench", help="the benchmark suite (or one bench); each figure beside a baseline from the same run")
-    bench_suite.add_arguments(bench)
-    bench_sub = bench.add_subparsers(dest="bench", required=False, parser_class=Parser)
-    bench_binder.add_parser(bench_sub)
-    bench_sharding.add_parser(bench_sub)
-    bench_agent.add_parser(bench_sub)
-    bench_batch.add_parser(bench_sub)
-    bench_mixed.add_parser(bench_sub)
-    bench_peer.add_parser(bench_sub)
-    bench_trace.add_parser(bench_sub)
+    audit.add_parser(sub)
+    bench.add_parser(sub)
     demo.add_parser(sub)
     dry_run.add_parser(sub)
-    status_cmd.add_parser(sub)
+    status.add_parser(sub)
     # Process subcommands own their flags; main() hands them the rest of the command line.
     for name, help_text in PROCESSES.items():
         sub.add_parser(name, help=help_text, add_help=False)
     return parser
-
-
-def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM unwinds like Ctrl-C, so every context manager (redis-server, tasks) cleans up."""
-    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "mirror": mirror_main}[argv[0]]
         return entry(argv[1:], prog=f"caldera {argv[0]}")
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    sigterm_as_ctrl_c()  # and inside a command's event loop, SIGTERM cancels its coroutine (caldera._loop)
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

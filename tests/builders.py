@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 
 from cluster.model.core import Node, Pod
+from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, TaintSpec, pool_nodes
-from cluster.sim.workload import make_pod
 
 
 def node(name: str, *, cpu: str | int = "8", memory: str = "32Gi", gpu: int = 0, pods: int = 110,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from cluster.sim.workload import pod_duration
+from cluster.sim.pods import pod_duration
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
 from cluster.store.records import BindFailure, Binding, Eviction, PodRecord

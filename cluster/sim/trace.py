@@ -33,8 +33,8 @@ import msgspec
 from cluster.model.core import Node, Pod
 from cluster.model.resources import CPU, MEMORY
 from cluster.model.resources import GPU as GPU
+from cluster.sim.pods import make_pod
 from cluster.sim.pools import make_node
-from cluster.sim.workload import make_pod
 
 GPU_MODEL_LABEL = "caldera.io/gpu-model"
 GPU_MILLI = "caldera.io/gpu-milli"  # thousandths of a GPU; a node has 1000 per GPU

@@ -12,7 +12,7 @@ from agent_scheduler.worker import OutcomeKind, Worker, WorkerConfig
 from binder.commit import Binder
 from binder.results import Committed, Placement
 from cluster.sim.cluster import SimBindTarget
-from cluster.sim.workload import make_pod
+from cluster.sim.pods import make_pod
 from cluster.store.audit import audit
 from cluster.store.store import Store
 from tests.builders import node

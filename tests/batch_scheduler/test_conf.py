@@ -43,7 +43,7 @@ from batch_scheduler.plugins.predicates import PredicatesPlugin
 from batch_scheduler.plugins.priority import PriorityPlugin
 from batch_scheduler.volcano_names import VOLCANO_PLUGINS
 from cluster.runtime.redis_server import RedisServer
-from cluster.sim.workload import make_pod
+from cluster.sim.pods import make_pod
 from cluster.store.store import Store
 from tests.batch_scheduler.inputs import REGISTRY, load, parse
 from tests.builders import node

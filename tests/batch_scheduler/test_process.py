@@ -22,8 +22,8 @@ from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
 from cluster.model.volcano import PodGroup, Queue
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimBindTarget, SimCluster, SimEvictor
+from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod, make_podgroup
 from cluster.store.audit import audit
 from cluster.store.feed import Informer
 from cluster.store.store import Put, Store

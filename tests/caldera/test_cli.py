@@ -1,10 +1,14 @@
-"""The command line as users run it: `caldera audit` and `caldera bench` (the demo: test_demo.py)."""
+"""The command line as users run it: `caldera audit` and `caldera bench` (the demo: demo/test_run.py)."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
+
+import psutil
 
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.store import Store
@@ -76,3 +80,29 @@ def test_bench_agent_reports_its_figures_beside_the_baselines(redis_server: Redi
         assert key in report, key
     assert report["pods_per_s"] > 0 and report["baseline_one_worker_pods_per_s"] > 0
     assert report["p50_ms"] <= report["p99_ms"] and report["attempts_per_pod"] >= 1.0
+
+
+def test_sigterm_stops_a_command_as_ctrl_c_does_with_what_it_started() -> None:
+    """SIGTERM cancels the command's run, whose clean-up stops the private redis-server; exit 130."""
+    proc = subprocess.Popen([sys.executable, "-m", "caldera", "bench", "sharding", "--nodes", "50000", "--syncs", "1000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (children := {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.1)
+        time.sleep(3)  # the nodes are being written: the event loop runs
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert not [pid for pid in children if psutil.pid_exists(pid)]
+
+
+def test_the_command_line_and_the_processes_start_without_the_drawing_libraries() -> None:
+    """rich and matplotlib are loaded only by the commands that draw, so a scheduler image could do without them."""
+    loaded = "import sys, caldera.cli; print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'matplotlib'}))"
+    r = subprocess.run([sys.executable, "-c", loaded], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout.strip()) == (0, "[]"), r.stderr

@@ -87,7 +87,7 @@ def test_every_metric_the_processes_declare_is_in_the_readme() -> None:
     batch = CollectorRegistry()
     BatchMetrics(batch)  # shares some of Volcano's names with the agent scheduler: its own registry
     names |= {m.name for m in batch.collect()}
-    mirror_source = (Path(__file__).resolve().parents[2] / "cluster" / "kube" / "main.py").read_text()
+    mirror_source = (Path(__file__).resolve().parents[2] / "cluster" / "kube" / "mirror_main.py").read_text()
     names |= {n for n in ("caldera_mirror_lists", "caldera_mirror_status_patches", "caldera_mirror_events") if f'"{n}"' in mirror_source}
     section = README.read_text().split("## Metrics")[1].split("\n## ")[0]
     phases = "volcano_queue_pod_group_{pending,inqueue,running,unknown,completed}_count"

@@ -8,7 +8,7 @@ from binder.bind import bind_committed
 from binder.commit import Binder
 from binder.results import Committed, Placement
 from cluster.kube.bind import KubeTarget
-from cluster.sim.workload import make_pod
+from cluster.sim.pods import make_pod
 from cluster.store.audit import audit
 from cluster.store.records import BindFailure, Binding, Eviction
 from cluster.store.store import Store

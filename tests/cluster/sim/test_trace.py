@@ -14,6 +14,7 @@ from cluster.model.core import Node
 from cluster.model.resources import Resources
 from cluster.nodeview.predicates import filter_nodes
 from cluster.nodeview.table import NodeColumns
+from cluster.sim.pods import pod_duration
 from cluster.sim.trace import (
     DEFAULT_MAPPING,
     GPU,
@@ -26,7 +27,6 @@ from cluster.sim.trace import (
     scheduler_for,
     to_pod,
 )
-from cluster.sim.workload import pod_duration
 from cluster.store.records import NodeRecord
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model

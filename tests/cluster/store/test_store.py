@@ -7,7 +7,7 @@ import pytest
 
 from cluster.model.quantity import QuantityError
 from cluster.model.resources import Resources
-from cluster.sim.workload import make_podgroup
+from cluster.sim.pods import make_podgroup
 from cluster.store.audit import audit
 from cluster.store.keys import Kind
 from cluster.store.store import Delete, Own, Put, Store

@@ -13,29 +13,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
+import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import msgspec
 import numpy as np
-import uvloop
 
 from agent_scheduler.core import CoreConfig, ScoreKind
 from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.worker import WorkerConfig
-from caldera.connect import client, redis_url
+from caldera._store import client
+from caldera.bench.runner import figures, positive_int, run_bench
 from cluster.model.core import Node, Pod
+from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod
 from cluster.store.audit import audit
 from cluster.store.keys import Keys
 from cluster.store.store import Store
 
 AGENT = "agent-scheduler"
-T = TypeVar("T")
 STALL_S = 15.0
 
 
@@ -52,13 +50,13 @@ class Run(msgspec.Struct):
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("agent", help="agent scheduler pods/s and latency, beside one worker and a coarse binder")
-    p.add_argument("--nodes", type=int, default=5000)
-    p.add_argument("--pods", type=int, default=10000)
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--nodes", type=positive_int, default=5000)
+    p.add_argument("--pods", type=positive_int, default=10000)
+    p.add_argument("--workers", type=positive_int, default=2)
     p.add_argument("--rate", type=float, default=0.0, help="pods/s to submit at; 0 = one burst (default: 0)")
     p.add_argument("--fill", type=float, default=0.8, help="share of the cluster's cpu the pods take together (default: 0.8)")
-    p.add_argument("--batch-size", type=int, default=256)
-    p.add_argument("--inflight", type=int, default=2, help="batches in flight per worker (default: 2)")
+    p.add_argument("--batch-size", type=positive_int, default=256)
+    p.add_argument("--inflight", type=positive_int, default=2, help="batches in flight per worker (default: 2)")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--skip-baselines", action="store_true", help="measure only the W-worker fine-binder run")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -169,35 +167,13 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def with_ray(redis: str | None, measure: Callable[[str], Coroutine[Any, Any, T]]) -> T:
-    """Run ``measure(redis_url)`` with a Redis (``redis``, or a private one) and a local Ray around it."""
-    from agent_scheduler.actors import start_ray, stop_ray
-
-    with redis_url(redis) as url:
-        start_ray("", num_cpus=os.cpu_count() or 2)
-        try:
-            return uvloop.run(measure(url))
-        finally:
-            stop_ray()
-
-
 def run(args: argparse.Namespace) -> int:
-    for flag in ("nodes", "pods", "workers", "batch_size", "inflight"):
-        if getattr(args, flag) < 1:
-            print(f"caldera bench agent: error: --{flag.replace('_', '-')}: {getattr(args, flag)} (expected a positive integer)")
-            return 2
     if not 0 < args.fill <= 1 or args.rate < 0:
-        print(f"caldera bench agent: error: --fill {args.fill} must be in (0, 1] and --rate {args.rate} ≥ 0")
+        print(f"caldera bench agent: error: --fill {args.fill} must be in (0, 1] and --rate {args.rate} ≥ 0", file=sys.stderr)
         return 2
     if args.fill * args.nodes * 16 / args.pods > 16:
         need = int(args.fill * args.nodes) + 1
         print(f"caldera bench agent: error: --pods {args.pods}: too few to fill {args.fill:g} of {args.nodes} nodes' cpu "
-              f"with pods that fit a 16-cpu node (expected at least {need})")
+              f"with pods that fit a 16-cpu node (expected at least {need})", file=sys.stderr)
         return 2
-    report = with_ray(args.redis_url, lambda url: measure(url, args))
-    if args.json:
-        print(json.dumps(report))
-    else:
-        for k, v in report.items():
-            print(f"{k:32} {v}")
-    return 0 if report["audit"] == "ok" else 1
+    return run_bench(args, lambda url: measure(url, args), figures(32), ok=lambda report: report["audit"] == "ok", ray=True)

@@ -3,7 +3,7 @@
 A workload names the cluster (node pools), the Volcano queues and PriorityClasses, the
 training job classes for the batch scheduler and the agent pod classes for the agent
 scheduler, how the load rises over the run, and the sharding controller's bands. The
-default ships in the package (``caldera/workloads/default.yaml``, documented there and in
+default ships in the package (``caldera/demo/workloads/default.yaml``, documented there and in
 the README); ``caldera demo --workload FILE`` takes another. A bad file is one line naming
 the file, the field, the value and what is accepted; nothing starts. It is held to what the
 API server and Volcano would refuse in the objects it becomes: a misspelled key is refused
@@ -28,7 +28,7 @@ from typing import Annotated, Any
 import msgspec
 import yaml
 
-from caldera.tracker import Tracker
+from caldera.demo.tracker import Tracker
 from cluster.model.admission import (
     priority_class_problems,
     request_problems,
@@ -39,8 +39,8 @@ from cluster.model.queue_admission import MAX_WEIGHT
 from cluster.model.resources import Resources
 from cluster.model.schema import Problem, struct_unknown_fields
 from cluster.model.volcano import Queue
+from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod, make_podgroup
 from cluster.store.store import Put, Store
 
 AGENT = "agent-scheduler"
@@ -189,9 +189,9 @@ DEFAULT = "default.yaml"
 
 def load(path: str | None) -> Workload:
     """The workload in ``path``, or the packaged default; ValueError with one line when it is malformed."""
-    name = path or f"caldera/workloads/{DEFAULT}"
+    name = path or f"caldera/demo/workloads/{DEFAULT}"
     try:
-        text = Path(path).read_text() if path else resources.files("caldera").joinpath("workloads", DEFAULT).read_text()
+        text = Path(path).read_text() if path else resources.files("caldera.demo").joinpath("workloads", DEFAULT).read_text()
     except OSError as e:
         raise ValueError(f"workload {name}: {e.strerror}") from None
     try:

@@ -15,27 +15,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import uvloop
-from rich.console import Console
-from rich.table import Table
 
-from caldera import (
-    bench_agent,
-    bench_batch,
-    bench_binder,
-    bench_mixed,
-    bench_peer,
-    bench_sharding,
-    bench_trace,
-)
-from caldera import workload as workloads
-from caldera.connect import redis_url
+from caldera.bench import agent as bench_agent
+from caldera.bench import batch as bench_batch
+from caldera.bench import binder as bench_binder
+from caldera.bench import mixed as bench_mixed
+from caldera.bench import peer as bench_peer
+from caldera.bench import sharding as bench_sharding
+from caldera.bench import trace as bench_trace
+from caldera.bench.runner import local_ray, measured
+from caldera.demo import workload as workloads
 from cluster.model.core import Node, Pod
+from cluster.runtime.flags import Parser
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 Row = tuple[str, str, str, str]  # figure, value, beside it, what "beside" is
 QUICK = {"binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"], "sharding": ["--nodes", "500", "--syncs", "5"],
@@ -43,7 +43,9 @@ QUICK = {"binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"], "shardin
          "--sessions", "2"], "agent": ["--nodes", "200", "--pods", "1000"]}
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_parser(sub: Any) -> None:
+    """``caldera bench``: the suite's flags, and one subcommand per bench."""
+    p = sub.add_parser("bench", help="the benchmark suite (or one bench); each figure beside a baseline from the same run")
     p.add_argument("--trace", default=None, help="an OpenB-format pods CSV for the trace bench (default: the trace bench is skipped)")
     p.add_argument("--trace-nodes", default=None, help="its nodes CSV")
     p.add_argument("--mixed-duration", type=float, default=30.0, help="seconds of the mixed bench's load (default: 30)")
@@ -51,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the suite runs; the figures mean little")
     p.add_argument("--json", action="store_true", help="print one JSON object: every bench's full report and the table")
     p.set_defaults(run=run)
+    benches = p.add_subparsers(dest="bench", required=False, parser_class=Parser)
+    for bench in (bench_binder, bench_sharding, bench_agent, bench_batch, bench_mixed, bench_peer, bench_trace):
+        bench.add_parser(benches)
 
 
 def defaults(module: Any, name: str, *argv: str) -> argparse.Namespace:
@@ -64,9 +69,9 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}×" if b else "—"
 
 
-def binder_rows(r: dict[str, Any]) -> list[Row]:
-    return [(f"commits/s, {name}", f"{r[key]['commits_per_s']:,.0f}", f"{r[key]['ceiling_per_s']:,.0f}",
-             f"raw script ceiling ({r[key]['ratio']:.0%} of it)") for name, key in (("single pods", "single"), ("gangs of 8", "gang8"))]
+def binder_rows(r: bench_binder.Report) -> list[Row]:
+    return [(f"commits/s, {name}", f"{f.commits_per_s:,.0f}", f"{f.ceiling_per_s:,.0f}",
+             f"raw script ceiling ({f.ratio:.0%} of it)") for name, f in (("single pods", r.single), ("gangs of 8", r.gang8))]
 
 
 def sharding_rows(r: Any) -> list[Row]:
@@ -117,8 +122,6 @@ def trace_rows(r: Any) -> list[Row]:
 async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], list[Pod]] | None,
                   progress: Callable[[str], None]) -> dict[str, Any]:
     """Every bench in turn: ``{name: {"report": …, "rows": […], "seconds": …}}``."""
-    from agent_scheduler.actors import start_ray, stop_ray
-
     out: dict[str, Any] = {}
 
     def flags(name: str) -> list[str]:
@@ -144,8 +147,7 @@ async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], l
     mixed = defaults(bench_mixed, "mixed", "--duration", str(min(args.mixed_duration, 8.0) if args.quick else args.mixed_duration))
     await bench("mixed", lambda: one(bench_mixed.measure(url, workloads.load(None), mixed.duration, mixed.workers, mixed.seed)),
                 mixed_rows)
-    start_ray("", num_cpus=os.cpu_count() or 2)  # after mixed: its agent scheduler process starts its own
-    try:
+    with local_ray():  # after mixed: its agent scheduler process starts its own
         await bench("agent", lambda: one(bench_agent.measure(url, defaults(bench_agent, "agent", *flags("agent")))), agent_rows)
         await bench("peer", lambda: one(bench_peer.measure(url, jobs=2 if args.quick else bench_peer.JOBS)), peer_rows)
         if trace is not None:
@@ -153,12 +155,12 @@ async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], l
             workers = defaults(bench_trace, "trace", "--trace", args.trace, "--trace-nodes", args.trace_nodes).workers
             await bench("trace", lambda: one(bench_trace.measure(url, os.path.basename(args.trace), nodes, pods, workers)),
                         trace_rows)
-    finally:
-        stop_ray()
     return out
 
 
 def table(results: dict[str, Any], seconds: float) -> Table:
+    from rich.table import Table
+
     t = Table(title=f"caldera bench — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, {seconds:.0f} s "
                     "(a shared machine: figures drift; the ratios, measured in the same run, hold better)")
     for col in ("bench", "figure", "value", "beside it", "which is"):
@@ -171,24 +173,29 @@ def table(results: dict[str, Any], seconds: float) -> Table:
 
 def run(args: argparse.Namespace) -> int:
     if bool(args.trace) != bool(args.trace_nodes):
-        print("caldera bench: error: --trace and --trace-nodes go together (a pods CSV and its nodes CSV)")
+        print("caldera bench: error: --trace and --trace-nodes go together (a pods CSV and its nodes CSV)", file=sys.stderr)
         return 2
     if args.mixed_duration <= 0:
-        print(f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)")
+        print(f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)",
+              file=sys.stderr)
         return 2
     trace = None
     if args.trace:
         try:
             trace = bench_trace.load(args.trace, args.trace_nodes)
         except (OSError, ValueError) as e:
-            print(f"caldera bench: error: {e}")
+            print(f"caldera bench: error: {e}", file=sys.stderr)
             return 2
+    from rich.console import Console  # for the table and the progress lines only
+
     console = Console(stderr=args.json)
     if not console.is_terminal:
         console = Console(stderr=args.json, width=150)
     started = time.monotonic()
-    with redis_url(args.redis_url) as url:
-        results = uvloop.run(measure(url, args, trace, lambda name: console.print(f"bench {name}…", highlight=False)))
+    def progress(name: str) -> None:
+        console.print(f"bench {name}…", highlight=False)
+
+    results = measured(args.redis_url, lambda url: measure(url, args, trace, progress))
     seconds = time.monotonic() - started
     if args.json:
         print(json.dumps({"seconds": round(seconds, 1), "cores": os.cpu_count(), "benches": results}))

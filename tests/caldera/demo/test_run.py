@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from caldera import workload
+from caldera.demo import workload
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.keys import Keys
 from cluster.store.store import Store

@@ -13,15 +13,16 @@ run with least-allocated scoring (spreading), in the same process.
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import sys
 from typing import Any
 
 import msgspec
 
 from agent_scheduler.core import ScoreKind
 from agent_scheduler.loop import AgentLoop
-from caldera.bench_agent import AGENT, Run, place, with_ray
+from caldera.bench.agent import AGENT, Run, place
+from caldera.bench.runner import figures, positive_int, run_bench
 from cluster.model.core import Node, Pod
 from cluster.model.resources import GPU
 from cluster.sim.trace import GPU_MILLI, read_nodes, read_pods, to_pod
@@ -56,7 +57,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("trace", help="fill a real trace's cluster until a GPU pod no longer fits: GPUs allocated, pods/s, p99")
     p.add_argument("--trace", required=True, help="the pods CSV (OpenB format)")
     p.add_argument("--trace-nodes", required=True, help="the nodes CSV (OpenB format)")
-    p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
+    p.add_argument("--workers", type=positive_int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
@@ -96,18 +97,10 @@ async def measure(url: str, name: str, nodes: list[Node], pods: list[Pod], worke
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.workers < 1:
-        print(f"caldera bench trace: error: --workers: {args.workers} (expected a positive integer)")
-        return 2
     try:
         nodes, pods = load(args.trace, args.trace_nodes)
     except (OSError, ValueError) as e:
-        print(f"caldera bench trace: error: {e}")
+        print(f"caldera bench trace: error: {e}", file=sys.stderr)
         return 2
-    report = with_ray(args.redis_url, lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers))
-    if args.json:
-        print(json.dumps(msgspec.to_builtins(report)))
-    else:
-        for k, v in msgspec.to_builtins(report).items():
-            print(f"{k:16} {v}")
-    return 0 if report.binpack.audit == report.least_allocated.audit == "ok" else 1
+    return run_bench(args, lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers), figures(16),
+                     ok=lambda report: report.binpack.audit == report.least_allocated.audit == "ok", ray=True)

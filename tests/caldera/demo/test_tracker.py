@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from caldera.tracker import Tracker
-from cluster.sim.workload import make_pod
+from caldera.demo.tracker import Tracker
+from cluster.sim.pods import make_pod
 from cluster.store.store import Store
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-import uvloop
-
-from caldera.connect import client
+from caldera._loop import run_loop
+from caldera._store import client
 from cluster.store.audit import audit
 from cluster.store.keys import Keys
 from cluster.store.store import Store
@@ -29,9 +29,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         keys = Keys(args.cluster)
     except ValueError as e:
-        print(f"caldera audit: error: --cluster: {e}")
+        print(f"caldera audit: error: --cluster: {e}", file=sys.stderr)
         return 2
-    problems = uvloop.run(check(args.redis_url, keys.cluster))
+    problems = run_loop(check(args.redis_url, keys.cluster))
     for line in problems:
         print(line)
     if problems:

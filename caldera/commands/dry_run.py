@@ -21,12 +21,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import uvloop
-from rich.console import Console
-from rich.table import Table
 
 from agent_scheduler.core import CoreConfig
 from agent_scheduler.worker import Worker, WorkerConfig
@@ -36,7 +33,8 @@ from batch_scheduler.registry import default_registry
 from batch_scheduler.session import Session
 from batch_scheduler.session_input import SessionConfig
 from binder.commit import Binder
-from caldera.connect import client
+from caldera._loop import run_loop
+from caldera._store import client
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.kinds import ClusterObject
 from cluster.model.manifests import (
@@ -62,6 +60,9 @@ from sharding.config import (
     parse_scheduler_configs,
 )
 from sharding.controller import ControllerConfig, ShardingController
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 AGENT = "agent-scheduler"
 BATCH = "volcano"
@@ -219,6 +220,8 @@ async def collect(store: Store, session: Session | None, evicted: dict[str, PodR
 
 
 def print_table(result: DryRunResult, console: Console) -> None:
+    from rich.table import Table  # only the tables need rich
+
     table = Table(title="pods")
     for col in ("namespace/name", "scheduler", "node", "phase", "reason"):
         table.add_column(col, overflow="fold")
@@ -266,11 +269,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{prog}: warning: skipped {len(skipped)} object(s) of kinds caldera does not schedule: "
               f"{', '.join(sorted(set(skipped)))}", file=sys.stderr)
     with RedisServer() as server:
-        result = uvloop.run(simulate(objects, conf, ControllerConfig(configs=configs, event_trigger=False),
+        result = run_loop(simulate(objects, conf, ControllerConfig(configs=configs, event_trigger=False),
                                      ShardingMode(args.sharding_mode), args.max_rounds, server.url))
     if args.output == "json":
         sys.stdout.write(json.dumps(msgspec.to_builtins(result)) + "\n")
     else:
         # Piped output is not cut to 80 columns: names and reasons stay on one line each.
+        from rich.console import Console
+
         print_table(result, Console() if sys.stdout.isatty() else Console(width=240))
     return 0

@@ -15,28 +15,62 @@ import json
 import sys
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import uvloop
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
 
-from caldera.connect import client
+from caldera._loop import run_loop
+from caldera._store import client
+from cluster.model.core import ResourceList
 from cluster.model.volcano import Queue
 from cluster.runtime import heartbeat
 from cluster.store.keys import Keys
 from cluster.store.store import Store
 
+if TYPE_CHECKING:
+    from rich.console import Group
+
 PENDING_SCAN = 5000  # pending pods read to group by job
 
 
-class Report(msgspec.Struct):
-    shards: list[dict[str, Any]]
-    processes: list[dict[str, Any]]
-    queues: list[dict[str, Any]]
-    pending: list[dict[str, Any]]
+class ShardRow(msgspec.Struct, frozen=True, kw_only=True):
+    scheduler: str  # the nodes' owner, or (unowned)
+    nodes: int
+    cpu: float  # share allocated
+    gpu: float
+
+
+class ProcessRow(msgspec.Struct, frozen=True, kw_only=True):
+    component: str
+    holder: str
+    up: bool
+    leading: bool
+    seconds_ago: float  # since its last heartbeat
+    stats: dict[str, Any]  # the figures of its heartbeat, each process its own (the batch scheduler's queues: QueueRow)
+
+
+class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    weight: int
+    allocated: ResourceList
+    capability: ResourceList
+    deserved: ResourceList  # empty when no batch scheduler runs
+    pending_jobs: int
+    running_jobs: int
+
+
+class PendingRow(msgspec.Struct, frozen=True, kw_only=True):
+    job: str  # a PodGroup, or a lone pod's namespace/name
+    scheduler: str
+    waiting: int  # its pending pods
+    reason: str  # the first one's, as its scheduler wrote it
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    shards: list[ShardRow]
+    processes: list[ProcessRow]
+    queues: list[QueueRow]
+    pending: list[PendingRow]
 
 
 def add_parser(sub: Any) -> None:
@@ -63,41 +97,41 @@ async def collect(store: Store, top: int) -> Report:
         for r in ("cpu", "nvidia.com/gpu"):
             row[f"a:{r}"] += n.allocatable.get(r, 0)
             row[f"u:{r}"] += n.allocated.get(r, 0)
-    shards = [{"scheduler": owner, "nodes": row["nodes"], "cpu": _fraction(row["u:cpu"], row["a:cpu"]),
-               "gpu": _fraction(row["u:nvidia.com/gpu"], row["a:nvidia.com/gpu"])} for owner, row in sorted(by_owner.items())]
+    shards = [ShardRow(scheduler=owner, nodes=row["nodes"], cpu=_fraction(row["u:cpu"], row["a:cpu"]),
+                       gpu=_fraction(row["u:nvidia.com/gpu"], row["a:nvidia.com/gpu"]))
+              for owner, row in sorted(by_owner.items())]
     beats = await heartbeat.beats(store.client, store.keys)
-    processes = [{"component": b.component, "holder": b.holder, "up": b.up(now), "leading": b.leading,
-                  "seconds_ago": round(now - b.at, 1), "stats": {k: v for k, v in b.stats.items() if k != "queues"}}
+    processes = [ProcessRow(component=b.component, holder=b.holder, up=b.up(now), leading=b.leading,
+                            seconds_ago=round(now - b.at, 1), stats={k: v for k, v in b.stats.items() if k != "queues"})
                  for b in beats]
     batch = next((b for b in beats if b.component == "batch-scheduler" and b.leading and b.up(now) and "queues" in b.stats),
                  None)
     if batch is not None:
-        queues = [{"name": name, **info} for name, info in sorted(batch.stats["queues"].items())]
+        queues = [msgspec.convert({"name": name, **info}, QueueRow) for name, info in sorted(batch.stats["queues"].items())]
     else:  # no batch scheduler running: what the Queue objects say
-        queues = [{"name": q.name, "weight": q.spec.weight, "capability": dict(q.spec.capability),
-                   "allocated": dict(q.status.allocated), "deserved": {}, "pending_jobs": q.status.pending + q.status.inqueue,
-                   "running_jobs": q.status.running} for q in (await store.list_objects(Queue)).values()]
+        queues = [QueueRow(name=q.name, weight=q.spec.weight, allocated=dict(q.status.allocated),
+                           capability=dict(q.spec.capability), deserved={}, pending_jobs=q.status.pending + q.status.inqueue, running_jobs=q.status.running)
+                  for q in (await store.list_objects(Queue)).values()]
     pending = await _pending(store, top)
     return Report(shards=shards, processes=processes, queues=queues, pending=pending)
 
 
-async def _pending(store: Store, top: int) -> list[dict[str, Any]]:
+async def _pending(store: Store, top: int) -> list[PendingRow]:
     prefix = store.keys.pending("")
     schedulers = sorted([k.decode()[len(prefix):] async for k in store.client.scan_iter(match=prefix + "*")])
-    jobs: dict[tuple[str, str], dict[str, Any]] = {}
+    waiting: Counter[tuple[str, str]] = Counter()  # (scheduler, job) -> pending pods
+    reason: dict[tuple[str, str], str] = {}  # the first non-empty reason among them
     for scheduler in schedulers:
         uids = (await store.pending(scheduler))[:PENDING_SCAN]
         reasons = await store.reasons(scheduler)
         for uid, record in (await store.get_pods(uids)).items():
-            job = record.group or f"{record.namespace}/{record.name}"
-            entry = jobs.setdefault((scheduler, job), {"job": job, "scheduler": scheduler, "waiting": 0, "reason": ""})
-            entry["waiting"] += 1
-            if not entry["reason"]:
-                entry["reason"] = reasons.get(uid, "")
-    ranked = sorted(jobs.values(), key=lambda e: (-e["waiting"], e["job"]))
-    for e in ranked:
-        e["reason"] = e["reason"] or "not tried yet"
-    return ranked[:top]
+            key = (scheduler, record.group or f"{record.namespace}/{record.name}")
+            waiting[key] += 1
+            if not reason.get(key):
+                reason[key] = reasons.get(uid, "")
+    ranked = sorted(waiting, key=lambda key: (-waiting[key], key[1]))
+    return [PendingRow(job=job, scheduler=scheduler, waiting=waiting[scheduler, job],
+                       reason=reason[scheduler, job] or "not tried yet") for scheduler, job in ranked[:top]]
 
 
 def _unimplemented(names: Any) -> str:
@@ -109,32 +143,35 @@ def _unimplemented(names: Any) -> str:
 
 
 def render(report: Report) -> Group:
+    from rich.console import Group  # only the tables need rich
+    from rich.table import Table
+
     shards = Table(title="shards")
     for col in ("scheduler", "nodes", "cpu used", "gpu used"):
         shards.add_column(col, justify="right" if col != "scheduler" else "left")
     for s in report.shards:
-        shards.add_row(s["scheduler"], str(s["nodes"]), f"{s['cpu']:.0%}", f"{s['gpu']:.0%}")
+        shards.add_row(s.scheduler, str(s.nodes), f"{s.cpu:.0%}", f"{s.gpu:.0%}")
     processes = Table(title="processes")
     for col in ("process", "up", "leading", "figures"):
         processes.add_column(col)
     for p in report.processes:
-        figures = ", ".join(f"{k} {v}" for k, v in p["stats"].items() if not isinstance(v, dict))
-        figures += _unimplemented(p["stats"].get("unimplemented"))
-        processes.add_row(f"{p['component']} ({p['holder']})", "yes" if p["up"] else f"no ({p['seconds_ago']:.0f}s)",
-                          "yes" if p["leading"] else "no", figures)
+        figures = ", ".join(f"{k} {v}" for k, v in p.stats.items() if not isinstance(v, dict))
+        figures += _unimplemented(p.stats.get("unimplemented"))
+        processes.add_row(f"{p.component} ({p.holder})", "yes" if p.up else f"no ({p.seconds_ago:.0f}s)",
+                          "yes" if p.leading else "no", figures)
     queues = Table(title="queues")
     for col in ("queue", "weight", "deserved", "allocated", "capability", "pending jobs", "running jobs"):
         queues.add_column(col)
     for q in report.queues:
-        def fmt(r: dict[str, Any]) -> str:
+        def fmt(r: ResourceList) -> str:
             return ", ".join(f"{k}={v}" for k, v in r.items()) or "-"
-        queues.add_row(q["name"], str(q["weight"]), fmt(q["deserved"]), fmt(q["allocated"]), fmt(q["capability"]),
-                       str(q["pending_jobs"]), str(q["running_jobs"]))
+        queues.add_row(q.name, str(q.weight), fmt(q.deserved), fmt(q.allocated), fmt(q.capability),
+                       str(q.pending_jobs), str(q.running_jobs))
     pending = Table(title="why the top pending jobs wait")
     for col in ("job", "scheduler", "waiting pods", "reason"):
         pending.add_column(col, overflow="fold")
     for e in report.pending:
-        pending.add_row(e["job"], e["scheduler"], str(e["waiting"]), e["reason"])
+        pending.add_row(e.job, e.scheduler, str(e.waiting), e.reason)
     return Group(shards, processes, queues, pending)
 
 
@@ -152,13 +189,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"caldera status: error: {e}", file=sys.stderr)
         return 2
     try:
-        report = uvloop.run(once(args.redis_url, args.cluster, args.top))
+        report = run_loop(once(args.redis_url, args.cluster, args.top))
     except OSError as e:
         print(f"caldera status: error: --redis-url {args.redis_url}: {e}", file=sys.stderr)
         return 1
     if args.output == "json":
         print(json.dumps(msgspec.to_builtins(report)))
         return 0
+    from rich.console import Console
+    from rich.live import Live
+
     console = Console() if sys.stdout.isatty() else Console(width=200)
     if not args.watch:
         console.print(render(report))
@@ -166,4 +206,4 @@ def run(args: argparse.Namespace) -> int:
     with Live(render(report), console=console, refresh_per_second=1) as live:
         while True:
             time.sleep(2)
-            live.update(render(uvloop.run(once(args.redis_url, args.cluster, args.top))))
+            live.update(render(run_loop(once(args.redis_url, args.cluster, args.top))))

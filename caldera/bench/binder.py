@@ -12,22 +12,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import socket
+import sys
 import time
 from typing import Any
 from urllib.parse import urlparse
 
 import hiredis
 import msgspec
-import uvloop
 
 from binder.commit import Binder
 from binder.results import Committed, Placement
-from caldera.connect import client, redis_url
+from caldera._store import client
+from caldera.bench.runner import positive_int, run_bench
+from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod
 from cluster.store.keys import Keys
 from cluster.store.records import encode_request
 from cluster.store.scripts import Script
@@ -41,13 +41,23 @@ class Figures(msgspec.Struct):
     commits: int
 
 
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    commits_per_s: float  # the workload with the lower ratio
+    ceiling_per_s: float
+    ratio: float
+    single: Figures
+    gang8: Figures
+    pods: int
+    pipeline: int
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("binder", help="commits/s of the binder beside the raw script ceiling")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
-    p.add_argument("--pods", type=int, default=20000, help="pods committed per run (default: 20000)")
-    p.add_argument("--nodes", type=int, default=1000, help="nodes in each bench cluster (default: 1000)")
-    p.add_argument("--pipeline", type=int, default=100, help="script calls per round trip (default: 100)")
-    p.add_argument("--repeat", type=int, default=2, help="runs of each kind; the best is kept (default: 2)")
+    p.add_argument("--pods", type=positive_int, default=20000, help="pods committed per run (default: 20000)")
+    p.add_argument("--nodes", type=positive_int, default=1000, help="nodes in each bench cluster (default: 1000)")
+    p.add_argument("--pipeline", type=positive_int, default=100, help="script calls per round trip (default: 100)")
+    p.add_argument("--repeat", type=positive_int, default=2, help="runs of each kind; the best is kept (default: 2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
@@ -144,32 +154,24 @@ async def measure(url: str, args: argparse.Namespace, gang_size: int) -> Figures
     )
 
 
-async def measure_both(url: str, args: argparse.Namespace) -> dict[str, Any]:
+async def measure_both(url: str, args: argparse.Namespace) -> Report:
     """Single pods and gangs of 8; the top-level figures are the workload with the lower ratio."""
     single = await measure(url, args, 1)
     gang8 = await measure(url, args, 8)
     worst = min((single, gang8), key=lambda f: f.ratio)
-    return {"commits_per_s": worst.commits_per_s, "ceiling_per_s": worst.ceiling_per_s, "ratio": worst.ratio,
-            "single": msgspec.to_builtins(single), "gang8": msgspec.to_builtins(gang8), "pods": args.pods,
-            "pipeline": args.pipeline}
+    return Report(commits_per_s=worst.commits_per_s, ceiling_per_s=worst.ceiling_per_s, ratio=worst.ratio, single=single,
+                  gang8=gang8, pods=args.pods, pipeline=args.pipeline)
 
 
 def run(args: argparse.Namespace) -> int:
-    for flag in ("pods", "nodes", "pipeline", "repeat"):
-        if getattr(args, flag) < 1:
-            print(f"caldera bench binder: error: --{flag}: {getattr(args, flag)} (expected a positive integer)")
-            return 2
     if args.pods % 8:
-        print(f"caldera bench binder: error: --pods: {args.pods} (expected a multiple of 8, the gang size)")
+        print(f"caldera bench binder: error: --pods: {args.pods} (expected a multiple of 8, the gang size)", file=sys.stderr)
         return 2
-    with redis_url(args.redis_url) as url:
-        report = uvloop.run(measure_both(url, args))
-    single, gang8 = (msgspec.convert(report[k], Figures) for k in ("single", "gang8"))
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(f"{'workload':<10} {'commits/s':>10} {'ceiling/s':>10} {'ratio':>6}")
-        for name, f in (("single", single), ("gang of 8", gang8)):
-            print(f"{name:<10} {f.commits_per_s:>10,.0f} {f.ceiling_per_s:>10,.0f} {f.ratio:>6.2f}")
-        print("top-level figures are the workload with the lower ratio; the ceiling is the same script over a raw socket")
-    return 0
+    return run_bench(args, lambda url: measure_both(url, args), table)
+
+
+def table(report: Report) -> str:
+    rows = [f"{name:<10} {f.commits_per_s:>10,.0f} {f.ceiling_per_s:>10,.0f} {f.ratio:>6.2f}"
+            for name, f in (("single", report.single), ("gang of 8", report.gang8))]
+    note = "top-level figures are the workload with the lower ratio; the ceiling is the same script over a raw socket"
+    return "\n".join([f"{'workload':<10} {'commits/s':>10} {'ceiling/s':>10} {'ratio':>6}", *rows, note])

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import msgspec
 
-from caldera.tracker import Tracker
-from caldera.workload import AGENT, VOLCANO
+from caldera.demo.tracker import Tracker
+from caldera.demo.workload import AGENT, VOLCANO
 from cluster.model.core import Node
 from cluster.model.resources import GPU
 from cluster.model.volcano import Queue

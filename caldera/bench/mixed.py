@@ -10,25 +10,24 @@ nodes moved between shards, conflicts and the audit.
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import uvloop
-from rich.console import Console
+import msgspec
 
-from caldera import workload as workloads
-from caldera.connect import redis_url
-from caldera.demo import Options, run_system
-from caldera.demo_view import View
-from caldera.workload import WorkloadDriver
+from caldera.bench.runner import figures, run_bench
+from caldera.demo import workload as workloads
+from caldera.demo.run import Options, run_system
+from caldera.demo.view import View
+from caldera.demo.workload import WorkloadDriver
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("mixed", help="the demo's workload without the view: both schedulers, the sharding controller")
     p.add_argument("--duration", type=float, default=30.0, help="seconds of load (default: 30)")
-    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/workloads/default.yaml)")
+    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)")
     p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
@@ -39,26 +38,20 @@ def add_parser(sub: Any) -> None:
 async def measure(url: str, w: workloads.Workload, duration: float, workers: int, seed: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="caldera-bench-mixed-") as out:
         outcome = await run_system(url, lambda store, tracker: WorkloadDriver(w, store, tracker, seed=seed, duration=duration),
-                                   Options(duration=duration, workers=workers, out=Path(out)), View(Console(), quiet=True))
-    report = outcome.report
+                                   Options(duration=duration, workers=workers, out=Path(out)), View(None))
+    report = msgspec.to_builtins(outcome.report)
     return {k: report[k] for k in ("duration_s", "cluster", "schedulers", "jobs", "shards", "conflicts", "tracebacks", "audit")}
 
 
 def run(args: argparse.Namespace) -> int:
     if args.duration <= 0 or args.workers < 1:
         print(f"caldera bench mixed: error: --duration {args.duration:g}, --workers {args.workers} "
-              "(expected a positive duration and at least one worker)")
+              "(expected a positive duration and at least one worker)", file=sys.stderr)
         return 2
     try:
         w = workloads.load(args.workload)
     except ValueError as e:
-        print(f"caldera bench mixed: error: {e}")
+        print(f"caldera bench mixed: error: {e}", file=sys.stderr)
         return 2
-    with redis_url(args.redis_url) as url:
-        report = uvloop.run(measure(url, w, args.duration, args.workers, args.seed))
-    if args.json:
-        print(json.dumps(report))
-    else:
-        for k, v in report.items():
-            print(f"{k:12} {v}")
-    return 0 if report["audit"] == "ok" and not report["tracebacks"] else 1
+    return run_bench(args, lambda url: measure(url, w, args.duration, args.workers, args.seed), figures(12),
+                     ok=lambda report: report["audit"] == "ok" and not report["tracebacks"])

@@ -1,23 +1,79 @@
 """The demo's report: what it achieved, as ``demo-report.json`` and a chart, ``demo-report.png``.
 
+The report is the run's totals (:class:`Report`) and its samples, each a JSON key of the file.
 The demo samples every couple of seconds (pods bound and their latency per scheduler,
 shard sizes, cpu and GPUs allocated per shard); the report is those samples and the totals.
 The chart has four panels over time: throughput per scheduler, latency percentiles per
-scheduler, shard sizes, and utilization per shard.
+scheduler, shard sizes, and utilization per shard; matplotlib is imported only to draw it.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import matplotlib
+import msgspec
 
-matplotlib.use("Agg")  # files only, no display
+from caldera.demo.workload import AGENT, VOLCANO
 
-import matplotlib.pyplot as plt  # noqa: E402
-import msgspec  # noqa: E402
+
+class SchedulerTotals(msgspec.Struct, frozen=True, kw_only=True):
+    """One scheduler over the whole run (latency: submitted → bound)."""
+
+    pods_submitted: int
+    pods_bound: int
+    pending: int
+    deleted_before_bound: int
+    pods_per_s: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+
+
+class QueueJobs(msgspec.Struct, frozen=True, kw_only=True):
+    """One queue's gang jobs."""
+
+    submitted: int
+    started: int  # placed whole (minAvailable bound), at least once
+    running: int  # at the end
+    waiting: int  # at the end, never started
+
+
+class Shards(msgspec.Struct, frozen=True, kw_only=True):
+    start: dict[str, int]  # nodes per owner ("" unowned)
+    end: dict[str, int]
+    moves: int  # nodes that changed owner
+    largest_change: dict[str, int]  # per owner, the most its size moved away from its start
+
+
+class Conflicts(msgspec.Struct, frozen=True, kw_only=True):
+    true: int  # commits the binder refused: the node had changed
+    resolved: int  # conflicts the agent scheduler resolved by refreshing and committing again
+
+
+class ConflictFigures(msgspec.Struct, frozen=True, kw_only=True):
+    agent: Conflicts = msgspec.field(name=AGENT)
+    volcano: Conflicts = msgspec.field(name=VOLCANO)
+    from_heartbeats_of: list[str]  # the processes whose heartbeats counted them
+
+    def of(self, scheduler: str) -> Conflicts:
+        return {AGENT: self.agent, VOLCANO: self.volcano}.get(scheduler, Conflicts(true=0, resolved=0))
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    duration_s: float
+    cluster: str  # the driver's description
+    schedulers: dict[str, SchedulerTotals]
+    jobs: dict[str, QueueJobs]  # per queue
+    shards: Shards
+    pods_completed: int
+    conflicts: ConflictFigures
+    tracebacks: list[str]  # the processes that logged one
+    audit: str | list[str]  # "ok", or one line per violation
+
+    @property
+    def ok(self) -> bool:
+        return self.audit == "ok" and not self.tracebacks
 
 
 class Sample(msgspec.Struct):
@@ -35,11 +91,23 @@ def gap(value: float | None) -> float:
     return float("nan") if value is None else value
 
 
-def write(out: Path, report: dict[str, Any], samples: list[Sample]) -> tuple[Path, Path]:
+def write(out: Path, report: Report, samples: list[Sample]) -> tuple[Path, Path]:
     """Write the JSON (totals and samples) and the chart; returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
     json_path, png_path = out / "demo-report.json", out / "demo-report.png"
-    json_path.write_text(json.dumps({**report, "samples": msgspec.to_builtins(samples)}, indent=2) + "\n")
+    figures = {**msgspec.to_builtins(report), "samples": msgspec.to_builtins(samples)}
+    json_path.write_text(json.dumps(figures, indent=2) + "\n")
+    chart(png_path, samples)
+    return json_path, png_path
+
+
+def chart(path: Path, samples: list[Sample]) -> None:
+    """The four panels over time, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
     fig, (ax1, ax2, ax3, ax4) = plt.subplots(4, 1, figsize=(10, 13), sharex=True)
     t = [s.t for s in samples]
     schedulers = sorted({k for s in samples for k in s.pods_per_s})
@@ -69,6 +137,5 @@ def write(out: Path, report: dict[str, Any], samples: list[Sample]) -> tuple[Pat
     for ax in (ax1, ax2, ax3, ax4):
         ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
-    fig.savefig(png_path, dpi=90)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
-    return json_path, png_path

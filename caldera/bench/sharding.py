@@ -9,15 +9,15 @@ Beside it, in the same run, the pure policy alone (``policy_ms_p50``) — the fl
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
 from typing import Any
 
 import msgspec
 import numpy as np
-import uvloop
 
-from caldera.connect import client, redis_url
+from caldera._store import client
+from caldera.bench.runner import positive_int, run_bench
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.store.feed import Informer
 from cluster.store.keys import Keys, Kind
@@ -40,8 +40,8 @@ class Report(msgspec.Struct):
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("sharding", help="full-resync time of the sharding controller")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
-    p.add_argument("--nodes", type=int, default=20000, help="nodes in the cluster (default: 20000)")
-    p.add_argument("--syncs", type=int, default=30, help="syncs measured (default: 30)")
+    p.add_argument("--nodes", type=positive_int, default=20000, help="nodes in the cluster (default: 20000)")
+    p.add_argument("--syncs", type=positive_int, default=30, help="syncs measured (default: 30)")
     p.add_argument("--churn", type=float, default=0.05, help="share of nodes whose load changes between syncs (default: 0.05)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
@@ -88,19 +88,13 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    for flag in ("nodes", "syncs"):
-        if getattr(args, flag) < 1:
-            print(f"caldera bench sharding: error: --{flag}: {getattr(args, flag)} (expected a positive integer)")
-            return 2
     if not 0 < args.churn <= 1:
-        print(f"caldera bench sharding: error: --churn: {args.churn} (expected a share in (0, 1])")
+        print(f"caldera bench sharding: error: --churn: {args.churn} (expected a share in (0, 1])", file=sys.stderr)
         return 2
-    with redis_url(args.redis_url) as url:
-        report = uvloop.run(measure(url, args))
-    if args.json:
-        print(json.dumps(msgspec.to_builtins(report)))
-    else:
-        print(f"full resync at {report.nodes:,} nodes: p50 {report.sync_ms_p50} ms, p99 {report.sync_ms_p99} ms "
-              f"(first sync {report.first_sync_ms} ms; policy alone p50 {report.policy_ms_p50} ms; "
-              f"{report.moves_per_sync:.0f} moves per sync)")
-    return 0
+    return run_bench(args, lambda url: measure(url, args), line)
+
+
+def line(report: Report) -> str:
+    return (f"full resync at {report.nodes:,} nodes: p50 {report.sync_ms_p50} ms, p99 {report.sync_ms_p99} ms "
+            f"(first sync {report.first_sync_ms} ms; policy alone p50 {report.policy_ms_p50} ms; "
+            f"{report.moves_per_sync:.0f} moves per sync)")

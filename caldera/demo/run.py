@@ -5,7 +5,7 @@ sharding controller (``caldera sharding``), the batch scheduler (``caldera
 batch-scheduler``, a session every 500 ms) and the agent scheduler (``caldera
 agent-scheduler``, with local Ray workers); and here the simulator (the kubelets: pods
 start when bound and end after their duration) and the workload (``--workload FILE``, by
-default ``caldera/workloads/default.yaml``: ~1,000 nodes in pools, training gangs in three
+default ``caldera/demo/workloads/default.yaml``: ~1,000 nodes in pools, training gangs in three
 queues, bursts of agent pods on a rising load), or a replayed trace (``--trace``). Both
 schedulers commit through the binder, racing for the same nodes in soft sharding mode.
 
@@ -23,19 +23,26 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
-import uvloop
-from rich.console import Console
-from rich.table import Table
 
-from caldera import workload as workloads
-from caldera.connect import client, redis_url
-from caldera.demo_report import Sample, write
-from caldera.demo_view import Frame, View
-from caldera.tracker import Tracker
-from caldera.workload import AGENT, VOLCANO, WorkloadDriver
+from caldera._loop import run_loop
+from caldera._store import client, redis_url
+from caldera.demo import workload as workloads
+from caldera.demo.report import (
+    ConflictFigures,
+    Conflicts,
+    QueueJobs,
+    Report,
+    Sample,
+    SchedulerTotals,
+    Shards,
+    write,
+)
+from caldera.demo.tracker import Tracker
+from caldera.demo.view import Frame, View, summary
+from caldera.demo.workload import AGENT, VOLCANO, WorkloadDriver
 from cluster.model.resources import CPU, GPU
 from cluster.runtime import heartbeat
 from cluster.sim.cluster import SimCluster
@@ -43,13 +50,16 @@ from cluster.store.audit import audit
 from cluster.store.keys import Keys
 from cluster.store.store import Store
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 SAMPLE_EVERY_S = 2.0
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="run the whole system on a simulated cluster, live, and report")
     p.add_argument("--duration", type=float, default=60.0, help="seconds of load (default: 60)")
-    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/workloads/default.yaml)")
+    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)")
     p.add_argument("--trace", default=None, help="replay this OpenB-format pods CSV instead of a workload")
     p.add_argument("--trace-nodes", default=None, help="the trace's nodes CSV (with --trace)")
     p.add_argument("--speedup", type=float, default=0.0, help="trace seconds per second; 0 = fit the trace into 90%% of --duration (default: 0)")
@@ -175,10 +185,10 @@ class Monitor:
             except TimeoutError:
                 pass
 
-    def conflicts(self) -> dict[str, dict[str, int]]:
+    def conflicts(self) -> dict[str, Conflicts]:
         agent, batch = self.figures.get("agent-scheduler", {}), self.figures.get("batch-scheduler", {})
-        return {AGENT: {"true": int(agent.get("conflicts", 0)), "resolved": int(agent.get("conflicts_resolved", 0))},
-                VOLCANO: {"true": int(batch.get("conflicts", 0)), "resolved": 0}}
+        return {AGENT: Conflicts(true=int(agent.get("conflicts", 0)), resolved=int(agent.get("conflicts_resolved", 0))),
+                VOLCANO: Conflicts(true=int(batch.get("conflicts", 0)), resolved=0)}
 
 
 def queue_rows(tracker: Tracker, monitor: Monitor, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -198,7 +208,7 @@ def frame(tracker: Tracker, monitor: Monitor, driver: Driver, t: float, duration
     depth = {AGENT: sum(agent_queue.values()) if isinstance(agent_queue, dict) else None,
              VOLCANO: monitor.figures.get("batch-scheduler", {}).get("pending")}  # pods waiting at the last session
     schedulers = {name: {**msgspec.structs.asdict(lately[name]), "bound": len(tracker.latencies[name]), "pending": tracker.pending(name),
-                         "queue": depth.get(name), "conflicts": conflicts[name]["true"], "resolved": conflicts[name]["resolved"]}
+                         "queue": depth.get(name), "conflicts": conflicts[name].true, "resolved": conflicts[name].resolved}
                   for name in tracker.schedulers}
     return Frame(t=t, duration=duration, title=driver.describe(), schedulers=schedulers,
                  queues=queue_rows(tracker, monitor, driver.queues()), shards=monitor.shards, moves=monitor.moves,
@@ -209,7 +219,7 @@ def frame(tracker: Tracker, monitor: Monitor, driver: Driver, t: float, duration
 
 
 class Outcome(msgspec.Struct, kw_only=True):
-    report: dict[str, Any]
+    report: Report
     samples: list[Sample]
     interrupted: bool
 
@@ -272,18 +282,20 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
             for t in stuck:
                 t.cancel()
         problems = await audit(store)
-    report = {
-        "duration_s": round(elapsed, 1),
-        "cluster": driver.describe(),
-        "schedulers": tracker.totals(elapsed),
-        "jobs": tracker.queues(driver.queues()),
-        "shards": {"start": monitor.start_sizes, "end": {k: int(v["nodes"]) for k, v in monitor.shards.items()},
-                   "moves": monitor.moves, "largest_change": monitor.largest_change},
-        "pods_completed": tracker.completed,
-        "conflicts": {**monitor.conflicts(), "from_heartbeats_of": sorted(n for n, f in monitor.figures.items() if "conflicts" in f)},
-        "tracebacks": [c.name for c in children if c.traceback()],
-        "audit": "ok" if not problems else problems,
-    }
+    conflicts = monitor.conflicts()
+    report = Report(
+        duration_s=round(elapsed, 1),
+        cluster=driver.describe(),
+        schedulers=msgspec.convert(tracker.totals(elapsed), dict[str, SchedulerTotals]),
+        jobs=msgspec.convert(tracker.queues(driver.queues()), dict[str, QueueJobs]),
+        shards=Shards(start=monitor.start_sizes, end={k: int(v["nodes"]) for k, v in monitor.shards.items()},
+                      moves=monitor.moves, largest_change=monitor.largest_change),
+        pods_completed=tracker.completed,
+        conflicts=ConflictFigures(agent=conflicts[AGENT], volcano=conflicts[VOLCANO],
+                                  from_heartbeats_of=sorted(n for n, f in monitor.figures.items() if "conflicts" in f)),
+        tracebacks=[c.name for c in children if c.traceback()],
+        audit="ok" if not problems else problems,
+    )
     return Outcome(report=report, samples=samples, interrupted=interrupted)
 
 
@@ -296,38 +308,12 @@ def sample(tracker: Tracker, monitor: Monitor, t: float) -> Sample:
                   shard_gpu={k: round(v["gpu"], 3) for k, v in monitor.shards.items() if v["gpus"]})
 
 
-def summary(report: dict[str, Any]) -> Table:
-    table = Table(title="caldera demo: summary")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    elapsed = report["duration_s"]
-    for name, s in report["schedulers"].items():
-        table.add_row(f"{name}: pods bound", f"{s['pods_bound']:,} of {s['pods_submitted']:,} in {elapsed:.0f} s")
-        if s["deleted_before_bound"]:
-            table.add_row(f"{name}: pods deleted before they were bound", f"{s['deleted_before_bound']:,}")
-        table.add_row(f"{name}: pods/s", f"{s['pods_per_s']:,.0f}")
-        table.add_row(f"{name}: submit → bound p50 / p99 ms", f"{s['p50_ms']:,.0f} / {s['p99_ms']:,.0f}")
-        c = report["conflicts"].get(name, {})
-        table.add_row(f"{name}: conflicts resolved / true", f"{c.get('resolved', 0):,} / {c.get('true', 0):,}")
-    for queue, j in report["jobs"].items():
-        table.add_row(f"queue {queue}: gang jobs started / waiting", f"{j['started']:,} / {j['waiting']:,} (of {j['submitted']:,})")
-    shards = report["shards"]
-    sizes = ", ".join(f"{k or 'unowned'} {shards['start'].get(k, 0)} → {v}" for k, v in shards["end"].items())
-    table.add_row("shard sizes: start → end", sizes)
-    table.add_row("nodes moved between shards", f"{shards['moves']:,}")
-    table.add_row("pods run to completion", f"{report['pods_completed']:,}")
-    table.add_row("processes that logged a traceback", ", ".join(report["tracebacks"]) or "none")
-    audit_ = report["audit"]
-    table.add_row("audit", "ok" if audit_ == "ok" else f"{len(audit_)} violations")
-    return table
-
-
 def make_driver(args: argparse.Namespace) -> Any:
     """A function of (store, tracker) giving the driver the flags ask for; ValueError on bad input."""
     if args.trace or args.trace_nodes:
         if not (args.trace and args.trace_nodes):
             raise ValueError("--trace and --trace-nodes go together (a pods CSV and its nodes CSV)")
-        from caldera.trace_replay import TraceDriver, load_trace
+        from caldera.demo.replay import TraceDriver, load_trace
 
         trace = load_trace(args.trace, args.trace_nodes, args.trace_schedulers, args.speedup, args.duration)
         return lambda store, tracker: TraceDriver(trace, store, tracker)
@@ -338,58 +324,46 @@ def make_driver(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     if args.duration <= 0 or args.workers < 1 or args.speedup < 0:
         print(f"caldera demo: error: --duration {args.duration:g}, --workers {args.workers}, --speedup {args.speedup:g} "
-              "(expected a positive duration, at least one worker, a speedup of 0 or more)")
+              "(expected a positive duration, at least one worker, a speedup of 0 or more)", file=sys.stderr)
         return 2
     if (args.trace or args.trace_nodes) and args.workload:
-        print("caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)")
+        print("caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)",
+              file=sys.stderr)
         return 2
     if args.trace_schedulers and not args.trace:
-        print("caldera demo: error: --trace-schedulers needs --trace")
+        print("caldera demo: error: --trace-schedulers needs --trace", file=sys.stderr)
         return 2
     try:
         driver = make_driver(args)
     except ValueError as e:
-        print(f"caldera demo: error: {e}")
+        print(f"caldera demo: error: {e}", file=sys.stderr)
         return 2
+    from rich.console import Console  # drawing needs rich; the rest of caldera does not
+
     console = Console()
     options = Options(duration=args.duration, workers=args.workers, out=Path(args.out))
     with redis_url(args.redis_url) as url:
-        try:
-            return uvloop.run(demo(url, driver, options, console))
-        except KeyboardInterrupt:  # the report was written before the interrupt surfaced here
-            return 130
+        return run_loop(demo(url, driver, options, console))
 
 
 async def demo(url: str, driver: Any, options: Options, console: Console) -> int:
     """The run, its summary, the report files; the exit status.
 
-    SIGTERM cancels the run like Ctrl-C does (asyncio's runner cancels on SIGINT): the
-    processes are stopped and the report so far is written. Raising KeyboardInterrupt from
-    a signal handler instead can land inside any task, and a task group re-raises it while
-    the runner is cancelling the rest, which cut the clean-up short and left the
-    schedulers running.
+    Ctrl-C or SIGTERM (see caldera._loop) cancels the run: the processes are
+    stopped and the report so far is written.
     """
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-    previous = signal.getsignal(signal.SIGTERM)
-    loop.add_signal_handler(signal.SIGTERM, task.cancel)
     try:
         outcome = await run_system(url, driver, options, View(console))
     except asyncio.CancelledError:  # before the run began; every process started is stopped
         console.print("caldera demo: interrupted while starting; everything it started is stopped")
         return 130
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     report = outcome.report
     console.print(summary(report))
-    for problem in (report["audit"] if report["audit"] != "ok" else [])[:20]:
+    for problem in (report.audit if report.audit != "ok" else [])[:20]:
         console.print(problem, highlight=False)
     json_path, png_path = await asyncio.to_thread(write, options.out, report, outcome.samples)
-    console.print(f"caldera audit: {'ok' if report['audit'] == 'ok' else 'violations (above)'}")
+    console.print(f"caldera audit: {'ok' if report.audit == 'ok' else 'violations (above)'}")
     console.print(f"report: {json_path} and {png_path}")
     if outcome.interrupted:
         return 130
-    return 0 if report["audit"] == "ok" and not report["tracebacks"] else 1
+    return 0 if report.ok else 1

@@ -4,20 +4,26 @@ On a terminal the view is a ``rich`` Live display: per scheduler (pods/s and lat
 lately, totals, queue depth, conflicts), per Volcano queue (weight, capability, jobs
 started/running/waiting, GPUs allocated and deserved), per shard (nodes, cpu and GPU
 allocated) and shard moves. When stdout is not a terminal (a log, CI) it prints one plain
-line every two seconds instead.
+line every two seconds instead. At the end, :func:`summary` is the run's report as a table.
+
+``rich`` is imported where it draws, so that importing this module (as ``caldera bench
+mixed`` does, with a view that shows nothing) does not load it.
 """
 
 from __future__ import annotations
 
 import time
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.table import Table
+
+    from caldera.demo.report import Report
 
 GPU = "nvidia.com/gpu"
 
@@ -40,6 +46,10 @@ def ms(value: float | None) -> str:
 
 
 def render(frame: Frame) -> Group:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     head = Text.assemble(("caldera demo", "bold"), f"  {frame.t:5.1f} s of {frame.duration:.0f} s  ·  {frame.title}  ·  "
                          f"pods run to completion {frame.completed:,}")
     sched = Table(title="schedulers (pods/s and latency over the last 2 s)", title_justify="left")
@@ -78,18 +88,19 @@ def line(frame: Frame) -> str:
 
 
 class View:
-    """Shows frames: live tables on a terminal, a line every ``every_s`` elsewhere, nothing when quiet."""
+    """Shows frames: live tables on a terminal, a line every ``every_s`` elsewhere, nothing without a console."""
 
-    def __init__(self, console: Console, *, quiet: bool = False, every_s: float = 2.0) -> None:
+    def __init__(self, console: Console | None, *, every_s: float = 2.0) -> None:
         self.console = console
-        self.quiet = quiet
-        self.live = console.is_terminal and not quiet
+        self.live = console is not None and console.is_terminal
         self.every_s = every_s
         self._last_line = 0.0
         self._display: Live | None = None
 
     def __enter__(self) -> View:
         if self.live:
+            from rich.live import Live
+
             self._display = Live(console=self.console, refresh_per_second=4, transient=False)
             self._display.__enter__()
         return self
@@ -100,7 +111,7 @@ class View:
             self._display = None
 
     def show(self, frame: Frame) -> None:
-        if self.quiet:
+        if self.console is None:
             return
         if self._display is not None:
             self._display.update(render(frame))
@@ -111,5 +122,32 @@ class View:
             self.console.print(line(frame), highlight=False, soft_wrap=True)
 
     def say(self, text: str) -> None:
-        if not self.quiet:
+        if self.console is not None:
             self.console.print(text, highlight=False, soft_wrap=True)
+
+
+def summary(report: Report) -> Table:
+    """The run's report as one table of figures."""
+    from rich.table import Table
+
+    table = Table(title="caldera demo: summary")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for name, s in report.schedulers.items():
+        table.add_row(f"{name}: pods bound", f"{s.pods_bound:,} of {s.pods_submitted:,} in {report.duration_s:.0f} s")
+        if s.deleted_before_bound:
+            table.add_row(f"{name}: pods deleted before they were bound", f"{s.deleted_before_bound:,}")
+        table.add_row(f"{name}: pods/s", f"{s.pods_per_s:,.0f}")
+        table.add_row(f"{name}: submit → bound p50 / p99 ms", f"{s.p50_ms:,.0f} / {s.p99_ms:,.0f}")
+        c = report.conflicts.of(name)
+        table.add_row(f"{name}: conflicts resolved / true", f"{c.resolved:,} / {c.true:,}")
+    for queue, j in report.jobs.items():
+        table.add_row(f"queue {queue}: gang jobs started / waiting", f"{j.started:,} / {j.waiting:,} (of {j.submitted:,})")
+    shards = report.shards
+    sizes = ", ".join(f"{k or 'unowned'} {shards.start.get(k, 0)} → {v}" for k, v in shards.end.items())
+    table.add_row("shard sizes: start → end", sizes)
+    table.add_row("nodes moved between shards", f"{shards.moves:,}")
+    table.add_row("pods run to completion", f"{report.pods_completed:,}")
+    table.add_row("processes that logged a traceback", ", ".join(report.tracebacks) or "none")
+    table.add_row("audit", "ok" if report.audit == "ok" else f"{len(report.audit)} violations")
+    return table

@@ -18,28 +18,27 @@ the allocate action's share.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from typing import Any
 
 import msgspec
 import numpy as np
-import uvloop
 
 from batch_scheduler.cache import KINDS
 from batch_scheduler.conf import ConfError, load_conf
 from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
 from batch_scheduler.registry import default_registry
 from batch_scheduler.session_input import SessionConfig
-from caldera.connect import client, redis_url
+from caldera._store import client
+from caldera.bench.runner import figures, positive_int, run_bench
 from cluster.model.core import Pod
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.shard import ShardingMode
 from cluster.runtime.heap import HeapKeeper
 from cluster.sim.cluster import SimBindTarget, SimEvictor
+from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod, make_podgroup
 from cluster.store.audit import audit
 from cluster.store.feed import Informer
 from cluster.store.keys import Keys
@@ -76,9 +75,9 @@ class Report(msgspec.Struct):
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("batch", help="batch session duration and pods/s at N nodes and M pending pods")
-    p.add_argument("--nodes", type=int, default=5000)
-    p.add_argument("--pending", type=int, default=10000)
-    p.add_argument("--sessions", type=int, default=6, help="sessions measured per run (default: 6)")
+    p.add_argument("--nodes", type=positive_int, default=5000)
+    p.add_argument("--pending", type=positive_int, default=10000)
+    p.add_argument("--sessions", type=positive_int, default=6, help="sessions measured per run (default: 6)")
     p.add_argument("--free", type=float, default=0.05, help="share of GPUs free at each steady session (default: 0.05)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--conf", default=None, help="scheduler conf to run (default: Volcano's Helm-chart conf)")
@@ -175,23 +174,13 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    for flag in ("nodes", "pending", "sessions"):
-        if getattr(args, flag) < 1:
-            print(f"caldera bench batch: error: --{flag}: {getattr(args, flag)} (expected a positive integer)")
-            return 2
     if not 0 < args.free <= 0.5:
-        print(f"caldera bench batch: error: --free: {args.free} (expected a share in (0, 0.5])")
+        print(f"caldera bench batch: error: --free: {args.free} (expected a share in (0, 0.5])", file=sys.stderr)
         return 2
     try:
         load_conf(args.conf, default_registry(), "--conf")
     except ConfError as e:
         print(f"caldera bench batch: error: {e}", file=sys.stderr)
         return 2
-    with redis_url(args.redis_url) as url:
-        report = uvloop.run(measure(url, args))
-    if args.json:
-        print(json.dumps(msgspec.to_builtins(report)))
-    else:
-        for k, v in msgspec.to_builtins(report).items():
-            print(f"{k:20} {v}")
-    return 0 if report.steady.audit == report.burst.audit == "ok" else 1
+    return run_bench(args, lambda url: measure(url, args), figures(20),
+                     ok=lambda report: report.steady.audit == report.burst.audit == "ok")

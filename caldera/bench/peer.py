@@ -10,14 +10,14 @@ the figures to hold beside theirs (different hosts: compare with care).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import msgspec
 
-from caldera.bench_agent import AGENT, Run, place, with_ray
+from caldera.bench.agent import AGENT, Run, place
+from caldera.bench.runner import run_bench
+from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.sim.workload import make_pod
 
 PUBLISHED_PODS_PER_S, PUBLISHED_P99_MS, PUBLISHED_HOST = 936.0, 1640.0, "32 vCPU"
 NODES, JOBS, PODS_PER_JOB, WORKERS = 1000, 20, 500, 4
@@ -54,11 +54,10 @@ async def measure(url: str, jobs: int = JOBS) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = with_ray(args.redis_url, measure)
-    if args.json:
-        print(json.dumps(msgspec.to_builtins(report)))
-    else:
-        print(f"{report.pods:,} pods on {report.nodes:,} nodes, {report.workers} workers: {report.pods_per_s:,.0f} pods/s, "
-              f"p99 {report.p99_ms / 1000:.2f} s (Volcano published {PUBLISHED_PODS_PER_S:.0f} pods/s, "
-              f"p99 {PUBLISHED_P99_MS / 1000:.2f} s on a {PUBLISHED_HOST} host); audit {report.audit}")
-    return 0 if report.audit == "ok" else 1
+    return run_bench(args, measure, line, ok=lambda report: report.audit == "ok", ray=True)
+
+
+def line(report: Report) -> str:
+    return (f"{report.pods:,} pods on {report.nodes:,} nodes, {report.workers} workers: {report.pods_per_s:,.0f} pods/s, "
+            f"p99 {report.p99_ms / 1000:.2f} s (Volcano published {PUBLISHED_PODS_PER_S:.0f} pods/s, "
+            f"p99 {PUBLISHED_P99_MS / 1000:.2f} s on a {PUBLISHED_HOST} host); audit {report.audit}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from caldera import workload
+from caldera.demo import workload
 
 POOL = "pools: [{name: a, count: 1, resources: {cpu: 2}}]\n"
 TRAINING = "training: [{name: t, queue: q, every_s: 1, pods: [1], duration_s: [1, 2], requests: {cpu: 1}}]\nqueues: [{name: q}]\n"

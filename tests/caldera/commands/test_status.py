@@ -11,7 +11,7 @@ import sys
 import time
 
 from cluster.runtime.redis_server import RedisServer
-from cluster.sim.workload import make_pod, make_podgroup
+from cluster.sim.pods import make_pod, make_podgroup
 from cluster.store.store import Own, Put, Store
 from tests.builders import node
 

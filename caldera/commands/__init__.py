@@ -1,0 +1,1 @@
+"""The ``caldera`` commands that read or try the store and stop: ``audit``, ``status``, ``dry-run``."""
