@@ -23,7 +23,7 @@ from cluster.model.resources import Resources
 from cluster.nodeview.predicates import Filtered
 from cluster.nodeview.profile import Profile, agent_profile
 from cluster.nodeview.shard import ShardingMode
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 
 
 class ScoreKind(enum.StrEnum):
@@ -70,7 +70,7 @@ def profile(config: CoreConfig) -> Profile:
                          workers=config.workers, partition_bonus=config.partition_bonus, candidates=config.candidates)
 
 
-def decide(columns: NodeColumns, tasks: Sequence[Task], config: CoreConfig, rng: random.Random,
+def decide(columns: NodeTable, tasks: Sequence[Task], config: CoreConfig, rng: random.Random,
            chosen: Profile | None = None) -> list[Choice | NoFit]:
     """A node for each task (taken on ``columns``, so the next task sees it), or why none fits."""
     if not len(columns):
@@ -83,6 +83,6 @@ def decide(columns: NodeColumns, tasks: Sequence[Task], config: CoreConfig, rng:
             out.append(NoFit(uid=task.uid, reason=row.reason()))
             continue
         name = columns.names[row]
-        columns.add(name, task.request)
+        columns.take(name, task.request)
         out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row])))
     return out

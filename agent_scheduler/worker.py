@@ -23,11 +23,12 @@ from agent_scheduler.core import CoreConfig, NoFit, Task, decide, profile
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason
+from cluster.model.binding import Binding
 from cluster.nodeview.assume import Assumed
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
-from cluster.store.records import Binding, PodRecord
+from cluster.store.records import PodRecord
 from cluster.store.store import Store
 
 
@@ -89,7 +90,7 @@ class Worker:
         self.config = config
         self.rng = random.Random(config.seed)
         self.profile = profile(config.core)
-        self.columns = NodeColumns()
+        self.columns = NodeTable()
         self._informer = Informer(store, [Kind.NODE], block_ms=50, settle_s=config.replica_settle_s)
         self._follower: asyncio.Task[None] | None = None
         # Placements decided here and not yet counted by the records the replica holds.

@@ -17,7 +17,7 @@ from batch_scheduler.session_input import SessionInput
 from cluster.model.core import PriorityClass
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.assume import Assumed
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.keys import Kind
 from cluster.store.records import TERMINAL_PHASES, PodRecord, Update
 
@@ -30,7 +30,7 @@ class BatchCache:
         """``names``: the schedulerNames whose pods are kept; ``clock``: monotonic seconds."""
         self.names = names
         self.clock = clock
-        self.columns = NodeColumns()
+        self.columns = NodeTable()
         # Committed placements the feed has not reported yet (cluster.nodeview.assume).
         self.assumed = Assumed(self.columns)
         self.pods: dict[str, PodRecord] = {}
@@ -73,6 +73,6 @@ class BatchCache:
         now = self.clock()
         self.releasing = {u: t for u, t in self.releasing.items() if u in self.pods and now - t < RELEASING_TIMEOUT}
         pods = [r for r in self.pods.values() if r.phase not in TERMINAL_PHASES or r.group]
-        return SessionInput(columns=self.columns.copy(), pods=pods, podgroups=dict(self.podgroups),
+        return SessionInput(columns=self.columns.snapshot(), pods=pods, podgroups=dict(self.podgroups),
                             queues=dict(self.queues), priority_classes=dict(self.priority_classes),
                             phases=dict(self.phases), releasing=frozenset(self.releasing))

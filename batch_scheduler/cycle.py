@@ -44,10 +44,11 @@ from binder.commit import Binder
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement
 from cluster.kube.connect import KubeConnection
+from cluster.model.binding import Binding, Eviction
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroupStatus
 from cluster.runtime.heap import HeapKeeper
-from cluster.store.records import Binding, Eviction, PodRecord, Update
+from cluster.store.records import PodRecord, Update
 from cluster.store.store import Put, Store, Write
 
 log = logging.getLogger("caldera.batch")

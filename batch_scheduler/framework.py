@@ -27,7 +27,7 @@ from batch_scheduler.vector import Vector
 from batch_scheduler.votes import Refusal, Vote
 from cluster.nodeview.predicates import Filtered
 from cluster.nodeview.scores import Index, Scores
-from cluster.nodeview.table import Mask, NodeColumns
+from cluster.nodeview.table import Mask, NodeTable
 
 A = TypeVar("A", bound=Arguments)
 
@@ -40,7 +40,7 @@ class SessionView(Protocol):
     through statements, which tell the plugins (:class:`EventHandler`)."""
 
     @property
-    def columns(self) -> NodeColumns:
+    def columns(self) -> NodeTable:
         """The node columns as placed so far this session (rows ``[:n]``)."""
         ...
 

@@ -70,7 +70,7 @@ class Session:
 
     def place(self, task: TaskInfo, node: str, sign: int) -> None:
         """Take the task's request on the node (+1) or give it back (−1)."""
-        self.columns.add(node, task.request if sign > 0 else task.request.scaled(-1))
+        (self.columns.take if sign > 0 else self.columns.give_back)(node, task.request)
         self.chooser.changed(node, task, sign)
 
     def releasing_add(self, task: TaskInfo, sign: int) -> None:

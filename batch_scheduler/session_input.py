@@ -26,7 +26,7 @@ from cluster.model.core import PriorityClass
 from cluster.model.labels import QUEUE_NAME_ANNOTATION, TASK_PRIORITY_ANNOTATION
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.shard import ShardingMode
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.records import PodRecord
 
 IMPLICIT_PREFIX = "podgroup-"  # a lone pod's implicit PodGroup is named podgroup-<pod uid>, as in Volcano
@@ -41,7 +41,7 @@ class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 @dataclass
 class SessionInput:
-    columns: NodeColumns  # the session may change it: pass a copy
+    columns: NodeTable  # the session may change it: pass a copy
     pods: Iterable[PodRecord]  # this scheduler's pods, pending or bound
     podgroups: Mapping[str, PodGroup]  # by namespace/name
     queues: Mapping[str, Queue]

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from binder.commit import Binder
-from cluster.store.records import BindFailure, Binding, Eviction
+from cluster.model.binding import Binding, Eviction, Failure
 
 
 class BindTarget(Protocol):
     """Where committed placements become real: Kubernetes' ``pods/binding``, or the simulator."""
 
-    async def bind(self, bindings: Sequence[Binding]) -> list[BindFailure | None]:
+    async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
         """Bind each pod; None where it worked, else why not."""
         ...
 
@@ -24,12 +24,12 @@ class Evictor(Protocol):
     scripts release them then, as for any pod that ends.
     """
 
-    async def evict(self, evictions: Sequence[Eviction]) -> list[BindFailure | None]:
+    async def evict(self, evictions: Sequence[Eviction]) -> list[Failure | None]:
         """Evict each pod; None where it worked, else why not."""
         ...
 
 
-async def bind_committed(binder: Binder, target: BindTarget, bindings: Sequence[Binding]) -> list[BindFailure | None]:
+async def bind_committed(binder: Binder, target: BindTarget, bindings: Sequence[Binding]) -> list[Failure | None]:
     """Bind committed pods; a failed bind releases the reservation and requeues the pod."""
     outcomes = await target.bind(bindings)
     failed = [b.uid for b, o in zip(bindings, outcomes) if o is not None]

@@ -24,7 +24,7 @@ import numpy as np
 from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import CPU, GPU, MEMORY
 from cluster.model.volcano import NodeShard
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
 from cluster.store.store import Own, Put, Store, Write
@@ -54,10 +54,10 @@ class SyncResult(msgspec.Struct, frozen=True):
     sizes: dict[str, int]
 
 
-def utilization(columns: NodeColumns, kind: Utilization) -> Floats:
+def utilization(columns: NodeTable, kind: Utilization) -> Floats:
     """Requests ÷ allocatable per node for the chosen resource (0 where a node has none of it)."""
     def ratio(resource: str) -> Floats:
-        r = columns.column(resource)
+        r = columns.resource_row(resource)
         n = len(columns)
         alloc = columns.allocatable[r, :n].astype(np.float64)
         used = columns.allocated[r, :n].astype(np.float64)
@@ -81,7 +81,7 @@ class ShardingController:
         self.leading = leading
         self.clock = clock
         self.wall = wall
-        self.columns = NodeColumns()
+        self.columns = NodeTable()
         self.outside_since: dict[str, float] = {}
         self.signature: dict[str, int] = {}
         self.index = {c.name: i for i, c in enumerate(config.configs)}

@@ -58,7 +58,7 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
         configs = parse_scheduler_configs(DEFAULT_SCHEDULER_CONFIGS.replace(":100", f":{half}"))
         controller = ShardingController(store, ControllerConfig(configs=configs))
         controller.columns.apply(await Informer(store, [Kind.NODE]).listing())
-        cpu = controller.columns.column("cpu")
+        cpu = controller.columns.resource_row("cpu")
         n = len(controller.columns)
 
         def churn(share: float) -> None:

@@ -47,7 +47,7 @@ from cluster.model.manifests import (
 from cluster.model.unhonoured import notice
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.nodeview.shard import ShardingMode
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimBindTarget, SimEvictor, running
 from cluster.store.feed import Informer
@@ -147,7 +147,7 @@ async def simulate(objects: Sequence[ClusterObject], conf: SchedulerConf, contro
         await store.write([Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass))])
         await store.upsert_pods([o for o in objects if isinstance(o, Pod)])
         controller = ShardingController(store, controller_config)
-        controller.columns = NodeColumns(await store.list_nodes())
+        controller.columns = NodeTable(await store.list_nodes())
         if len(controller.columns):
             await controller.sync()
         target, evictor = SimBindTarget(store), SimEvictor(store)
@@ -161,7 +161,7 @@ async def simulate(objects: Sequence[ClusterObject], conf: SchedulerConf, contro
         quiet, session = 0, None
         for _ in range(max_rounds):
             before = await store.version()
-            agent.columns = NodeColumns(await store.list_nodes())
+            agent.columns = NodeTable(await store.list_nodes())
             pending_agent = await store.pending(AGENT)
             if pending_agent:
                 records = await store.get_pods(pending_agent)

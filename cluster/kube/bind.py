@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from cluster.kube.pacing import Pacer
-from cluster.store.records import BindFailure, Binding, Eviction
+from cluster.model.binding import Binding, Eviction, Failure
 
 FINAL = {404: "pod not found", 409: "pod already bound", 422: "binding refused"}
 ATTEMPTS = 4
@@ -53,7 +53,7 @@ class KubeTarget:
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
-    async def _call(self, call: Callable[[], Any], ok: set[int]) -> BindFailure | None:
+    async def _call(self, call: Callable[[], Any], ok: set[int]) -> Failure | None:
         loop = asyncio.get_running_loop()
         status = 0
         for attempt in range(ATTEMPTS):
@@ -62,11 +62,11 @@ class KubeTarget:
             if status in ok:
                 return None
             if status in FINAL:
-                return BindFailure(reason=FINAL[status])
+                return Failure(reason=FINAL[status])
             await asyncio.sleep(self.backoff * 2 ** attempt)  # 429, 5xx, no answer: try again
-        return BindFailure(reason=f"API server answered {status or 'nothing'} {ATTEMPTS} times")
+        return Failure(reason=f"API server answered {status or 'nothing'} {ATTEMPTS} times")
 
-    async def bind(self, bindings: Sequence[Binding]) -> list[BindFailure | None]:
+    async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
         def post(b: Binding) -> Callable[[], Any]:
             body = k8s.V1Binding(api_version="v1", kind="Binding",
                                  metadata=k8s.V1ObjectMeta(name=b.name, namespace=b.namespace),
@@ -75,7 +75,7 @@ class KubeTarget:
                                                                    _request_timeout=(5, 30))
         return list(await asyncio.gather(*(self._call(post(b), {200, 201}) for b in bindings)))
 
-    async def evict(self, evictions: Sequence[Eviction]) -> list[BindFailure | None]:
+    async def evict(self, evictions: Sequence[Eviction]) -> list[Failure | None]:
         """Mark each pod with a DisruptionTarget condition (why, for its owner), delete it, and
         leave a ``Preempted`` Event on it."""
         def condition(e: Eviction) -> Callable[[], Any]:
@@ -100,7 +100,7 @@ class KubeTarget:
             return lambda: self.core.create_namespaced_event(e.namespace, body, _preload_content=False,
                                                              _request_timeout=(5, 30))
 
-        async def one(e: Eviction) -> BindFailure | None:
+        async def one(e: Eviction) -> Failure | None:
             await self._call(condition(e), {200, 201})  # best effort: the deletion is what counts
             failure = await self._call(delete(e), {200, 202})
             if failure is None:

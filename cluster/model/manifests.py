@@ -75,7 +75,7 @@ def _check(obj: KubeObject) -> None:
     elif isinstance(obj, Pod):
         obj.request()
     elif isinstance(obj, PodGroup):
-        obj.min_resources_resources()
+        obj.min_resources_amounts()
     elif isinstance(obj, Queue):
         obj.capability_resources()
         obj.guarantee_resources()

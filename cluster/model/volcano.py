@@ -52,7 +52,7 @@ class PodGroup(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     def namespace(self) -> str:
         return self.metadata.namespace
 
-    def min_resources_resources(self) -> Resources:
+    def min_resources_amounts(self) -> Resources:
         """What the gang needs before it may start (empty when not stated)."""
         return Resources.from_quantities(self.spec.min_resources, field="spec.minResources")
 

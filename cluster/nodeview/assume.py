@@ -27,7 +27,7 @@ up, the batch scheduler's cache from each committed gang until the feed reports 
 from __future__ import annotations
 
 from cluster.model.resources import Resources
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.records import Update
 
 
@@ -45,7 +45,7 @@ class Token:
 class Assumed:
     """The placements held on one node table (see the module docstring for the states)."""
 
-    def __init__(self, table: NodeColumns) -> None:
+    def __init__(self, table: NodeTable) -> None:
         self.table = table
         self._by_node: dict[str, list[Token]] = {}
 
@@ -57,14 +57,14 @@ class Assumed:
         decision already took it on the table (the agent core takes as it decides)."""
         token = Token(node, request)
         if not taken:
-            self.table.add(node, request)
+            self.table.take(node, request)
         self._by_node.setdefault(node, []).append(token)
         return token
 
     def forget(self, token: Token) -> None:
         """The placement will not happen (the commit failed): give the request back."""
         if self._drop(token) and token.node in self.table.index:
-            self.table.add(token.node, Resources() - token.request)
+            self.table.give_back(token.node, token.request)
 
     def confirm(self, token: Token, version: int) -> None:
         """The binder committed it; the node's records from ``version`` on count it."""
@@ -72,7 +72,7 @@ class Assumed:
         i = self.table.index.get(token.node)
         if i is not None and int(self.table.version[i]) >= version and self._drop(token):
             # The table already holds a record that counts it (the feed was quick): do not count it twice.
-            self.table.add(token.node, Resources() - token.request)
+            self.table.give_back(token.node, token.request)
 
     def apply(self, update: Update) -> None:
         """Apply a feed update to the table, then hold the placements over the refreshed nodes."""
@@ -100,7 +100,7 @@ class Assumed:
         for token in self._by_node.get(node, ()):
             if token.version is not None and version >= token.version:
                 continue  # the record counts it
-            self.table.add(node, token.request)
+            self.table.take(node, token.request)
             kept.append(token)
         if kept:
             self._by_node[node] = kept

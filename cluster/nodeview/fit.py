@@ -17,13 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from cluster.nodeview.table import NodeColumns
+    from cluster.nodeview.table import NodeTable
 
 Mask = npt.NDArray[np.bool_]
 Rows = npt.NDArray[np.intp]
 
 
-def shortages(table: NodeColumns, request: Mapping[str, int], rows: Rows | None = None) -> dict[str, Mask]:
+def shortages(table: NodeTable, request: Mapping[str, int], rows: Rows | None = None) -> dict[str, Mask]:
     """Per requested resource (amount > 0), which nodes lack it: a mask over every node, or over
     ``rows`` in their order. The table is not changed."""
     sel: slice | Rows = slice(0, len(table)) if rows is None else rows
@@ -40,7 +40,7 @@ def shortages(table: NodeColumns, request: Mapping[str, int], rows: Rows | None 
     return out
 
 
-def resources_fit(table: NodeColumns, request: Mapping[str, int], rows: Rows | None = None) -> tuple[Mask, dict[str, Mask]]:
+def resources_fit(table: NodeTable, request: Mapping[str, int], rows: Rows | None = None) -> tuple[Mask, dict[str, Mask]]:
     """Where the request fits in every resource, and per requested resource where it is short."""
     short = shortages(table, request, rows)
     any_short = np.zeros(len(table) if rows is None else len(rows), dtype=np.bool_)
@@ -49,6 +49,6 @@ def resources_fit(table: NodeColumns, request: Mapping[str, int], rows: Rows | N
     return ~any_short, short
 
 
-def fitting(table: NodeColumns, request: Mapping[str, int], rows: Rows | None = None) -> Mask:
+def fitting(table: NodeTable, request: Mapping[str, int], rows: Rows | None = None) -> Mask:
     """Where the request fits in every resource (over every node, or over ``rows``)."""
     return resources_fit(table, request, rows)[0]

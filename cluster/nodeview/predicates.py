@@ -30,7 +30,7 @@ from cluster.model.core import (
     Toleration,
 )
 from cluster.nodeview.fit import shortages
-from cluster.nodeview.table import LabelCodes, Mask, NodeColumns
+from cluster.nodeview.table import LabelCodes, Mask, NodeTable
 
 NAME_FIELD = "metadata.name"  # the only field matchFields may name
 
@@ -97,13 +97,13 @@ class Filtered(msgspec.Struct, frozen=True, kw_only=True):
 # -- nodeSelector -------------------------------------------------------------------------
 
 
-def selector_mask(columns: NodeColumns, node_selector: Mapping[str, str]) -> Mask:
+def selector_mask(columns: NodeTable, node_selector: Mapping[str, str]) -> Mask:
     """Nodes that carry every label of a pod's ``nodeSelector`` with the same value."""
     mask = _selector(columns, node_selector)
     return np.ones(len(columns), dtype=np.bool_) if mask is None else mask.copy()
 
 
-def _selector(columns: NodeColumns, node_selector: Mapping[str, str]) -> Mask | None:
+def _selector(columns: NodeTable, node_selector: Mapping[str, str]) -> Mask | None:
     """Possibly shared; None for an empty selector (every node)."""
     mask: Mask | None = None
     for key, value in node_selector.items():
@@ -128,7 +128,7 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
     return False
 
 
-def _tolerated(columns: NodeColumns, tolerations: Sequence[Toleration]) -> Mask | None:
+def _tolerated(columns: NodeTable, tolerations: Sequence[Toleration]) -> Mask | None:
     """Read-only mask of nodes whose NoSchedule/NoExecute taints are all tolerated; None for all nodes."""
     groups = columns.taint_groups()
     key = tuple(tolerations)
@@ -145,7 +145,7 @@ def _tolerated(columns: NodeColumns, tolerations: Sequence[Toleration]) -> Mask 
     return mask
 
 
-def taint_mask(columns: NodeColumns, tolerations: Sequence[Toleration]) -> Mask:
+def taint_mask(columns: NodeTable, tolerations: Sequence[Toleration]) -> Mask:
     """Nodes whose every NoSchedule/NoExecute taint is tolerated (PreferNoSchedule never filters)."""
     mask = _tolerated(columns, tolerations)
     return np.ones(len(columns), dtype=np.bool_) if mask is None else mask.copy()
@@ -162,7 +162,7 @@ def required_affinity(pod: Pod) -> NodeSelector | None:
     return affinity.node_affinity.required_during_scheduling_ignored_during_execution
 
 
-def affinity_mask(columns: NodeColumns, required: NodeSelector | None) -> Mask:
+def affinity_mask(columns: NodeTable, required: NodeSelector | None) -> Mask:
     """Nodes matching any term of a required node selector (None matches every node).
 
     As in Kubernetes, an empty term list matches no node, and so does a term with no
@@ -173,7 +173,7 @@ def affinity_mask(columns: NodeColumns, required: NodeSelector | None) -> Mask:
     return np.ones(len(columns), dtype=np.bool_) if mask is None else mask.copy()
 
 
-def _affinity(columns: NodeColumns, required: NodeSelector | None) -> Mask | None:
+def _affinity(columns: NodeTable, required: NodeSelector | None) -> Mask | None:
     """Possibly shared; None when there is no required selector (every node)."""
     if required is None:
         return None
@@ -185,13 +185,13 @@ def _affinity(columns: NodeColumns, required: NodeSelector | None) -> Mask | Non
     return np.zeros(len(columns), dtype=np.bool_) if mask is None else mask
 
 
-def term_mask(columns: NodeColumns, term: NodeSelectorTerm) -> Mask:
+def term_mask(columns: NodeTable, term: NodeSelectorTerm) -> Mask:
     """Nodes matching every requirement of one node selector term (none if it is empty or invalid)."""
     matched = _term(columns, term)
     return np.zeros(len(columns), dtype=np.bool_) if matched is None else matched.copy()
 
 
-def _term(columns: NodeColumns, term: NodeSelectorTerm) -> Mask | None:
+def _term(columns: NodeTable, term: NodeSelectorTerm) -> Mask | None:
     """Possibly shared; None when the term matches no node (empty or invalid)."""
     if not term.match_expressions and not term.match_fields:
         return None
@@ -209,7 +209,7 @@ def _term(columns: NodeColumns, term: NodeSelectorTerm) -> Mask | None:
     return mask
 
 
-def _label_requirement(columns: NodeColumns, req: NodeSelectorRequirement) -> Mask | None:
+def _label_requirement(columns: NodeTable, req: NodeSelectorRequirement) -> Mask | None:
     """Shared, read-only: the nodes whose labels satisfy ``req``; None when ``req`` is invalid."""
     op, values = req.operator, tuple(req.values)
     labels = columns.label_codes(req.key)
@@ -269,7 +269,7 @@ def _parse_int(text: str) -> int | None:
     return number if _INT64_MIN <= number <= _INT64_MAX else None
 
 
-def _field_requirement(columns: NodeColumns, req: NodeSelectorRequirement) -> Mask | None:
+def _field_requirement(columns: NodeTable, req: NodeSelectorRequirement) -> Mask | None:
     """matchFields: ``metadata.name`` In or NotIn exactly one name; anything else is invalid."""
     if req.key != NAME_FIELD or req.operator not in ("In", "NotIn") or len(req.values) != 1:
         return None
@@ -313,7 +313,7 @@ class _Narrowing:
         self.mask &= ~any_short
 
 
-def filter_nodes(columns: NodeColumns, pod: Pod, request: Mapping[str, int], *, allowed: Mask | None = None) -> Filtered:
+def filter_nodes(columns: NodeTable, pod: Pod, request: Mapping[str, int], *, allowed: Mask | None = None) -> Filtered:
     """Every predicate for one pod, in :class:`Predicate` order.
 
     ``allowed`` is the shard mask (``cluster.nodeview.shard.shard_feasible``); None skips SHARD.

@@ -32,7 +32,7 @@ from cluster.nodeview.shard import (
     shard_feasible,
     shard_rank,
 )
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 
 Rows = npt.NDArray[np.intp]
 Values = npt.NDArray[np.float64]
@@ -42,13 +42,13 @@ A = TypeVar("A", bound=npt.NDArray[Any])
 class Filter(Protocol):
     """Where a pod may go: a mask over every node, and the reason when it is empty."""
 
-    def filter(self, table: NodeColumns, pod: Pod, request: Resources) -> Filtered: ...
+    def filter(self, table: NodeTable, pod: Pod, request: Resources) -> Filtered: ...
 
 
 class Score(Protocol):
     """How good each of ``rows`` is for the pod (higher is better)."""
 
-    def score(self, table: NodeColumns, pod: Pod, request: Resources, rows: Rows) -> Values: ...
+    def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values: ...
 
 
 class Select(Protocol):
@@ -57,7 +57,7 @@ class Select(Protocol):
     def select(self, rows: Rows, values: Values, rng: random.Random) -> int: ...
 
 
-def _standing(table: NodeColumns, key: tuple[object, ...], compute: Callable[[], A]) -> A:
+def _standing(table: NodeTable, key: tuple[object, ...], compute: Callable[[], A]) -> A:
     """An array that depends only on the table's nodes, owners, labels and taints, cached on the table
     and shared: made read-only so that no plugin writes to it."""
 
@@ -66,7 +66,7 @@ def _standing(table: NodeColumns, key: tuple[object, ...], compute: Callable[[],
         value.flags.writeable = False
         return value
 
-    return table.derived(key, made)
+    return table.memo_until_topology_changes(key, made)
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Predicates:
     scheduler: str
     sharding: ShardingMode
 
-    def filter(self, table: NodeColumns, pod: Pod, request: Resources) -> Filtered:
+    def filter(self, table: NodeTable, pod: Pod, request: Resources) -> Filtered:
         allowed = _standing(table, ("shard-feasible", self.scheduler, self.sharding),
                             lambda: shard_feasible(table, self.scheduler, self.sharding))
         return filter_nodes(table, pod, request, allowed=allowed)
@@ -89,7 +89,7 @@ class Allocated:
     weights: Mapping[str, float]
     most: bool = True
 
-    def score(self, table: NodeColumns, pod: Pod, request: Resources, rows: Rows) -> Values:
+    def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values:
         fn = most_allocated if self.most else least_allocated
         return fn(table, request, self.weights, nodes=rows)
 
@@ -102,7 +102,7 @@ class LabelBonus:
     value: str
     weight: float
 
-    def score(self, table: NodeColumns, pod: Pod, request: Resources, rows: Rows) -> Values:
+    def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values:
         bonus = _standing(table, ("label-bonus", self.key, self.value, self.weight),
                           lambda: label_bonus(table, self.key, self.value) * self.weight)
         return bonus[rows]
@@ -117,7 +117,7 @@ class PartitionBonus:
     workers: int
     weight: float
 
-    def score(self, table: NodeColumns, pod: Pod, request: Resources, rows: Rows) -> Values:
+    def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values:
         def compute() -> Values:
             mine: Values = (table.name_hash[: len(table)] % self.workers == self.worker) * float(self.weight)
             return mine
@@ -147,7 +147,7 @@ class Profile:
     scheduler: str
     sharding: ShardingMode
 
-    def place(self, table: NodeColumns, pod: Pod, request: Resources, rng: random.Random) -> int | Filtered:
+    def place(self, table: NodeTable, pod: Pod, request: Resources, rng: random.Random) -> int | Filtered:
         """The row to place the pod on, or the filter's verdict when no node is feasible."""
         filtered = self.filter.filter(table, pod, request)
         rows = np.flatnonzero(filtered.mask)

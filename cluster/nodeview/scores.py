@@ -19,13 +19,13 @@ import numpy.typing as npt
 
 from cluster.model.core import PreferredSchedulingTerm
 from cluster.nodeview.predicates import term_mask
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 
 Scores = npt.NDArray[np.float64]
 Index = npt.NDArray[np.intp]
 
 
-def least_allocated(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float],
+def least_allocated(columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float],
                     nodes: Index | None = None) -> Scores:
     """Spreading: the weighted mean over ``weights``' resources of free-after-placing ÷ allocatable.
 
@@ -34,7 +34,7 @@ def least_allocated(columns: NodeColumns, request: Mapping[str, int], weights: M
     return _weighted_fraction(columns, request, weights, free=True, nodes=nodes)
 
 
-def most_allocated(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float],
+def most_allocated(columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float],
                    nodes: Index | None = None) -> Scores:
     """Binpack: the weighted mean over ``weights``' resources of used-after-placing ÷ allocatable.
 
@@ -44,7 +44,7 @@ def most_allocated(columns: NodeColumns, request: Mapping[str, int], weights: Ma
     return _weighted_fraction(columns, request, weights, free=False, nodes=nodes)
 
 
-def _weighted_fraction(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, float], *,
+def _weighted_fraction(columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float], *,
                        free: bool, nodes: Index | None) -> Scores:
     sel: slice | Index = slice(0, len(columns)) if nodes is None else nodes
     n = len(columns) if nodes is None else len(nodes)
@@ -75,7 +75,7 @@ def _weighted_fraction(columns: NodeColumns, request: Mapping[str, int], weights
     return total
 
 
-def balanced_allocation(columns: NodeColumns, request: Mapping[str, int],
+def balanced_allocation(columns: NodeTable, request: Mapping[str, int],
                         resources: Sequence[str] = ("cpu", "memory"), nodes: Index | None = None) -> Scores:
     """1 − the standard deviation of the used-after-placing fractions (each capped at 1).
 
@@ -122,7 +122,7 @@ def _unit(values: Scores) -> Scores:
     return values
 
 
-def preferred_affinity(columns: NodeColumns, terms: Sequence[PreferredSchedulingTerm]) -> Scores:
+def preferred_affinity(columns: NodeTable, terms: Sequence[PreferredSchedulingTerm]) -> Scores:
     """The weight of the preferred terms a node matches ÷ the weight of all of them (0 without terms).
 
     Terms of weight 0 or less are ignored (Kubernetes allows 1 to 100).
@@ -140,7 +140,7 @@ def preferred_affinity(columns: NodeColumns, terms: Sequence[PreferredScheduling
     return score
 
 
-def label_bonus(columns: NodeColumns, key: str, value: str) -> Scores:
+def label_bonus(columns: NodeTable, key: str, value: str) -> Scores:
     """1 where the node has label ``key=value``, else 0 (e.g. the warmup bonus)."""
     labels = columns.label_codes(key)
     code = labels.index.get(value)
@@ -165,7 +165,7 @@ DEFAULT_MEMORY = 200 * 1024 * 1024
 _PLAIN = frozenset({"cpu", "memory"})  # the resources kube-scheduler scores even when the pod asks for none
 
 
-def requested_score(columns: NodeColumns, request: Mapping[str, int], weights: Mapping[str, int], *, most: bool,
+def requested_score(columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, int], *, most: bool,
                     nodes: Index | None = None) -> Scores:
     """kube-scheduler's ``LeastAllocated`` (``most=False``: free after placing) or ``MostAllocated``
     score: per resource ``(capacity − requested) × 100 // capacity`` (0 past capacity) or
@@ -197,7 +197,7 @@ def requested_score(columns: NodeColumns, request: Mapping[str, int], weights: M
     return out
 
 
-def balanced_resource_score(columns: NodeColumns, request: Mapping[str, int],
+def balanced_resource_score(columns: NodeTable, request: Mapping[str, int],
                             resources: Sequence[str] = ("cpu", "memory", "nvidia.com/gpu"),
                             nodes: Index | None = None) -> Scores:
     """kube-scheduler's ``BalancedAllocation`` score: ``int((1 − std) × 100)`` of the
@@ -239,7 +239,7 @@ def balanced_resource_score(columns: NodeColumns, request: Mapping[str, int],
     return score
 
 
-def preferred_affinity_weight(columns: NodeColumns, terms: Sequence[PreferredSchedulingTerm]) -> Scores:
+def preferred_affinity_weight(columns: NodeTable, terms: Sequence[PreferredSchedulingTerm]) -> Scores:
     """kube-scheduler's ``NodeAffinity`` score before normalising: the summed weight of the
     preferred terms a node matches (terms of weight 0 are skipped, as there)."""
     score = np.zeros(len(columns), dtype=np.float64)

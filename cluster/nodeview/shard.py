@@ -12,7 +12,7 @@ import enum
 import numpy as np
 import numpy.typing as npt
 
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 
 
 class Rank(enum.IntEnum):
@@ -32,7 +32,7 @@ class ShardingMode(enum.StrEnum):
     NONE = "none"
 
 
-def shard_rank(columns: NodeColumns, scheduler: str, mode: ShardingMode) -> npt.NDArray[np.int8]:
+def shard_rank(columns: NodeTable, scheduler: str, mode: ShardingMode) -> npt.NDArray[np.int8]:
     """Per node: OWN, UNOWNED or OTHER; with mode ``none`` every node ranks as OWN."""
     n = len(columns)
     if mode is ShardingMode.NONE:
@@ -54,7 +54,7 @@ def preference_penalty(rank: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
     return penalty
 
 
-def shard_feasible(columns: NodeColumns, scheduler: str, mode: ShardingMode) -> npt.NDArray[np.bool_]:
+def shard_feasible(columns: NodeTable, scheduler: str, mode: ShardingMode) -> npt.NDArray[np.bool_]:
     """Nodes the scheduler may use at all: its own in hard mode, every node otherwise."""
     if mode is ShardingMode.HARD:
         return np.asarray(columns.owner_array() == scheduler, dtype=np.bool_)

@@ -57,7 +57,7 @@ class TaintGroups:
     tolerated: dict[tuple[Toleration, ...], Mask | None] = field(default_factory=dict)
 
 
-class NodeColumns:
+class NodeTable:
     """Nodes as numpy columns, updated in place from records or feed updates."""
 
     def __init__(self, records: Iterable[NodeRecord] = (), *, capacity: int = 64) -> None:
@@ -102,7 +102,7 @@ class NodeColumns:
             new[:c0] = old
             setattr(self, attr, new)
 
-    def column(self, resource: str) -> int:
+    def resource_row(self, resource: str) -> int:
         """The row index of a resource, adding a row for a resource not seen before."""
         i = self.resource_index.get(resource)
         if i is None:
@@ -114,7 +114,7 @@ class NodeColumns:
 
     def _vector(self, amounts: Mapping[str, int]) -> npt.NDArray[np.int64]:
         for name in amounts:
-            self.column(name)
+            self.resource_row(name)
         v = np.zeros(len(self.resources), dtype=np.int64)
         for name, amount in amounts.items():
             v[self.resource_index[name]] = amount
@@ -217,13 +217,17 @@ class NodeColumns:
             else:
                 self.upsert(record)
 
-    def add(self, name: str, request: Resources) -> None:
-        """Take a request on a node in this view (a tentative placement)."""
+    def take(self, name: str, request: Resources) -> None:
+        """Count a request on a node of this table (a placement decided or held)."""
         i = self.index[name]
         index = self.resource_index
         for resource, amount in request.items():
             r = index.get(resource)
-            self.allocated[r if r is not None else self.column(resource), i] += amount
+            self.allocated[r if r is not None else self.resource_row(resource), i] += amount
+
+    def give_back(self, name: str, request: Resources) -> None:
+        """Undo :meth:`take` (a placement that will not happen)."""
+        self.take(name, Resources() - request)
 
     # -- queries ----------------------------------------------------------------------
 
@@ -277,7 +281,7 @@ class NodeColumns:
             self._owners = np.array(self.owner, dtype=np.str_) if self.owner else np.zeros(0, dtype=np.str_)
         return self._owners
 
-    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+    def memo_until_topology_changes(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, cached under ``key`` until a node is added or removed or changes
         owner, labels or taints: for values that depend on those and not on the figures
         (e.g. a scheduler's shard ranks). The value is shared: treat it as read-only."""
@@ -285,9 +289,9 @@ class NodeColumns:
             self._derived[key] = compute()
         return cast(T, self._derived[key])
 
-    def copy(self) -> NodeColumns:
+    def snapshot(self) -> NodeTable:
         """An independent copy (a session's snapshot); label data is shared, it is replaced, not mutated."""
-        c = NodeColumns.__new__(NodeColumns)
+        c = NodeTable.__new__(NodeTable)
         c.resources = list(self.resources)
         c.resource_index = dict(self.resource_index)
         c.names = list(self.names)

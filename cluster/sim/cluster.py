@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from cluster.model.binding import Binding, Eviction, Failure
 from cluster.sim.pods import pod_duration
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
-from cluster.store.records import BindFailure, Binding, Eviction, PodRecord
+from cluster.store.records import PodRecord
 from cluster.store.scripts import Script
 from cluster.store.store import Store
 
@@ -94,17 +95,17 @@ class SimBindTarget:
         self.store = store
         self._nodes = Script("cluster.store", "pod_nodes")  # one round trip for the whole batch
 
-    async def bind(self, bindings: Sequence[Binding]) -> list[BindFailure | None]:
+    async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
         if not bindings:
             return []
         nodes = await self._nodes.call(self.store.client, [self.store.keys.rv],
                                        [self.store.keys.prefix, 0, *(b.uid for b in bindings)])
-        out: list[BindFailure | None] = []
+        out: list[Failure | None] = []
         for b, node in zip(bindings, nodes):
             if node is None:
-                out.append(BindFailure(reason="pod not found"))
+                out.append(Failure(reason="pod not found"))
             elif node.decode() != b.node:
-                out.append(BindFailure(reason=f"pod is bound to {node.decode()!r}"))
+                out.append(Failure(reason=f"pod is bound to {node.decode()!r}"))
             else:
                 out.append(None)
         return out
@@ -117,7 +118,7 @@ class SimEvictor:
         self.store = store
         self.evicted = 0
 
-    async def evict(self, evictions: Sequence[Eviction]) -> list[BindFailure | None]:
+    async def evict(self, evictions: Sequence[Eviction]) -> list[Failure | None]:
         versions = await self.store.delete_pods([e.uid for e in evictions])
         self.evicted += sum(1 for v in versions if v)
-        return [None if v else BindFailure(reason="pod not found") for v in versions]
+        return [None if v else Failure(reason="pod not found") for v in versions]

@@ -120,31 +120,6 @@ def pod_record(uid: str, fields: dict[bytes, bytes]) -> PodRecord:
     )
 
 
-class Binding(msgspec.Struct, frozen=True, kw_only=True):
-    """A committed placement to make real in the cluster (the ``pods/binding`` POST)."""
-
-    uid: str
-    namespace: str
-    name: str
-    node: str
-
-
-class Eviction(msgspec.Struct, frozen=True, kw_only=True):
-    """A running pod a scheduler evicts (preempt, reclaim): deleted in the cluster, released when gone."""
-
-    uid: str
-    namespace: str
-    name: str
-    node: str
-    reason: str  # e.g. "preempted by team-a/train-7"
-
-
-class BindFailure(msgspec.Struct, frozen=True, kw_only=True):
-    """Why a binding did not happen: the pod is gone, bound elsewhere, or the API failed."""
-
-    reason: str
-
-
 class Update(msgspec.Struct, kw_only=True):
     """What changed. ``full``: a complete listing, anything not in it is gone.
 

@@ -9,14 +9,14 @@ import msgspec
 from agent_scheduler.core import Choice, CoreConfig, NoFit, ScoreKind, Task, decide
 from cluster.model.resources import Resources
 from cluster.nodeview.shard import ShardingMode
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord
 from tests.builders import node, pod
 
 
-def columns(*specs: tuple[str, int, int, str]) -> NodeColumns:
+def columns(*specs: tuple[str, int, int, str]) -> NodeTable:
     """(name, cpu millicores allocatable, cpu used, owner)."""
-    return NodeColumns(NodeRecord(name=n, allocatable=Resources({"cpu": a, "memory": 2**36, "pods": 110}),
+    return NodeTable(NodeRecord(name=n, allocatable=Resources({"cpu": a, "memory": 2**36, "pods": 110}),
                                   allocated=Resources({"cpu": u}), version=7, owner=o, unschedulable=False, node=node(n))
                        for n, a, u, o in specs)
 
@@ -29,9 +29,9 @@ def task(name: str, cpu: str = "1") -> Task:
 def test_binpack_fills_the_fullest_node_least_allocated_the_emptiest() -> None:
     cols = columns(("empty", 8000, 0, ""), ("half", 8000, 4000, ""), ("full", 8000, 6500, ""))
     one = CoreConfig(candidates=1, sharding=ShardingMode.NONE)
-    [c] = decide(cols.copy(), [task("a")], one, random.Random(0))
+    [c] = decide(cols.snapshot(), [task("a")], one, random.Random(0))
     assert isinstance(c, Choice) and c.node == "full" and c.version == 7
-    [c] = decide(cols.copy(), [task("a")], msgspec.structs.replace(one, score=ScoreKind.LEAST_ALLOCATED), random.Random(0))
+    [c] = decide(cols.snapshot(), [task("a")], msgspec.structs.replace(one, score=ScoreKind.LEAST_ALLOCATED), random.Random(0))
     assert isinstance(c, Choice) and c.node == "empty"
 
 
@@ -46,23 +46,23 @@ def test_choices_are_applied_before_the_next_pod() -> None:
 
 def test_top_k_draw_is_seeded_and_spreads_ties() -> None:
     cols = columns(*[(f"n{i}", 8000, 0, "") for i in range(10)])
-    picks = {decide(cols.copy(), [task("x")], CoreConfig(candidates=5), random.Random(seed))[0].node for seed in range(40)}  # type: ignore[union-attr]
+    picks = {decide(cols.snapshot(), [task("x")], CoreConfig(candidates=5), random.Random(seed))[0].node for seed in range(40)}  # type: ignore[union-attr]
     assert len(picks) == 5
-    again = [decide(cols.copy(), [task("x")], CoreConfig(candidates=5), random.Random(3))[0] for _ in range(3)]
+    again = [decide(cols.snapshot(), [task("x")], CoreConfig(candidates=5), random.Random(3))[0] for _ in range(3)]
     assert again[0] == again[1] == again[2]
 
 
 def test_sharding_modes() -> None:
     cols = columns(("mine", 8000, 0, "agent-scheduler"), ("free", 8000, 7000, ""), ("theirs", 8000, 7000, "volcano"))
     soft = CoreConfig(candidates=1)
-    [c] = decide(cols.copy(), [task("a")], soft, random.Random(0))
+    [c] = decide(cols.snapshot(), [task("a")], soft, random.Random(0))
     assert isinstance(c, Choice) and c.node == "mine"  # own shard first, though binpack prefers fuller nodes
     hard = CoreConfig(candidates=1, sharding=ShardingMode.HARD)
-    out = decide(cols.copy(), [task(f"h{i}", cpu="4") for i in range(3)], hard, random.Random(0))
+    out = decide(cols.snapshot(), [task(f"h{i}", cpu="4") for i in range(3)], hard, random.Random(0))
     assert [type(c).__name__ for c in out] == ["Choice", "Choice", "NoFit"]
     assert {c.node for c in out if isinstance(c, Choice)} == {"mine"}
     assert "another scheduler's shard" in out[2].reason  # type: ignore[union-attr]
-    [c] = decide(cols.copy(), [task("n")], CoreConfig(candidates=1, sharding=ShardingMode.NONE), random.Random(0))
+    [c] = decide(cols.snapshot(), [task("n")], CoreConfig(candidates=1, sharding=ShardingMode.NONE), random.Random(0))
     assert isinstance(c, Choice) and c.node in {"free", "theirs"}
 
 

@@ -61,7 +61,7 @@ async def test_a_batch_of_old_records_binds_a_pod_committed_meanwhile_and_drops_
         assert isinstance(done, Committed)
         await store.delete_pods([gone.uid])
         deadline = time.monotonic() + 10
-        while worker.columns.free()[worker.columns.column("cpu"), worker.columns.index["n1"]] > 6000:
+        while worker.columns.free()[worker.columns.resource_row("cpu"), worker.columns.index["n1"]] > 6000:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)  # the replica has seen the commit: only n0 seems to fit
         result = await worker.schedule([old[early.uid], old[gone.uid]])
@@ -82,10 +82,10 @@ async def test_a_refresh_of_the_replica_keeps_placements_whose_commit_is_still_i
     await worker.start()
     try:
         cols = worker.columns
-        cpu, i = cols.column("cpu"), cols.index["n0"]
+        cpu, i = cols.resource_row("cpu"), cols.index["n0"]
         p = make_pod("inflight", requests={"cpu": "10"}, scheduler="agent-scheduler")
         placement = Placement(uid=p.uid, node="n0", request=p.request(), version=int(cols.version[i]))
-        cols.add("n0", placement.request)  # decided: the tentative placement
+        cols.take("n0", placement.request)  # decided: the tentative placement
         held = worker.assumed.assume("n0", placement.request, taken=True)  # and its commit is on its way
         before = int(cols.version[i])
         await store.upsert_nodes([node("n0", cpu="16", labels={"zone": "a"})])  # the node changes meanwhile

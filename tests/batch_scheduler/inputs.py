@@ -19,7 +19,7 @@ from batch_scheduler.session_input import SessionConfig, SessionInput
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroup, Queue
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord, PodRecord
 
 SCHEDULER = "volcano"
@@ -92,14 +92,14 @@ def priority_class(name: str, value: int, *, global_default: bool = False) -> Pr
 
 
 def columns(nodes: Iterable[Node], pods: Iterable[PodRecord] = (),
-            used: Mapping[str, Mapping[str, int]] | None = None) -> NodeColumns:
+            used: Mapping[str, Mapping[str, int]] | None = None) -> NodeTable:
     """Columns over ``nodes``; a node's allocated figure is its bound pods' requests plus ``used[node]``
     (what other schedulers placed there)."""
     allocated: dict[str, Resources] = {name: Resources(extra) for name, extra in (used or {}).items()}
     for p in pods:
         if p.node and p.phase not in ("Succeeded", "Failed"):
             allocated[p.node] = allocated.get(p.node, Resources()) + p.request
-    return NodeColumns([NodeRecord(name=n.name, allocatable=n.allocatable_resources(),
+    return NodeTable([NodeRecord(name=n.name, allocatable=n.allocatable_resources(),
                                    allocated=allocated.get(n.name, Resources()), version=1, owner="",
                                    unschedulable=n.unschedulable, node=n) for n in nodes])
 

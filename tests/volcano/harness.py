@@ -36,7 +36,7 @@ from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.shard import ShardingMode
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord, PodRecord
 from tests.batch_scheduler.inputs import parse
 
@@ -105,14 +105,14 @@ def _record(pod: Pod) -> PodRecord:
                      accounted=node if phase not in TERMINAL else "", phase=phase, version=1)
 
 
-def _columns(nodes: Sequence[Node], records: Sequence[PodRecord], case: Case) -> NodeColumns:
+def _columns(nodes: Sequence[Node], records: Sequence[PodRecord], case: Case) -> NodeTable:
     allocated: dict[str, Resources] = {}
     for r in records:
         if r.accounted:
             allocated[r.accounted] = allocated.get(r.accounted, Resources()) + r.request
     in_shard = set(case.nodes_in_shard)
     owner = (lambda n: SCHEDULER if n in in_shard else OTHER_SCHEDULER) if case.sharding_mode else (lambda n: "")
-    return NodeColumns([NodeRecord(name=n.name, allocatable=n.allocatable_resources(),
+    return NodeTable([NodeRecord(name=n.name, allocatable=n.allocatable_resources(),
                                    allocated=allocated.get(n.name, Resources()), version=1, owner=owner(n.name),
                                    unschedulable=n.unschedulable, node=n) for n in nodes])
 

@@ -8,9 +8,9 @@ from binder.bind import bind_committed
 from binder.commit import Binder
 from binder.results import Committed, Placement
 from cluster.kube.bind import KubeTarget
+from cluster.model.binding import Binding, Eviction, Failure
 from cluster.sim.pods import make_pod
 from cluster.store.audit import audit
-from cluster.store.records import BindFailure, Binding, Eviction
 from cluster.store.store import Store
 from tests.builders import node
 from tests.kubeapi.fixtures import kube_api  # noqa: F401
@@ -33,15 +33,15 @@ async def test_bindings_land_and_a_bound_or_missing_pod_is_a_failure_to_release(
                                    Binding(uid="ub", namespace="default", name="b", node="n2"),
                                    Binding(uid="uc", namespace="default", name="ghost", node="n1")])
         assert first[:2] == [None, None]
-        assert first[2] == BindFailure(reason="pod not found")
+        assert first[2] == Failure(reason="pod not found")
         assert core.read_namespaced_pod("a", "default").spec.node_name == "n1"
         assert core.read_namespaced_pod("b", "default").spec.node_name == "n2"
         again = await target.bind([Binding(uid="ua", namespace="default", name="a", node="n2")])
-        assert again == [BindFailure(reason="pod already bound")]
+        assert again == [Failure(reason="pod already bound")]
         assert core.read_namespaced_pod("a", "default").spec.node_name == "n1"
         evicted = await target.evict([Eviction(uid="ub", namespace="default", name="b", node="n2", reason="preempted by default/x"),
                                       Eviction(uid="uz", namespace="default", name="ghost", node="n1", reason="x")])
-        assert evicted == [None, BindFailure(reason="pod not found")]
+        assert evicted == [None, Failure(reason="pod not found")]
         names = [p.metadata.name for p in core.list_namespaced_pod("default").items]
         assert names == ["a"]
         events = [(e.involved_object.name, e.reason, e.message) for e in core.list_namespaced_event("default").items]
@@ -84,7 +84,7 @@ async def test_a_pod_deleted_between_commit_and_bind_gives_its_reservation_back(
         outcome = await bind_committed(binder, target, [Binding(uid="uid-p", namespace="default", name="p", node="n1")])
     finally:
         target.close()
-    assert outcome == [BindFailure(reason="pod not found")]
+    assert outcome == [Failure(reason="pod not found")]
     [n1] = await store.list_nodes()
     assert not n1.allocated.get("cpu")  # released
     assert await store.pending("volcano") == ["uid-p"]  # pending again, until the mirror sees it gone

@@ -339,12 +339,12 @@ def test_podgroup() -> None:
         PodGroup,
     )  # fmt: skip
     assert (pg.name, pg.namespace, pg.spec.min_member, pg.spec.queue) == ("trainer-pg", "team-a", 4, "research")
-    assert pg.min_resources_resources() == {"cpu": 32000, GPU: 32}
+    assert pg.min_resources_amounts() == {"cpu": 32000, GPU: 32}
     assert pg.status.conditions[0].transition_id == "abc" and pg.status.running == 2
     assert b'"transitionID":"abc"' in msgspec.json.encode(pg)
     bare = from_builtins({"metadata": {"name": "g"}}, PodGroup)
     assert (bare.spec.min_member, bare.spec.queue, bare.status.phase, bare.status.failed) == (1, "default", "Pending", 0)
-    assert bare.min_resources_resources() == Resources()
+    assert bare.min_resources_amounts() == Resources()
 
 
 def test_queue() -> None:

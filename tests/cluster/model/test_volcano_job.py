@@ -134,7 +134,7 @@ def test_min_member_and_min_resources(spec: dict[str, Any], min_member: int, min
     group, _ = expand_job(tf_job(**spec))
     assert group.spec.min_member == min_member
     assert group.spec.min_resources == min_resources
-    assert group.min_resources_resources()  # parses back
+    assert group.min_resources_amounts()  # parses back
 
 
 def test_defaults() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cluster.model.resources import Resources
 from cluster.nodeview.assume import Assumed
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord, Update
 from tests.builders import node
 
@@ -16,12 +16,12 @@ def record(name: str, used: int, version: int) -> NodeRecord:
                       version=version, owner="", unschedulable=False, node=node(name))
 
 
-def cpu(table: NodeColumns, name: str) -> int:
+def cpu(table: NodeTable, name: str) -> int:
     return int(table.allocated[table.resource_index["cpu"], table.index[name]])
 
 
 def test_an_assumed_placement_survives_refreshes_from_records_that_do_not_count_it() -> None:
-    table = NodeColumns([record("a", 0, 1)])
+    table = NodeTable([record("a", 0, 1)])
     held = Assumed(table)
     token = held.assume("a", POD)
     assert cpu(table, "a") == 1000
@@ -37,7 +37,7 @@ def test_an_assumed_placement_survives_refreshes_from_records_that_do_not_count_
 
 
 def test_forget_gives_the_request_back_and_ends_the_token() -> None:
-    table = NodeColumns([record("a", 0, 1)])
+    table = NodeTable([record("a", 0, 1)])
     held = Assumed(table)
     token = held.assume("a", POD)
     held.forget(token)
@@ -47,15 +47,15 @@ def test_forget_gives_the_request_back_and_ends_the_token() -> None:
 
 
 def test_a_placement_the_decision_already_took_is_not_counted_twice() -> None:
-    table = NodeColumns([record("a", 0, 1)])
-    table.add("a", POD)  # the agent core takes as it decides
+    table = NodeTable([record("a", 0, 1)])
+    table.take("a", POD)  # the agent core takes as it decides
     held = Assumed(table)
     held.assume("a", POD, taken=True)
     assert cpu(table, "a") == 1000
 
 
 def test_confirm_after_the_feed_already_delivered_the_commit_drops_the_double_count() -> None:
-    table = NodeColumns([record("a", 0, 1)])
+    table = NodeTable([record("a", 0, 1)])
     held = Assumed(table)
     token = held.assume("a", POD)
     held.apply(Update(version=5, full=False, nodes={"a": record("a", 1000, 5)}))  # counts it: now 2000 held
@@ -65,7 +65,7 @@ def test_confirm_after_the_feed_already_delivered_the_commit_drops_the_double_co
 
 
 def test_binder_figures_at_the_confirmed_version_end_the_token() -> None:
-    table = NodeColumns([record("a", 0, 1)])
+    table = NodeTable([record("a", 0, 1)])
     held = Assumed(table)
     token = held.assume("a", POD)
     held.confirm(token, 2)
@@ -75,7 +75,7 @@ def test_binder_figures_at_the_confirmed_version_end_the_token() -> None:
 
 
 def test_a_removed_node_ends_its_tokens() -> None:
-    table = NodeColumns([record("a", 0, 1), record("b", 0, 1)])
+    table = NodeTable([record("a", 0, 1), record("b", 0, 1)])
     held = Assumed(table)
     held.assume("a", POD)
     held.assume("b", POD)

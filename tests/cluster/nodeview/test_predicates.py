@@ -29,7 +29,7 @@ from cluster.nodeview.predicates import (
     taint_mask,
     term_mask,
 )
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.sim.pools import TaintSpec
 from cluster.store.records import NodeRecord
 from tests.builders import node
@@ -40,11 +40,11 @@ def record(n: Node, *, used: Mapping[str, int] | None = None, owner: str = "") -
                       version=1, owner=owner, unschedulable=n.unschedulable, node=n)
 
 
-def columns_of(*nodes: Node) -> NodeColumns:
-    return NodeColumns([record(n) for n in nodes])
+def columns_of(*nodes: Node) -> NodeTable:
+    return NodeTable([record(n) for n in nodes])
 
 
-def names(cols: NodeColumns, mask: np.ndarray[Any, Any]) -> list[str]:
+def names(cols: NodeTable, mask: np.ndarray[Any, Any]) -> list[str]:
     assert mask.dtype == np.bool_ and mask.shape == (len(cols),)
     return [cols.names[i] for i in np.flatnonzero(mask)]
 
@@ -225,7 +225,7 @@ def test_masks_follow_label_and_taint_changes_and_copies_stay_independent() -> N
     cols = columns_of(node("x", labels={"zone": "a"}), node("y", labels={"zone": "b"}))
     assert names(cols, selector_mask(cols, {"zone": "a"})) == ["x"]
     assert names(cols, taint_mask(cols, [])) == ["x", "y"]
-    snap = cols.copy()
+    snap = cols.snapshot()
     cols.upsert(record(node("y", labels={"zone": "a"}, taints=[TaintSpec(key="k")])))
     assert names(cols, selector_mask(cols, {"zone": "a"})) == ["x", "y"]
     assert names(cols, taint_mask(cols, [])) == ["x"]
@@ -252,7 +252,7 @@ def test_a_node_added_without_labels_or_taints_gets_masks_of_the_right_length() 
 
 
 def test_resources_fit_and_shortages_per_resource() -> None:
-    cols = NodeColumns([
+    cols = NodeTable([
         record(node("roomy", cpu="8", gpu=8)),
         record(node("busy", cpu="8", gpu=8), used={"cpu": 7000}),
         record(node("cpu-only", cpu="32")),
@@ -265,7 +265,7 @@ def test_resources_fit_and_shortages_per_resource() -> None:
 
 
 def test_an_exact_fit_fits_and_zero_amounts_are_not_requests() -> None:
-    cols = NodeColumns([record(node("n", cpu="8"), used={"cpu": 6000})])
+    cols = NodeTable([record(node("n", cpu="8"), used={"cpu": 6000})])
     fit, short = resources_fit(cols, {"cpu": 2000, "nvidia.com/gpu": 0})
     assert list(fit) == [True] and list(short) == ["cpu"]
 
@@ -285,7 +285,7 @@ OTHER_TAINT = TaintSpec(key="dedicated", value="infer", effect="NoSchedule")
 GOOD = {"zone": "a", "pool": "train"}
 
 
-def cluster_of_twelve() -> tuple[NodeColumns, np.ndarray[Any, np.dtype[np.bool_]]]:
+def cluster_of_twelve() -> tuple[NodeTable, np.ndarray[Any, np.dtype[np.bool_]]]:
     """Each node fails (first) a known predicate; later failures must not be counted."""
     spec: list[tuple[Node, dict[str, int], bool]] = [  # node, used, in our shard
         (node("unsched", gpu=8, labels={"zone": "b"}, taints=[OTHER_TAINT], unschedulable=True), {}, False),
@@ -301,7 +301,7 @@ def cluster_of_twelve() -> tuple[NodeColumns, np.ndarray[Any, np.dtype[np.bool_]
         (node("ok-1", gpu=8, labels=GOOD, taints=[GPU_TAINT]), {}, True),
         (node("ok-2", gpu=8, labels=GOOD), {"nvidia.com/gpu": 6}, True),
     ]
-    cols = NodeColumns([record(n, used=used) for n, used, _ in spec])
+    cols = NodeTable([record(n, used=used) for n, used, _ in spec])
     return cols, np.array([ours for _, _, ours in spec])
 
 
@@ -355,7 +355,7 @@ def test_without_a_shard_mask_or_pod_constraints_only_taints_schedulability_and_
 
 
 def test_a_node_short_of_several_resources_counts_under_each() -> None:
-    cols = NodeColumns([record(node("n", cpu="1", gpu=1)), record(node("m", cpu="8", gpu=8))])
+    cols = NodeTable([record(node("n", cpu="1", gpu=1)), record(node("m", cpu="8", gpu=8))])
     result = filter_nodes(cols, pod_with(), Resources({"cpu": 2000, "nvidia.com/gpu": 2}))
     assert result.failed == {"Insufficient cpu": 1, "Insufficient nvidia.com/gpu": 1}
     assert result.reason() == "1/2 nodes are available: 1 Insufficient cpu, 1 Insufficient nvidia.com/gpu."

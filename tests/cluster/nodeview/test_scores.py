@@ -24,7 +24,7 @@ from cluster.nodeview.scores import (
     preferred_affinity,
     requested_score,
 )
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord
 from tests.builders import node
 
@@ -38,8 +38,8 @@ def record(name: str, allocatable: Mapping[str, int], used: Mapping[str, int] | 
                       owner="", unschedulable=False, node=Node(metadata=ObjectMeta(name=name, labels=dict(labels or {}))))
 
 
-def columns(*records: NodeRecord) -> NodeColumns:
-    return NodeColumns(records)
+def columns(*records: NodeRecord) -> NodeTable:
+    return NodeTable(records)
 
 
 def terms(*items: tuple[int, dict[str, Any]]) -> list[PreferredSchedulingTerm]:
@@ -157,10 +157,10 @@ def test_label_bonus_marks_nodes_with_the_label_value() -> None:
 
 def test_scores_work_on_builder_nodes_and_an_empty_cluster() -> None:
     n = node("g", cpu="8", gpu=8)
-    cols = NodeColumns([NodeRecord(name="g", allocatable=n.allocatable_resources(), allocated=Resources(), version=1,
+    cols = NodeTable([NodeRecord(name="g", allocatable=n.allocatable_resources(), allocated=Resources(), version=1,
                                    owner="", unschedulable=False, node=n)])
     assert most_allocated(cols, {"nvidia.com/gpu": 4}, {"nvidia.com/gpu": 1.0})[0] == 0.5
-    empty = NodeColumns()
+    empty = NodeTable()
     for score in (most_allocated(empty, SMALL, CPU_MEM), least_allocated(empty, SMALL, CPU_MEM),
                   balanced_allocation(empty, SMALL), preferred_affinity(empty, terms()), label_bonus(empty, "k", "v")):
         assert score.shape == (0,)

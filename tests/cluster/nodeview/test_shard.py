@@ -11,13 +11,13 @@ from cluster.nodeview.shard import (
     shard_feasible,
     shard_rank,
 )
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord
 from tests.builders import node
 
 
-def columns(owners: dict[str, str]) -> NodeColumns:
-    return NodeColumns(NodeRecord(name=n, allocatable=Resources({"cpu": 1000}), allocated=Resources(), version=1, owner=o,
+def columns(owners: dict[str, str]) -> NodeTable:
+    return NodeTable(NodeRecord(name=n, allocatable=Resources({"cpu": 1000}), allocated=Resources(), version=1, owner=o,
                                   unschedulable=False, node=node(n)) for n, o in owners.items())
 
 

@@ -9,11 +9,11 @@ import pytest
 from binder.bind import bind_committed
 from binder.commit import Binder
 from binder.results import Committed, Placement
+from cluster.model.binding import Binding
 from cluster.model.resources import Resources
 from cluster.sim.cluster import SimBindTarget, SimCluster
 from cluster.sim.pools import parse_pools, pool_nodes
 from cluster.store.audit import audit
-from cluster.store.records import Binding
 from cluster.store.store import Store
 from tests.builders import pod
 

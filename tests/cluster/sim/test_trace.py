@@ -13,7 +13,7 @@ import pytest
 from cluster.model.core import Node
 from cluster.model.resources import Resources
 from cluster.nodeview.predicates import filter_nodes
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.sim.pods import pod_duration
 from cluster.sim.trace import (
     DEFAULT_MAPPING,
@@ -48,8 +48,8 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def columns_of(nodes: list[Node]) -> NodeColumns:
-    return NodeColumns([NodeRecord(name=n.name, allocatable=n.allocatable_resources(), allocated=Resources(),
+def columns_of(nodes: list[Node]) -> NodeTable:
+    return NodeTable([NodeRecord(name=n.name, allocatable=n.allocatable_resources(), allocated=Resources(),
                                    version=1, owner="", unschedulable=n.unschedulable, node=n) for n in nodes])
 
 
@@ -89,7 +89,7 @@ def test_whole_and_shared_gpus_draw_on_one_per_node_total(tmp_path: Path) -> Non
     cols = columns_of(nodes)
     share, whole = (to_pod(pod_named(pods, n), "s") for n in ("share", "whole"))
     assert filter_nodes(cols, whole, whole.request()).available == 1
-    cols.add("n", share.request())
+    cols.take("n", share.request())
     assert filter_nodes(cols, whole, whole.request()).reason() == f"0/1 nodes are available: 1 Insufficient {GPU_MILLI}."
 
 

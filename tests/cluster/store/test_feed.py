@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from cluster.nodeview.table import NodeColumns
+from cluster.nodeview.table import NodeTable
 from cluster.store.feed import FeedReader, FeedTrimmed, Informer
 from cluster.store.keys import Kind
 from cluster.store.store import Store
@@ -39,7 +39,7 @@ async def test_informer_lists_then_follows_and_relists_after_a_trim(store: Store
     await store.upsert_nodes([node("n1"), node("n2")])
     informer = Informer(store, [Kind.NODE], block_ms=100)
     updates = informer.updates()
-    columns = NodeColumns()
+    columns = NodeTable()
     first = await anext(updates)
     assert first.full and set(first.nodes) == {"n1", "n2"}
     columns.apply(first)
