@@ -14,10 +14,14 @@ demo: setup redis
 test: setup redis check
 	$(BIN)/python -m pytest
 
-# The mechanical gates: pyflakes-level ruff over the code and tests, mypy --strict (pyproject.toml).
+# The mechanical gates: ruff (lint, pyproject's [tool.ruff]) and its formatter, mypy --strict,
+# and the layering contracts (tests/test_layering.py, tests/batch_scheduler/test_imports.py).
+SOURCES := cluster binder sharding batch_scheduler agent_scheduler caldera tests
 check: setup
-	$(BIN)/python -m ruff check --select F --no-cache cluster binder sharding batch_scheduler agent_scheduler caldera tests
+	$(BIN)/python -m ruff check --no-cache $(SOURCES)
+	$(BIN)/python -m ruff format --no-cache --check $(SOURCES)
 	$(BIN)/python -m mypy
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_layering.py tests/batch_scheduler/test_imports.py
 
 setup: $(STAMP)
 

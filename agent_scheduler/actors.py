@@ -12,6 +12,7 @@ other workers as before.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import signal
@@ -154,7 +155,9 @@ class RayWorker:
         self.name = name
         self.timeout = timeout
         self.spec = spec
-        self.actor: Any = WorkerActor.options(name=None, max_concurrency=CONCURRENCY + 4).remote(msgspec.msgpack.encode(spec))  # type: ignore[attr-defined]
+        self.actor: Any = WorkerActor.options(  # type: ignore[attr-defined]
+            name=None, max_concurrency=CONCURRENCY + 4
+        ).remote(msgspec.msgpack.encode(spec))
         self.pid = 0
         token = uuid.uuid4().hex[:12]
         keys = Keys(spec.cluster)
@@ -169,8 +172,10 @@ class RayWorker:
         self.pid = await asyncio.wait_for(self.actor.start.remote(), timeout=120)
         self.client = connect(self.spec.redis_url)
         serving = self.actor.serve.remote(self.inbox, self.outbox)
-        self.tasks = [asyncio.create_task(self._read(), name=f"worker-{self.name}-answers"),
-                      asyncio.create_task(self._watch(serving), name=f"worker-{self.name}-watch")]
+        self.tasks = [
+            asyncio.create_task(self._read(), name=f"worker-{self.name}-answers"),
+            asyncio.create_task(self._watch(serving), name=f"worker-{self.name}-watch"),
+        ]
 
     async def _watch(self, serving: Any) -> None:
         """The actor's ``serve`` call ends only when the actor stops or dies."""
@@ -222,10 +227,9 @@ class RayWorker:
             del self.waiting[call.id]
 
     async def stop(self) -> None:
-        try:
+        # The actor may already be dead; killing it is what matters.
+        with contextlib.suppress(Exception):
             await asyncio.wait_for(self.actor.stop.remote(), timeout=5)
-        except Exception:  # the actor may already be dead; killing it is what matters
-            pass
         ray.kill(self.actor)
         for task in self.tasks:
             task.cancel()

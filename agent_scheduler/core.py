@@ -65,13 +65,22 @@ class NoFit(msgspec.Struct, frozen=True, kw_only=True):
 
 def profile(config: CoreConfig) -> Profile:
     """The agent's profile of the placement framework, from its config."""
-    return agent_profile(scheduler=config.scheduler, sharding=config.sharding, binpack=config.score is ScoreKind.BINPACK,
-                         weights=config.weights, warmup_bonus=config.warmup_bonus, worker=config.worker,
-                         workers=config.workers, partition_bonus=config.partition_bonus, candidates=config.candidates)
+    return agent_profile(
+        scheduler=config.scheduler,
+        sharding=config.sharding,
+        binpack=config.score is ScoreKind.BINPACK,
+        weights=config.weights,
+        warmup_bonus=config.warmup_bonus,
+        worker=config.worker,
+        workers=config.workers,
+        partition_bonus=config.partition_bonus,
+        candidates=config.candidates,
+    )
 
 
-def decide(columns: NodeTable, tasks: Sequence[Task], config: CoreConfig, rng: random.Random,
-           chosen: Profile | None = None) -> list[Choice | NoFit]:
+def decide(
+    columns: NodeTable, tasks: Sequence[Task], config: CoreConfig, rng: random.Random, chosen: Profile | None = None
+) -> list[Choice | NoFit]:
     """A node for each task (taken on ``columns``, so the next task sees it), or why none fits."""
     if not len(columns):
         return [NoFit(uid=t.uid, reason="0/0 nodes are available: the cluster has no nodes.") for t in tasks]

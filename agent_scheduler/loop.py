@@ -49,9 +49,17 @@ class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class AgentLoop:
-    def __init__(self, store: Store, workers: Sequence[WorkerHandle], config: LoopConfig, *,
-                 metrics: AgentMetrics | None = None, binder_metrics: BinderMetrics | None = None,
-                 leading: Callable[[], bool] = lambda: True, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        store: Store,
+        workers: Sequence[WorkerHandle],
+        config: LoopConfig,
+        *,
+        metrics: AgentMetrics | None = None,
+        binder_metrics: BinderMetrics | None = None,
+        leading: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
         self.workers = list(workers)
         self.config = config
@@ -94,8 +102,12 @@ class AgentLoop:
                     self.bound_at.pop(uid, None)
             for uid, rec in update.pods.items():
                 # A pod with scheduling gates waits until they are all removed (kube-scheduler's rule).
-                if rec is not None and rec.pending and rec.scheduler == self.config.scheduler \
-                        and not rec.pod.spec.scheduling_gates:
+                if (
+                    rec is not None
+                    and rec.pending
+                    and rec.scheduler == self.config.scheduler
+                    and not rec.pod.spec.scheduling_gates
+                ):
                     self._enqueue(rec)
                     continue
                 freed |= rec is None or rec.phase in TERMINAL_PHASES
@@ -184,8 +196,13 @@ class AgentLoop:
     def stats(self) -> dict[str, object]:
         """The figures ``caldera status`` shows: pods bound, pods/s lately, the queue's depth."""
         self._recent.append((self.clock(), self.bound_total))
-        out: dict[str, object] = {"bound": self.bound_total, "queue": self.queue.depth(), "failed_workers": len(self.failed_workers),
-                                  "conflicts": self.totals["conflicts"], "conflicts_resolved": self.totals["resolved"]}
+        out: dict[str, object] = {
+            "bound": self.bound_total,
+            "queue": self.queue.depth(),
+            "failed_workers": len(self.failed_workers),
+            "conflicts": self.totals["conflicts"],
+            "conflicts_resolved": self.totals["resolved"],
+        }
         (t0, n0), (t1, n1) = self._recent[0], self._recent[-1]
         if t1 > t0:
             out["pods_per_s"] = round((n1 - n0) / (t1 - t0), 1)

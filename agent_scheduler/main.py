@@ -38,17 +38,33 @@ log = logger("agent-scheduler")
 
 def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
     p = Parser(prog=prog, description="The low-latency scheduler for agent-scheduler pods, with Ray-actor workers.")
-    p.add_argument("--scheduler-name", default="agent-scheduler", help="the schedulerName this process serves (default: agent-scheduler)")
+    p.add_argument(
+        "--scheduler-name",
+        default="agent-scheduler",
+        help="the schedulerName this process serves (default: agent-scheduler)",
+    )
     p.add_argument("--workers", type=int, default=2, help="Ray-actor workers (default: 2)")
     p.add_argument("--batch-size", type=int, default=256, help="most pods per worker call (default: 256)")
     p.add_argument("--inflight", type=int, default=2, help="batches in flight per worker (default: 2)")
     p.add_argument("--candidates", type=int, default=3, help="top-K nodes a choice is drawn from (default: 3)")
-    p.add_argument("--score", default="binpack", choices=[s.value for s in ScoreKind], help="node score (default: binpack)")
-    p.add_argument("--score-weights", default="cpu=1,memory=1", help="weight per resource in the score (default: cpu=1,memory=1)")
+    p.add_argument(
+        "--score", default="binpack", choices=[s.value for s in ScoreKind], help="node score (default: binpack)"
+    )
+    p.add_argument(
+        "--score-weights", default="cpu=1,memory=1", help="weight per resource in the score (default: cpu=1,memory=1)"
+    )
     p.add_argument("--max-retries", type=int, default=3, help="conflict retries inside one worker call (default: 3)")
-    p.add_argument("--sharding-mode", default="soft", choices=[m.value for m in ShardingMode],
-                   help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)")
-    p.add_argument("--ray-address", default="", help="empty: start a local Ray sized to this machine; auto or an address: join (default: empty)")
+    p.add_argument(
+        "--sharding-mode",
+        default="soft",
+        choices=[m.value for m in ShardingMode],
+        help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default="",
+        help="empty: start a local Ray sized to this machine; auto or an address: join (default: empty)",
+    )
     add_kube_flags(p)
     add_common_flags(p)
     return p
@@ -63,7 +79,9 @@ def parse_weights(text: str) -> dict[str, float]:
         except ValueError:
             w = -1.0
         if not sep or not name.strip() or w < 0:
-            raise ValueError(f"--score-weights: entry {part!r} (expected name=weight with a weight ≥ 0, e.g. cpu=1,memory=1)")
+            raise ValueError(
+                f"--score-weights: entry {part!r} (expected name=weight with a weight ≥ 0, e.g. cpu=1,memory=1)"
+            )
         weights[name.strip()] = w
     if not any(weights.values()):
         raise ValueError(f"--score-weights: {text!r} has no positive weight")
@@ -82,9 +100,13 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 def agent_config(args: argparse.Namespace) -> AgentConfig:
     worker = worker_config(args)
-    return AgentConfig(worker=worker, workers=args.workers, ray_address=args.ray_address,
-                       loop=LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
-                       kube=kube_connection(args, os.environ))
+    return AgentConfig(
+        worker=worker,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        loop=LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
+        kube=kube_connection(args, os.environ),
+    )
 
 
 def worker_config(args: argparse.Namespace) -> WorkerConfig:
@@ -93,16 +115,27 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
             raise ValueError(f"--{flag.replace('_', '-')}: {getattr(args, flag)} (expected a positive integer)")
     if args.max_retries < 0:
         raise ValueError(f"--max-retries: {args.max_retries} (expected 0 or more)")
-    core = CoreConfig(scheduler=args.scheduler_name, sharding=ShardingMode(args.sharding_mode), score=ScoreKind(args.score),
-                      weights=parse_weights(args.score_weights), candidates=args.candidates)
+    core = CoreConfig(
+        scheduler=args.scheduler_name,
+        sharding=ShardingMode(args.sharding_mode),
+        score=ScoreKind(args.score),
+        weights=parse_weights(args.score_weights),
+        candidates=args.candidates,
+    )
     return WorkerConfig(core=core, max_retries=args.max_retries)
 
 
 class AgentProcess:
     """The agent scheduler as a :class:`Component`: Ray workers, the loop, and (on Kubernetes) the shard reporter."""
 
-    def __init__(self, deps: Deps, process: ProcessConfig, agent: AgentConfig, metrics: AgentMetrics,
-                 binder_metrics: BinderMetrics) -> None:
+    def __init__(
+        self,
+        deps: Deps,
+        process: ProcessConfig,
+        agent: AgentConfig,
+        metrics: AgentMetrics,
+        binder_metrics: BinderMetrics,
+    ) -> None:
         self.deps, self.process, self.agent = deps, process, agent
         self.metrics, self.binder_metrics = metrics, binder_metrics
         self.loop: AgentLoop | None = None
@@ -121,20 +154,34 @@ class AgentProcess:
         workers = []
         try:
             for i in range(agent.workers):
-                spec = ActorSpec(redis_url=self.process.redis_url, cluster=keys.cluster, kube=agent.kube,
-                                 worker=WorkerConfig(core=msgspec.structs.replace(config.core, worker=i, workers=agent.workers),
-                                                     max_retries=config.max_retries, seed=i))
+                spec = ActorSpec(
+                    redis_url=self.process.redis_url,
+                    cluster=keys.cluster,
+                    kube=agent.kube,
+                    worker=WorkerConfig(
+                        core=msgspec.structs.replace(config.core, worker=i, workers=agent.workers),
+                        max_retries=config.max_retries,
+                        seed=i,
+                    ),
+                )
                 workers.append(RayWorker(f"w{i}", spec))
             await asyncio.gather(*(w.start() for w in workers))
             log.info("%d workers ready", len(workers))
             store = Store(self.deps.client, keys)
-            self.loop = AgentLoop(store, workers, agent.loop, metrics=self.metrics, binder_metrics=self.binder_metrics,
-                                  leading=self.deps.leading)
+            self.loop = AgentLoop(
+                store,
+                workers,
+                agent.loop,
+                metrics=self.metrics,
+                binder_metrics=self.binder_metrics,
+                leading=self.deps.leading,
+            )
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.loop.run(stop))
                 if agent.kube is not None:
-                    reporter = ShardStatusReporter(agent.kube.client(), agent.loop.scheduler, store, qps=agent.kube.qps,
-                                                   burst=agent.kube.burst)
+                    reporter = ShardStatusReporter(
+                        agent.kube.client(), agent.loop.scheduler, store, qps=agent.kube.qps, burst=agent.kube.burst
+                    )
                     tg.create_task(reporter.run(stop))
         finally:
             await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
@@ -150,6 +197,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler
     registry = CollectorRegistry()
     metrics, binder_metrics = AgentMetrics(registry), BinderMetrics(registry)
     elect = kube_elect(agent.kube) if agent.kube is not None else None
-    uvloop.run(run_process(process, registry, lambda deps: AgentProcess(deps, process, agent, metrics, binder_metrics),
-                           elect=elect))
+    uvloop.run(
+        run_process(
+            process, registry, lambda deps: AgentProcess(deps, process, agent, metrics, binder_metrics), elect=elect
+        )
+    )
     return 0

@@ -9,14 +9,25 @@ LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 1000
 
 class AgentMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.e2e_latency = Histogram("volcano_e2e_scheduling_latency_milliseconds",
-                                     "From a pod first seen pending to its binding, in milliseconds.",
-                                     buckets=LATENCY_BUCKETS_MS, registry=registry)
-        self.attempts = Counter("volcano_schedule_attempts_total",
-                                "Scheduling attempts by result (scheduled, unschedulable, error).", ["result"], registry=registry)
-        self.queue_depth = Gauge("caldera_agent_queue_depth", "Pods in each part of the scheduling queue.", ["queue"],
-                                 registry=registry)
-        self.batch_seconds = Histogram("caldera_agent_batch_duration_seconds",
-                                       "One worker call: decide, commit, retry conflicts, bind.", ["worker"],
-                                       buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 5.0),
-                                       registry=registry)
+        self.e2e_latency = Histogram(
+            "volcano_e2e_scheduling_latency_milliseconds",
+            "From a pod first seen pending to its binding, in milliseconds.",
+            buckets=LATENCY_BUCKETS_MS,
+            registry=registry,
+        )
+        self.attempts = Counter(
+            "volcano_schedule_attempts_total",
+            "Scheduling attempts by result (scheduled, unschedulable, error).",
+            ["result"],
+            registry=registry,
+        )
+        self.queue_depth = Gauge(
+            "caldera_agent_queue_depth", "Pods in each part of the scheduling queue.", ["queue"], registry=registry
+        )
+        self.batch_seconds = Histogram(
+            "caldera_agent_batch_duration_seconds",
+            "One worker call: decide, commit, retry conflicts, bind.",
+            ["worker"],
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 5.0),
+            registry=registry,
+        )

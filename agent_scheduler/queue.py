@@ -22,7 +22,6 @@ INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 
 
-
 class QueuePart(enum.StrEnum):
     """Where a pod waits: ``urgent`` (retry first), ``active``, ``backoff`` (after a failure), ``inflight`` (with a worker)."""
 
@@ -33,8 +32,9 @@ class QueuePart(enum.StrEnum):
 
 
 class SchedulingQueue:
-    def __init__(self, clock: Callable[[], float], *, initial_backoff: float = INITIAL_BACKOFF,
-                 max_backoff: float = MAX_BACKOFF) -> None:
+    def __init__(
+        self, clock: Callable[[], float], *, initial_backoff: float = INITIAL_BACKOFF, max_backoff: float = MAX_BACKOFF
+    ) -> None:
         self.clock = clock
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff

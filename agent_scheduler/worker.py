@@ -112,8 +112,13 @@ class Worker:
         if self._follower is not None:
             await self._follower
 
-    def _sort(self, records: list[PodRecord], tasks: list[Task], committed: list[tuple[Task, Committed, int]],
-              outcomes: list[Outcome]) -> None:
+    def _sort(
+        self,
+        records: list[PodRecord],
+        tasks: list[Task],
+        committed: list[tuple[Task, Committed, int]],
+        outcomes: list[Outcome],
+    ) -> None:
         """Pending pods into ``tasks``; pods committed but never bound into ``committed``; the rest are gone."""
         for rec in records:
             if rec.pending:
@@ -135,14 +140,22 @@ class Worker:
         while tasks and attempt <= self.config.max_retries:
             attempt += 1
             tasks = await self._attempt(tasks, attempt, call)
-        call.outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries",
-                                  attempts=attempt) for t in tasks]
+        call.outcomes += [
+            Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt)
+            for t in tasks
+        ]
         if call.stale:
             await self._restale(call)
         if call.committed:
             await self._bind(call)
-        return BatchResult(outcomes=call.outcomes, committed=len(call.committed), conflicts=call.conflicts,
-                           resolved=call.resolved, rejected=call.rejected, seconds=time.perf_counter() - start)
+        return BatchResult(
+            outcomes=call.outcomes,
+            committed=len(call.committed),
+            conflicts=call.conflicts,
+            resolved=call.resolved,
+            rejected=call.rejected,
+            seconds=time.perf_counter() - start,
+        )
 
     async def _attempt(self, tasks: list[Task], attempt: int, call: _Call) -> list[Task]:
         """One round: decide every task, commit the placements, sort the answers; the tasks to retry."""
@@ -151,7 +164,9 @@ class Worker:
         placements = []
         for d in decisions:
             if isinstance(d, NoFit):
-                call.outcomes.append(Outcome(uid=d.uid, kind=OutcomeKind.UNSCHEDULABLE, reason=d.reason, attempts=attempt))
+                call.outcomes.append(
+                    Outcome(uid=d.uid, kind=OutcomeKind.UNSCHEDULABLE, reason=d.reason, attempts=attempt)
+                )
             else:
                 placements.append(Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version))
         held = [self.assumed.assume(p.node, p.request, taken=True) for p in placements]  # decide took them
@@ -184,8 +199,11 @@ class Worker:
                 elif r.reason is Reason.ALREADY_BOUND:
                     call.stale.append(p.uid)
                 else:
-                    call.outcomes.append(Outcome(uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(),
-                                                 attempts=attempt))
+                    call.outcomes.append(
+                        Outcome(
+                            uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(), attempts=attempt
+                        )
+                    )
         for f in fresh:  # last: they already count this call's placements, and undo nothing
             if f.allocatable is not None and f.allocated is not None:
                 self.assumed.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable)
@@ -198,16 +216,20 @@ class Worker:
         call.outcomes += [Outcome(uid=u, kind=OutcomeKind.GONE) for u in stale if u not in fresh_records]
         again: list[Task] = []  # pending once more (released meanwhile): the loop tries them first thing
         self._sort([fresh_records[u] for u in stale if u in fresh_records], again, call.committed, call.outcomes)
-        call.outcomes += [Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="the pod changed while it was decided")
-                          for t in again]
+        call.outcomes += [
+            Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="the pod changed while it was decided") for t in again
+        ]
 
     async def _bind(self, call: _Call) -> None:
         committed = call.committed
-        bindings = [Binding(uid=t.uid, namespace=t.pod.namespace, name=t.pod.name, node=c.node) for t, c, _ in committed]
+        bindings = [
+            Binding(uid=t.uid, namespace=t.pod.namespace, name=t.pod.name, node=c.node) for t, c, _ in committed
+        ]
         failures = await bind_committed(self.binder, self.target, bindings)
         for (t, c, tries), failure in zip(committed, failures):
             if failure is None:
                 call.outcomes.append(Outcome(uid=t.uid, kind=OutcomeKind.BOUND, node=c.node, attempts=tries))
             else:
-                call.outcomes.append(Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason=f"bind failed: {failure.reason}",
-                                             attempts=tries))
+                call.outcomes.append(
+                    Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason=f"bind failed: {failure.reason}", attempts=tries)
+                )

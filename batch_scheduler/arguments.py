@@ -40,7 +40,9 @@ class Arguments(msgspec.Struct, frozen=True, kw_only=True):
         return cls.decode(arguments)
 
 
-def check_arguments(plugin: str, arguments: Mapping[str, str], accepted: Iterable[str] = (), prefixes: Iterable[str] = ()) -> None:
+def check_arguments(
+    plugin: str, arguments: Mapping[str, str], accepted: Iterable[str] = (), prefixes: Iterable[str] = ()
+) -> None:
     """Refuse an argument name the plugin does not know, naming what it accepts."""
     known, starts = set(accepted), tuple(prefixes)
     for name in arguments:

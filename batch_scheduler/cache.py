@@ -58,8 +58,11 @@ class BatchCache:
             if record.pending:
                 self.first_seen.setdefault(uid, now)
         objects = update.objects
-        for kind, target in ((Kind.PODGROUP, self.podgroups), (Kind.QUEUE, self.queues),
-                             (Kind.PRIORITYCLASS, self.priority_classes)):
+        for kind, target in (
+            (Kind.PODGROUP, self.podgroups),
+            (Kind.QUEUE, self.queues),
+            (Kind.PRIORITYCLASS, self.priority_classes),
+        ):
             if update.full:
                 target.clear()
             for name, obj in objects.get(kind, {}).items():
@@ -73,6 +76,12 @@ class BatchCache:
         now = self.clock()
         self.releasing = {u: t for u, t in self.releasing.items() if u in self.pods and now - t < RELEASING_TIMEOUT}
         pods = [r for r in self.pods.values() if r.phase not in TERMINAL_PHASES or r.group]
-        return SessionInput(columns=self.columns.snapshot(), pods=pods, podgroups=dict(self.podgroups),
-                            queues=dict(self.queues), priority_classes=dict(self.priority_classes),
-                            phases=dict(self.phases), releasing=frozenset(self.releasing))
+        return SessionInput(
+            columns=self.columns.snapshot(),
+            pods=pods,
+            podgroups=dict(self.podgroups),
+            queues=dict(self.queues),
+            priority_classes=dict(self.priority_classes),
+            phases=dict(self.phases),
+            releasing=frozenset(self.releasing),
+        )

@@ -112,8 +112,14 @@ class Chooser:
         ssn = self.ssn
         allowed = ssn.feasible(task, ignore_resources=True).mask.copy()
         value = self._values(task, allowed, None)
-        return _Template(task=task, allowed=allowed, value=value, seen=len(self.changes),
-                         own=np.zeros(ssn.n, dtype=np.int64), levels=[value.copy()])
+        return _Template(
+            task=task,
+            allowed=allowed,
+            value=value,
+            seen=len(self.changes),
+            own=np.zeros(ssn.n, dtype=np.int64),
+            levels=[value.copy()],
+        )
 
     def _level(self, template: _Template, j: int) -> Values:
         """Every node's value for the next task once ``j`` of the template's tasks are on it."""
@@ -146,7 +152,7 @@ class Chooser:
     def _refresh(self, key: Template, template: _Template) -> None:
         own = template.own
         touched: set[int] = set()
-        for row, changed_by, sign in self.changes[template.seen:]:
+        for row, changed_by, sign in self.changes[template.seen :]:
             touched.add(row)
             if own[row] >= 0 and changed_by == key:
                 own[row] += sign

@@ -123,7 +123,9 @@ class SchedulerConf(msgspec.Struct, frozen=True, kw_only=True):
     def build(self) -> PluginSet:
         """Fresh plugin instances for one session, sorted into the extension points."""
         plugins = self.registry.plugins
-        return PluginSet([[(plugins[o.name].create(o.name, o.decoded), o.disabled) for o in tier] for tier in self.tiers])
+        return PluginSet(
+            [[(plugins[o.name].create(o.name, o.decoded), o.disabled) for o in tier] for tier in self.tiers]
+        )
 
     def argument(self, action: str, name: str) -> str | None:
         return self.action_arguments.get(action, {}).get(name)
@@ -144,10 +146,13 @@ class SchedulerConf(msgspec.Struct, frozen=True, kw_only=True):
 # -- the sections -------------------------------------------------------------------------
 
 
-def _actions(raw: object, known: Mapping[str, ActionSpec],
-             warnings: list[str]) -> tuple[tuple[str, ...], list[Unimplemented]]:
+def _actions(
+    raw: object, known: Mapping[str, ActionSpec], warnings: list[str]
+) -> tuple[tuple[str, ...], list[Unimplemented]]:
     if not isinstance(raw, str) or not raw.strip():
-        raise ConfError('scheduler conf: actions: expected a comma-separated string, e.g. "enqueue, allocate, backfill"')
+        raise ConfError(
+            'scheduler conf: actions: expected a comma-separated string, e.g. "enqueue, allocate, backfill"'
+        )
     actions: list[str] = []
     missing: list[Unimplemented] = []
     for a in (a.strip() for a in raw.split(",") if a.strip()):
@@ -158,11 +163,15 @@ def _actions(raw: object, known: Mapping[str, ActionSpec],
                 missing.append(Unimplemented("action", a))
                 warnings.append(missing[-1].warning())
         elif REMOVED.get(a) == "action":
-            raise ConfError(f"scheduler conf: actions: {a!r} was removed from Volcano in v1.6 and caldera does not have "
-                            "it; take it out of actions")
+            raise ConfError(
+                f"scheduler conf: actions: {a!r} was removed from Volcano in v1.6 and caldera does not have "
+                "it; take it out of actions"
+            )
         else:
-            raise ConfError(f"scheduler conf: actions: unknown action {a!r} "
-                            f"({nearest(a, known.keys() | VOLCANO_ACTIONS)}known: {', '.join(sorted(known))})")
+            raise ConfError(
+                f"scheduler conf: actions: unknown action {a!r} "
+                f"({nearest(a, known.keys() | VOLCANO_ACTIONS)}known: {', '.join(sorted(known))})"
+            )
     return tuple(actions), missing
 
 
@@ -174,11 +183,13 @@ def _switches(raw: dict[Any, Any], where: str) -> tuple[frozenset[str], frozense
         if key in ("name", "arguments"):
             continue
         if key not in KNOWN_SWITCHES:
-            swapped = "enable" + str(key)[len("disable"):]
+            swapped = "enable" + str(key)[len("disable") :]
             if str(key).startswith("disable") and swapped in KNOWN_SWITCHES:
                 hint = f"Volcano's disable switches became enable switches: write {swapped}: {str(not value).lower()}"
             else:
-                hint = f"{nearest(str(key), KNOWN_SWITCHES)}expected name, arguments or one of Volcano's enable switches"
+                hint = (
+                    f"{nearest(str(key), KNOWN_SWITCHES)}expected name, arguments or one of Volcano's enable switches"
+                )
             raise ConfError(f"scheduler conf: {where}: unknown field {key!r} ({hint})")
         if not isinstance(value, bool):
             raise ConfError(f"scheduler conf: {where}.{key}: {value!r} is not true or false")
@@ -186,18 +197,23 @@ def _switches(raw: dict[Any, Any], where: str) -> tuple[frozenset[str], frozense
     return frozenset(disabled), frozenset(enabled)
 
 
-def _plugin(raw: object, where: str, known: Mapping[str, PluginSpec],
-            warnings: list[str]) -> PluginOption | Unimplemented:
+def _plugin(
+    raw: object, where: str, known: Mapping[str, PluginSpec], warnings: list[str]
+) -> PluginOption | Unimplemented:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise ConfError(f"scheduler conf: {where}: expected a mapping with a name (e.g. - name: gang)")
     name = raw["name"]
     spec = known.get(name)
     if spec is None and name not in VOLCANO_PLUGINS:
         if REMOVED.get(name) == "plugin":
-            raise ConfError(f"scheduler conf: {where}: plugin {name!r} was removed from Volcano in v1.6 and caldera does "
-                            "not have it; take it out of the tier")
-        raise ConfError(f"scheduler conf: {where}: unknown plugin {name!r} "
-                        f"({nearest(name, known.keys() | VOLCANO_PLUGINS)}known: {', '.join(sorted(known))})")
+            raise ConfError(
+                f"scheduler conf: {where}: plugin {name!r} was removed from Volcano in v1.6 and caldera does "
+                "not have it; take it out of the tier"
+            )
+        raise ConfError(
+            f"scheduler conf: {where}: unknown plugin {name!r} "
+            f"({nearest(name, known.keys() | VOLCANO_PLUGINS)}known: {', '.join(sorted(known))})"
+        )
     where = f"{where} ({name})"
     disabled, enabled = _switches(raw, where)
     given = mapping(raw.get("arguments"), f"{where}.arguments")
@@ -224,8 +240,9 @@ def _plugin(raw: object, where: str, known: Mapping[str, PluginSpec],
     return PluginOption(name=name, disabled=disabled, enabled=enabled, arguments=arguments, decoded=decoded)
 
 
-def _tiers(raw: object, known: Mapping[str, PluginSpec],
-           warnings: list[str]) -> tuple[tuple[tuple[PluginOption, ...], ...], list[Unimplemented]]:
+def _tiers(
+    raw: object, known: Mapping[str, PluginSpec], warnings: list[str]
+) -> tuple[tuple[tuple[PluginOption, ...], ...], list[Unimplemented]]:
     if not isinstance(raw, list) or not raw:
         raise ConfError("scheduler conf: tiers: expected a list of tiers, each with plugins")
     tiers: list[tuple[PluginOption, ...]] = []
@@ -244,8 +261,10 @@ def _tiers(raw: object, known: Mapping[str, PluginSpec],
         names = {o.name for o in options}
         drf = next((o for o in options if o.name == "drf"), None)
         if drf is not None and "enableHierarchy" in drf.enabled and "proportion" in names:
-            raise ConfError(f"scheduler conf: tiers[{i}]: drf with enableHierarchy: true cannot share a tier with "
-                            "proportion (both decide queue shares); move one to another tier")
+            raise ConfError(
+                f"scheduler conf: tiers[{i}]: drf with enableHierarchy: true cannot share a tier with "
+                "proportion (both decide queue shares); move one to another tier"
+            )
         tiers.append(options)
     return tuple(tiers), missing
 
@@ -264,8 +283,10 @@ def _configurations(raw: object, known: Mapping[str, ActionSpec], warnings: list
         if spec is None:
             if name in VOLCANO_ACTIONS or name in VOLCANO_CONFIGURATIONS:
                 continue  # Volcano's, not caldera's: no effect
-            raise ConfError(f"scheduler conf: configurations[{k}]: unknown action {name!r} "
-                            f"({nearest(name, known.keys() | VOLCANO_ACTIONS)}known: {', '.join(sorted(known))})")
+            raise ConfError(
+                f"scheduler conf: configurations[{k}]: unknown action {name!r} "
+                f"({nearest(name, known.keys() | VOLCANO_ACTIONS)}known: {', '.join(sorted(known))})"
+            )
         arguments: dict[str, str] = {}
         volcano = VOLCANO_ACTION_ARGUMENTS.get(name, frozenset())
         for key, value in given.items():
@@ -285,14 +306,19 @@ def _configurations(raw: object, known: Mapping[str, ActionSpec], warnings: list
 
 
 NOT_HONOURED: Mapping[str, Mapping[str, str]] = {
-    "preempt": {"enableTopologyAwarePreemption": "Volcano's normal preemption runs instead of "
-                                                 "kube-scheduler-style candidate selection"},
+    "preempt": {
+        "enableTopologyAwarePreemption": "Volcano's normal preemption runs instead of "
+        "kube-scheduler-style candidate selection"
+    },
 }
 """Action arguments that change placement in Volcano and that caldera accepts without acting on them."""
 
 
-def _inherit_factor(tiers: tuple[tuple[PluginOption, ...], ...], action_arguments: Mapping[str, Mapping[str, str]],
-                    known: Mapping[str, PluginSpec]) -> tuple[tuple[PluginOption, ...], ...]:
+def _inherit_factor(
+    tiers: tuple[tuple[PluginOption, ...], ...],
+    action_arguments: Mapping[str, Mapping[str, str]],
+    known: Mapping[str, PluginSpec],
+) -> tuple[tuple[PluginOption, ...], ...]:
     """overcommit takes enqueue's ``overcommit-factor`` (where older Volcano confs put it) unless it
     states its own (the factor is checked already: it decodes)."""
     factor = action_arguments.get("enqueue", {}).get(OVERCOMMIT_FACTOR)
@@ -302,8 +328,9 @@ def _inherit_factor(tiers: tuple[tuple[PluginOption, ...], ...], action_argument
     def inherit(o: PluginOption) -> PluginOption:
         if o.name != "overcommit" or OVERCOMMIT_FACTOR in o.arguments:
             return o
-        return msgspec.structs.replace(o, decoded=known[o.name].arguments.load(o.name, {**o.arguments,
-                                                                                       OVERCOMMIT_FACTOR: factor}))
+        return msgspec.structs.replace(
+            o, decoded=known[o.name].arguments.load(o.name, {**o.arguments, OVERCOMMIT_FACTOR: factor})
+        )
 
     return tuple(tuple(inherit(o) for o in tier) for tier in tiers)
 
@@ -318,16 +345,22 @@ def parse_conf(text: str, registry: Registry) -> SchedulerConf:
         raise ConfError("scheduler conf: expected a mapping with actions and tiers")
     for key in raw:
         if key not in SECTIONS:
-            raise ConfError(f"scheduler conf: unknown field {key!r} ({nearest(str(key), SECTIONS)}"
-                            f"expected {', '.join(SECTIONS)})")
+            raise ConfError(
+                f"scheduler conf: unknown field {key!r} ({nearest(str(key), SECTIONS)}expected {', '.join(SECTIONS)})"
+            )
     warnings: list[str] = []
     actions, missing_actions = _actions(raw.get("actions"), registry.actions, warnings)
     tiers, missing_plugins = _tiers(raw.get("tiers"), registry.plugins, warnings)
     action_arguments = _configurations(raw.get("configurations"), registry.actions, warnings)
     mapping(raw.get("metrics"), "metrics")  # where Volcano's usage plugin reads node load: no effect here
-    return SchedulerConf(actions=actions, tiers=_inherit_factor(tiers, action_arguments, registry.plugins),
-                         registry=registry, action_arguments=action_arguments,
-                         unimplemented=(*missing_actions, *missing_plugins), warnings=tuple(warnings))
+    return SchedulerConf(
+        actions=actions,
+        tiers=_inherit_factor(tiers, action_arguments, registry.plugins),
+        registry=registry,
+        action_arguments=action_arguments,
+        unimplemented=(*missing_actions, *missing_plugins),
+        warnings=tuple(warnings),
+    )
 
 
 def load_conf(path: str | None, registry: Registry, flag: str = "--scheduler-conf") -> SchedulerConf:

@@ -63,12 +63,16 @@ def ancestor_level(arguments: dict[str, str], owner: str, enabled: frozenset[str
     except ValueError:
         return  # the plugin refuses it, naming it
     if level < 0:
-        warnings.append(f"conf {owner}: {ANCESTOR_RECLAIM_LEVEL} {level} is below 0; using 0 (only the queues' own "
-                        "deserved decide reclaim), as Volcano does")
+        warnings.append(
+            f"conf {owner}: {ANCESTOR_RECLAIM_LEVEL} {level} is below 0; using 0 (only the queues' own "
+            "deserved decide reclaim), as Volcano does"
+        )
         arguments[ANCESTOR_RECLAIM_LEVEL] = "0"
     elif level > 0 and "enableHierarchy" not in enabled:
-        warnings.append(f"conf {owner}: {ANCESTOR_RECLAIM_LEVEL} {level} has no effect without enableHierarchy: true "
-                        "(as in Volcano)")
+        warnings.append(
+            f"conf {owner}: {ANCESTOR_RECLAIM_LEVEL} {level} has no effect without enableHierarchy: true "
+            "(as in Volcano)"
+        )
 
 
 def overcommit_factor(arguments: dict[str, str], owner: str, where: str, warnings: list[str]) -> None:
@@ -83,6 +87,7 @@ def overcommit_factor(arguments: dict[str, str], owner: str, where: str, warning
     if not math.isfinite(value):
         raise ConfError(f"scheduler conf: {where}: {OVERCOMMIT_FACTOR}: {text!r} (expected a number >= 1)")
     if value < 1:
-        warnings.append(f"conf {owner}: {OVERCOMMIT_FACTOR} {text} is below 1; using {DEFAULT_OVERCOMMIT_FACTOR}, "
-                        "as Volcano does")
+        warnings.append(
+            f"conf {owner}: {OVERCOMMIT_FACTOR} {text} is below 1; using {DEFAULT_OVERCOMMIT_FACTOR}, as Volcano does"
+        )
         arguments[OVERCOMMIT_FACTOR] = DEFAULT_OVERCOMMIT_FACTOR

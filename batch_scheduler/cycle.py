@@ -78,14 +78,24 @@ class SessionReport:
 
 
 def _now_text(wall: Callable[[], float]) -> str:
-    return datetime.datetime.fromtimestamp(wall(), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.fromtimestamp(wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class BatchScheduler:
-    def __init__(self, store: Store, conf: SchedulerConf, config: SchedulerConfig, *, bind_target: BindTarget,
-                 evictor: Evictor, metrics: BatchMetrics | None = None, binder_metrics: BinderMetrics | None = None,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
-                 heap: HeapKeeper | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        conf: SchedulerConf,
+        config: SchedulerConfig,
+        *,
+        bind_target: BindTarget,
+        evictor: Evictor,
+        metrics: BatchMetrics | None = None,
+        binder_metrics: BinderMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        heap: HeapKeeper | None = None,
+    ) -> None:
         self.store = store
         self.conf = conf
         self.config = config
@@ -95,8 +105,10 @@ class BatchScheduler:
         self.metrics = metrics
         self.clock = clock
         self.wall = wall
-        self.binders = {name: Binder(store.client, store.keys, name, sharding=config.session.sharding,
-                                     metrics=binder_metrics) for name in config.names}
+        self.binders = {
+            name: Binder(store.client, store.keys, name, sharding=config.session.sharding, metrics=binder_metrics)
+            for name in config.names
+        }
         self.cache = BatchCache(config.names, clock)
         self.reasons: dict[str, dict[str, str]] = {name: {} for name in config.names}  # as written to the store
         self._conf_mtime = self._mtime()
@@ -192,8 +204,11 @@ class BatchScheduler:
 
     def stats(self) -> dict[str, Any]:
         """The figures ``caldera status`` shows: sessions, the last one, pods/s, and each queue."""
-        out: dict[str, Any] = {"sessions": self.sessions, "conflicts": self.conflicts,
-                               "unimplemented": self.conf.unimplemented_names()}
+        out: dict[str, Any] = {
+            "sessions": self.sessions,
+            "conflicts": self.conflicts,
+            "unimplemented": self.conf.unimplemented_names(),
+        }
         if len(self._recent) > 1:
             span = self._recent[-1][0] - self._recent[0][0]
             out["pods_per_s"] = round(sum(n for _, n in list(self._recent)[1:]) / span, 1) if span > 0 else 0.0
@@ -202,16 +217,20 @@ class BatchScheduler:
             return out
         ssn = report.session
         out.update(last_session_ms=round(report.seconds * 1000, 1), pending=report.pending)
-        deserved: dict[str, Any] = next((getattr(p, "deserved") for tier in ssn.tiers.tiers for p in tier
-                                         if isinstance(getattr(p, "deserved", None), dict)), {})
+        shares = (getattr(p, "deserved", None) for tier in ssn.tiers.tiers for p in tier)  # proportion's
+        deserved: dict[str, Any] = next((d for d in shares if isinstance(d, dict)), {})
         queues = {}
         for name, q in ssn.queues.items():
             held = report.allocated.get(name) or q.allocated
             status = queue_status(q, self.cache.phases, held)
-            queues[name] = {"weight": q.weight, "allocated": held.to_amounts(pods=False).to_quantities(),
-                            "capability": q.capability.to_amounts(pods=False).to_quantities() if q.capability is not None else {},
-                            "deserved": Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
-                            "pending_jobs": status.pending + status.inqueue, "running_jobs": status.running}
+            queues[name] = {
+                "weight": q.weight,
+                "allocated": held.to_amounts(pods=False).to_quantities(),
+                "capability": q.capability.to_amounts(pods=False).to_quantities() if q.capability is not None else {},
+                "deserved": Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
+                "pending_jobs": status.pending + status.inqueue,
+                "running_jobs": status.running,
+            }
         out["queues"] = queues
         return out
 
@@ -221,8 +240,15 @@ class BatchScheduler:
         evictions = []
         for task in ssn.evictions:
             preemptors = [j.key for j in ssn.jobs.values() if j.reason_kind in EVICTING]
-            evictions.append(Eviction(uid=task.uid, namespace=task.namespace, name=task.name, node=task.node,
-                                      reason=f"evicted for {', '.join(preemptors) or 'a higher-priority job'}"))
+            evictions.append(
+                Eviction(
+                    uid=task.uid,
+                    namespace=task.namespace,
+                    name=task.name,
+                    node=task.node,
+                    reason=f"evicted for {', '.join(preemptors) or 'a higher-priority job'}",
+                )
+            )
         outcomes = await self.evictor.evict(evictions)
         now = self.clock()
         for e, outcome in zip(evictions, outcomes):
@@ -238,12 +264,23 @@ class BatchScheduler:
         now = self.clock()
         for scheduler, jobs in batches.items():
             binder = self.binders.get(scheduler, self.binders[self.config.names[0]])
-            placements = [[Placement(uid=t.uid, node=t.node, request=t.request,
-                                     version=int(self.cache.columns.version[self.cache.columns.index[t.node]])) for t in tasks]
-                          for tasks in jobs]
+            placements = [
+                [
+                    Placement(
+                        uid=t.uid,
+                        node=t.node,
+                        request=t.request,
+                        version=int(self.cache.columns.version[self.cache.columns.index[t.node]]),
+                    )
+                    for t in tasks
+                ]
+                for tasks in jobs
+            ]
             results = await binder.commit_many(placements, gang=True)
             bindings: list[Binding] = []
-            taken: dict[str, tuple[Resources, int]] = {}  # node -> (what this round committed there, its newest version)
+            taken: dict[
+                str, tuple[Resources, int]
+            ] = {}  # node -> (what this round committed there, its newest version)
             for tasks, outcome in zip(jobs, results):
                 done = [r for r in outcome if isinstance(r, Committed)]
                 if len(done) == len(outcome):
@@ -262,12 +299,21 @@ class BatchScheduler:
                     t.status, t.node = TaskStatus.PENDING, ""
                 for lost in outcome:
                     if isinstance(lost, Conflict):
-                        self.cache.assumed.set_figures(lost.node, lost.allocatable, lost.allocated, lost.version,
-                                                       lost.unschedulable)
-                detail = next((f"{type(r).__name__.lower()} on {getattr(r, 'node', '')}" for r in outcome
-                               if not isinstance(r, Committed)), "")
-                job.reason, job.reason_kind = (f"placement lost a race with another scheduler ({detail}); "
-                                               "retried next session"), PendingReason.COMMIT_CONFLICT
+                        self.cache.assumed.set_figures(
+                            lost.node, lost.allocatable, lost.allocated, lost.version, lost.unschedulable
+                        )
+                detail = next(
+                    (
+                        f"{type(r).__name__.lower()} on {getattr(r, 'node', '')}"
+                        for r in outcome
+                        if not isinstance(r, Committed)
+                    ),
+                    "",
+                )
+                job.reason, job.reason_kind = (
+                    (f"placement lost a race with another scheduler ({detail}); retried next session"),
+                    PendingReason.COMMIT_CONFLICT,
+                )
             for node, (request, version) in taken.items():  # held on the cache until the feed's records count them
                 if node in self.cache.columns.index:
                     self.cache.assumed.confirm(self.cache.assumed.assume(node, request), version)

@@ -247,11 +247,20 @@ SWITCHES: dict[type, str] = {
 }
 
 # Switches Volcano's conf may carry for points caldera does not have; accepted, no effect.
-OTHER_SWITCHES = frozenset({
-    "enableNamespaceOrder", "enableHierarchy", "enabledClusterOrder", "EnabledClusterOrder",
-    "enableBestNode", "enableTargetJob", "enableReservedNodes", "enabledVictim", "enableJobBackfillReady",
-    "enabledQueueOrder",
-})
+OTHER_SWITCHES = frozenset(
+    {
+        "enableNamespaceOrder",
+        "enableHierarchy",
+        "enabledClusterOrder",
+        "EnabledClusterOrder",
+        "enableBestNode",
+        "enableTargetJob",
+        "enableReservedNodes",
+        "enabledVictim",
+        "enableJobBackfillReady",
+        "enabledQueueOrder",
+    }
+)
 
 
 # -- the registry -----------------------------------------------------------------------

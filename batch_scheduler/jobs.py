@@ -101,7 +101,11 @@ class JobInfo:
     @property
     def pipelined_count(self) -> int:
         """Volcano's ``WaitingTaskNum``."""
-        return self.counts.get(TaskStatus.PIPELINED, 0) if self.counted == len(self.tasks) else self.count((TaskStatus.PIPELINED,))
+        return (
+            self.counts.get(TaskStatus.PIPELINED, 0)
+            if self.counted == len(self.tasks)
+            else self.count((TaskStatus.PIPELINED,))
+        )
 
     def pending_best_effort_count(self) -> int:
         if not self.best_effort_tasks:
@@ -186,8 +190,9 @@ class JobInfo:
             left = sum(1 for t in self.tasks.values() if t.status is TaskStatus.PENDING and t.role not in failed)
             return self.ready_count + left >= self.min_member
         allocated = self._roles(READY, True)
-        return all(self.min_task_member.get(role, 0) == 0 or allocated[role] >= self.min_task_member[role]
-                   for role in failed)
+        return all(
+            self.min_task_member.get(role, 0) == 0 or allocated[role] >= self.min_task_member[role] for role in failed
+        )
 
     def elastic(self) -> Vector:
         """What the job holds beyond its minResources (Volcano's ``GetElasticResources``)."""

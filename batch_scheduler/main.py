@@ -46,16 +46,34 @@ log = logger("batch-scheduler")
 
 
 def build_parser(prog: str = "caldera batch-scheduler") -> Parser:
-    p = Parser(prog=prog, description="The periodic batch scheduler for volcano pods: gangs, queues, fair share, preemption.")
-    p.add_argument("--scheduler-name", action="append", default=None,
-                   help="a schedulerName this process serves; repeatable (default: volcano)")
-    p.add_argument("--scheduler-conf", default=None,
-                   help="Volcano-format scheduler conf file, re-read when it changes (default: Volcano's Helm-chart conf)")
-    p.add_argument("--schedule-period", default="1s", help="pause between sessions, counted after each ends (default: 1s)")
-    p.add_argument("--default-queue", default="default",
-                   help="queue of jobs that name none; exists implicitly with weight 1 (default: default)")
-    p.add_argument("--sharding-mode", default="soft", choices=[m.value for m in ShardingMode],
-                   help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)")
+    p = Parser(
+        prog=prog, description="The periodic batch scheduler for volcano pods: gangs, queues, fair share, preemption."
+    )
+    p.add_argument(
+        "--scheduler-name",
+        action="append",
+        default=None,
+        help="a schedulerName this process serves; repeatable (default: volcano)",
+    )
+    p.add_argument(
+        "--scheduler-conf",
+        default=None,
+        help="Volcano-format scheduler conf file, re-read when it changes (default: Volcano's Helm-chart conf)",
+    )
+    p.add_argument(
+        "--schedule-period", default="1s", help="pause between sessions, counted after each ends (default: 1s)"
+    )
+    p.add_argument(
+        "--default-queue",
+        default="default",
+        help="queue of jobs that name none; exists implicitly with weight 1 (default: default)",
+    )
+    p.add_argument(
+        "--sharding-mode",
+        default="soft",
+        choices=[m.value for m in ShardingMode],
+        help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)",
+    )
     add_kube_flags(p)
     add_common_flags(p)
     return p
@@ -71,18 +89,30 @@ def parse_config(args: argparse.Namespace) -> SchedulerConfig:
     except ValueError as e:
         raise ValueError(f"--schedule-period: {e}") from None
     if period <= 0:
-        raise ValueError(f"--schedule-period: {args.schedule_period!r} (expected a positive duration such as 1s or 500ms)")
+        raise ValueError(
+            f"--schedule-period: {args.schedule_period!r} (expected a positive duration such as 1s or 500ms)"
+        )
     if not args.default_queue.strip():
         raise ValueError("--default-queue: '' (expected a queue name)")
     load_conf(args.scheduler_conf, default_registry())  # refuse a bad conf at start
-    return SchedulerConfig(names=names, period=period, conf_path=args.scheduler_conf,
-                           kube=kube_connection(args, os.environ),
-                           session=SessionConfig(scheduler=names[0], sharding=ShardingMode(args.sharding_mode),
-                                                 default_queue=args.default_queue))
+    return SchedulerConfig(
+        names=names,
+        period=period,
+        conf_path=args.scheduler_conf,
+        kube=kube_connection(args, os.environ),
+        session=SessionConfig(
+            scheduler=names[0], sharding=ShardingMode(args.sharding_mode), default_queue=args.default_queue
+        ),
+    )
 
 
-async def run_scheduler(scheduler: BatchScheduler, informer: Informer, period: float, stop: asyncio.Event,
-                        leading: Callable[[], bool] = lambda: True) -> None:
+async def run_scheduler(
+    scheduler: BatchScheduler,
+    informer: Informer,
+    period: float,
+    stop: asyncio.Event,
+    leading: Callable[[], bool] = lambda: True,
+) -> None:
     """Follow the feed and run a session every period until ``stop``."""
 
     async def follow() -> None:
@@ -105,15 +135,31 @@ async def run_scheduler(scheduler: BatchScheduler, informer: Informer, period: f
 class BatchProcess:
     """The batch scheduler as a :class:`Component`: the scheduler, its feed, and (on Kubernetes) the shard reporter."""
 
-    def __init__(self, deps: Deps, config: SchedulerConfig, conf: SchedulerConf, metrics: BatchMetrics,
-                 binder_metrics: BinderMetrics) -> None:
+    def __init__(
+        self,
+        deps: Deps,
+        config: SchedulerConfig,
+        conf: SchedulerConf,
+        metrics: BatchMetrics,
+        binder_metrics: BinderMetrics,
+    ) -> None:
         self.config, self.leading = config, deps.leading
         self.store = Store(deps.client, deps.keys)
-        self.kube = KubeTarget(config.kube.client(), qps=config.kube.qps, burst=config.kube.burst) if config.kube else None
+        self.kube = (
+            KubeTarget(config.kube.client(), qps=config.kube.qps, burst=config.kube.burst) if config.kube else None
+        )
         target: BindTarget = self.kube if self.kube is not None else SimBindTarget(self.store)
         evictor: Evictor = self.kube if self.kube is not None else SimEvictor(self.store)
-        self.scheduler = BatchScheduler(self.store, conf, config, bind_target=target, evictor=evictor, metrics=metrics,
-                                        binder_metrics=binder_metrics, heap=HeapKeeper())
+        self.scheduler = BatchScheduler(
+            self.store,
+            conf,
+            config,
+            bind_target=target,
+            evictor=evictor,
+            metrics=metrics,
+            binder_metrics=binder_metrics,
+            heap=HeapKeeper(),
+        )
 
     def stats(self) -> Mapping[str, Any]:
         return self.scheduler.stats()
@@ -124,11 +170,15 @@ class BatchProcess:
         log.info("serving %s in %s; actions %s", ", ".join(config.names), where, ", ".join(self.scheduler.conf.actions))
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(run_scheduler(self.scheduler, Informer(self.store, KINDS, block_ms=200), config.period,
-                                             stop, self.leading))
+                tg.create_task(
+                    run_scheduler(
+                        self.scheduler, Informer(self.store, KINDS, block_ms=200), config.period, stop, self.leading
+                    )
+                )
                 if config.kube is not None:
-                    reporter = ShardStatusReporter(config.kube.client(), config.names[0], self.store, qps=config.kube.qps,
-                                                   burst=config.kube.burst)
+                    reporter = ShardStatusReporter(
+                        config.kube.client(), config.names[0], self.store, qps=config.kube.qps, burst=config.kube.burst
+                    )
                     tg.create_task(reporter.run(stop))
         finally:
             if self.kube is not None:
@@ -148,6 +198,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler
         print(f"batch-scheduler: warning: {line}", file=sys.stderr, flush=True)
     metrics.conf_loaded(conf)
     elect = kube_elect(config.kube) if config.kube is not None else None
-    uvloop.run(run_process(process, registry, lambda deps: BatchProcess(deps, config, conf, metrics, binder_metrics),
-                           elect=elect))
+    uvloop.run(
+        run_process(
+            process, registry, lambda deps: BatchProcess(deps, config, conf, metrics, binder_metrics), elect=elect
+        )
+    )
     return 0

@@ -90,8 +90,11 @@ class PluginSet:
         self.pipelined_checks: list[list[JobPipelined]] = point(JobPipelined)
         self.starving_checks: list[list[JobStarving]] = point(JobStarving)
         self.victim_queue_orders: list[VictimQueueOrder] = [
-            p for tier in self.tiers for p in tier if isinstance(p, VictimQueueOrder)]
-        self.event_handlers: list[EventHandler] = [p for tier in self.tiers for p in tier if isinstance(p, EventHandler)]
+            p for tier in self.tiers for p in tier if isinstance(p, VictimQueueOrder)
+        ]
+        self.event_handlers: list[EventHandler] = [
+            p for tier in self.tiers for p in tier if isinstance(p, EventHandler)
+        ]
 
     # -- orders -------------------------------------------------------------------------
 
@@ -151,10 +154,7 @@ class PluginSet:
     # -- job questions ------------------------------------------------------------------
 
     def job_ready(self, job: JobInfo) -> bool:
-        for p in self.ready_checks:  # asked for every task placed: no generator
-            if not p.job_ready(job):
-                return False
-        return True
+        return all(p.job_ready(job) for p in self.ready_checks)
 
     def job_pipelined(self, job: JobInfo) -> bool:
         for tier in self.pipelined_checks:

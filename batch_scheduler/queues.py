@@ -67,8 +67,18 @@ def queue_info(queue: Queue, order: int) -> QueueInfo:
 
 def default_queue(name: str) -> QueueInfo:
     """The queue that exists implicitly (weight 1, open, unlimited) until someone creates it."""
-    return QueueInfo(name=name, weight=1, capability=None, guarantee=None, deserved=None, parent="",
-                     reclaimable=True, state="Open", queue=None, order=-1)
+    return QueueInfo(
+        name=name,
+        weight=1,
+        capability=None,
+        guarantee=None,
+        deserved=None,
+        parent="",
+        reclaimable=True,
+        state="Open",
+        queue=None,
+        order=-1,
+    )
 
 
 def queue_order(a: QueueInfo, b: QueueInfo) -> int:

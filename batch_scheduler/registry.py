@@ -31,25 +31,40 @@ def default_registry() -> Registry:
     its own search; they are accepted so existing confs load, and have no effect here.
     """
     return Registry(
-        plugins=MappingProxyType({
-            "priority": plugin_spec(PriorityPlugin, Arguments),
-            "gang": plugin_spec(GangPlugin, Arguments),
-            "conformance": plugin_spec(ConformancePlugin, Arguments),
-            "drf": plugin_spec(DrfPlugin, Arguments),
-            "proportion": plugin_spec(ProportionPlugin, Arguments),
-            "capacity": plugin_spec(CapacityPlugin, CapacityArguments),
-            "predicates": plugin_spec(PredicatesPlugin, PredicatesArguments),
-            "nodeorder": plugin_spec(NodeOrderPlugin, NodeOrderArguments),
-            "binpack": plugin_spec(BinpackPlugin, BinpackArguments),
-            "overcommit": plugin_spec(OvercommitPlugin, OvercommitArguments),
-        }),
-        actions=MappingProxyType({
-            "enqueue": ActionSpec(enqueue.run, frozenset({"overcommit-factor"})),
-            "allocate": ActionSpec(allocate.run, frozenset({"enablePredicateErrorCache", "predicateErrorCacheEnable"})),
-            "backfill": ActionSpec(backfill.run),
-            "preempt": ActionSpec(preempt.run, frozenset({"enableTopologyAwarePreemption", "topologyAwarePreemptWorkerNum",
-                                                          "minCandidateNodesPercentage", "minCandidateNodesAbsolute",
-                                                          "maxCandidateNodesAbsolute"})),
-            "reclaim": ActionSpec(reclaim.run),
-        }),
+        plugins=MappingProxyType(
+            {
+                "priority": plugin_spec(PriorityPlugin, Arguments),
+                "gang": plugin_spec(GangPlugin, Arguments),
+                "conformance": plugin_spec(ConformancePlugin, Arguments),
+                "drf": plugin_spec(DrfPlugin, Arguments),
+                "proportion": plugin_spec(ProportionPlugin, Arguments),
+                "capacity": plugin_spec(CapacityPlugin, CapacityArguments),
+                "predicates": plugin_spec(PredicatesPlugin, PredicatesArguments),
+                "nodeorder": plugin_spec(NodeOrderPlugin, NodeOrderArguments),
+                "binpack": plugin_spec(BinpackPlugin, BinpackArguments),
+                "overcommit": plugin_spec(OvercommitPlugin, OvercommitArguments),
+            }
+        ),
+        actions=MappingProxyType(
+            {
+                "enqueue": ActionSpec(enqueue.run, frozenset({"overcommit-factor"})),
+                "allocate": ActionSpec(
+                    allocate.run, frozenset({"enablePredicateErrorCache", "predicateErrorCacheEnable"})
+                ),
+                "backfill": ActionSpec(backfill.run),
+                "preempt": ActionSpec(
+                    preempt.run,
+                    frozenset(
+                        {
+                            "enableTopologyAwarePreemption",
+                            "topologyAwarePreemptWorkerNum",
+                            "minCandidateNodesPercentage",
+                            "minCandidateNodesAbsolute",
+                            "maxCandidateNodesAbsolute",
+                        }
+                    ),
+                ),
+                "reclaim": ActionSpec(reclaim.run),
+            }
+        ),
     )

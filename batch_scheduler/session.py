@@ -49,14 +49,20 @@ class Session:
         self.rank = shard_rank(inp.columns, config.scheduler, config.sharding)
         # The cluster the shares divide: every node this scheduler may use (its shard in hard
         # mode), cordoned ones too, as Volcano's TotalResource counts every node it sees.
-        self.total = Vector.from_amounts({r: int(inp.columns.allocatable[i, : self.n][self.allowed].sum())
-                                          for i, r in enumerate(inp.columns.resources)})
+        self.total = Vector.from_amounts(
+            {
+                r: int(inp.columns.allocatable[i, : self.n][self.allowed].sum())
+                for i, r in enumerate(inp.columns.resources)
+            }
+        )
         built = build(inp, config)
         self.queues = built.queues
         self.jobs = built.jobs
         self.tasks = built.tasks
         self.node_tasks = built.node_tasks
-        self.releasing: dict[str, Resources] = {}  # per node: what releasing tasks free, less what pipelined ones wait for
+        self.releasing: dict[
+            str, Resources
+        ] = {}  # per node: what releasing tasks free, less what pipelined ones wait for
         for task in built.releasing:
             self.releasing_add(task, +1)
         self.commits: list[list[TaskInfo]] = []  # gang batches for the binder
@@ -140,8 +146,11 @@ class Session:
             result: Filtered | None = None
             for p in self.tiers.predicates:
                 f = p.predicate(self, task, allowed, resources=not ignore_resources)
-                result = f if result is None else Filtered(mask=result.mask & f.mask, failed={**result.failed, **f.failed},
-                                                           total=self.n)
+                result = (
+                    f
+                    if result is None
+                    else Filtered(mask=result.mask & f.mask, failed={**result.failed, **f.failed}, total=self.n)
+                )
             assert result is not None
             return result
         mask = allowed & ~self.columns.unschedulable[: self.n]
@@ -171,8 +180,11 @@ class Session:
 
     def future_node(self, task: TaskInfo) -> int | None:
         """The best node where the task fits in what the node will have once its evictions finish."""
-        rows = [self.columns.index[name] for name, freed in self.releasing.items()
-                if name in self.columns.index and not freed.is_empty]
+        rows = [
+            self.columns.index[name]
+            for name, freed in self.releasing.items()
+            if name in self.columns.index and not freed.is_empty
+        ]
         if not rows:
             return None
         allowed = self.chooser.allowed(task)
@@ -185,8 +197,12 @@ class Session:
 
     def idle(self, node: str) -> Resources:
         i = self.columns.index[node]
-        return Resources({r: int(self.columns.allocatable[k, i] - self.columns.allocated[k, i])
-                          for k, r in enumerate(self.columns.resources)})
+        return Resources(
+            {
+                r: int(self.columns.allocatable[k, i] - self.columns.allocated[k, i])
+                for k, r in enumerate(self.columns.resources)
+            }
+        )
 
     def future_idle(self, node: str) -> Resources:
         """What the node will have free once the evictions under way finish (Volcano's FutureIdle)."""

@@ -121,25 +121,42 @@ def build_queues(inp: SessionInput, config: SessionConfig) -> dict[str, QueueInf
 def _job(key: str, pg: PodGroup, order: int, phase: str, config: SessionConfig, priorities: _Priorities) -> JobInfo:
     spec = pg.spec
     return JobInfo(
-        key=key, namespace=pg.namespace, name=pg.name, queue=spec.queue or config.default_queue,
+        key=key,
+        namespace=pg.namespace,
+        name=pg.name,
+        queue=spec.queue or config.default_queue,
         priority=priorities.of_class(spec.priority_class_name),
         min_member=max(spec.min_member, 0),
         min_resources=Vector.from_quantities(spec.min_resources, field="spec.minResources"),
-        podgroup=pg, phase=phase, order=order, min_task_member=dict(spec.min_task_member),
-        created=pg.metadata.creation_timestamp or "")
+        podgroup=pg,
+        phase=phase,
+        order=order,
+        min_task_member=dict(spec.min_task_member),
+        created=pg.metadata.creation_timestamp or "",
+    )
 
 
-def _implicit_job(key: str, record: PodRecord, order: int, phase: str, config: SessionConfig,
-                  priorities: _Priorities) -> JobInfo:
+def _implicit_job(
+    key: str, record: PodRecord, order: int, phase: str, config: SessionConfig, priorities: _Priorities
+) -> JobInfo:
     """What Volcano's podgroup controller would create for a lone pod: minMember 1, minResources
     its requests, its PriorityClass, the queue its annotation names."""
     namespace, _, name = key.partition("/")
     pod = record.pod
     queue = pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION) or config.default_queue
-    job = JobInfo(key=key, namespace=namespace, name=name, queue=queue,
-                  priority=priorities.of_class(pod.spec.priority_class_name), min_member=1,
-                  min_resources=Vector.from_amounts(shareable(record.request)), podgroup=None, phase=phase,
-                  order=order, created=pod.metadata.creation_timestamp or "")
+    job = JobInfo(
+        key=key,
+        namespace=namespace,
+        name=name,
+        queue=queue,
+        priority=priorities.of_class(pod.spec.priority_class_name),
+        min_member=1,
+        min_resources=Vector.from_amounts(shareable(record.request)),
+        podgroup=None,
+        phase=phase,
+        order=order,
+        created=pod.metadata.creation_timestamp or "",
+    )
     if record.group:
         job.set_reason(PendingReason.POD_GROUP_NOT_FOUND, f"PodGroup {key} does not exist yet")
     return job
@@ -160,11 +177,20 @@ def build(inp: SessionInput, config: SessionConfig) -> Built:
         key = record.group or f"{record.namespace}/{IMPLICIT_PREFIX}{record.uid}"
         job = jobs.get(key)
         if job is None:
-            job = jobs[key] = _implicit_job(key, record, len(jobs) + order, inp.phases.get(key, "Pending"), config,
-                                            priorities)
-        task = TaskInfo(uid=record.uid, pod=record.pod, job=key, request=record.request, order=order,
-                        priority=priorities.of_task(record), status=task_status(record, inp.releasing),
-                        node=record.node, preemption_policy=priorities.preemption_policy(record))
+            job = jobs[key] = _implicit_job(
+                key, record, len(jobs) + order, inp.phases.get(key, "Pending"), config, priorities
+            )
+        task = TaskInfo(
+            uid=record.uid,
+            pod=record.pod,
+            job=key,
+            request=record.request,
+            order=order,
+            priority=priorities.of_task(record),
+            status=task_status(record, inp.releasing),
+            node=record.node,
+            preemption_policy=priorities.preemption_policy(record),
+        )
         job.add(task)
         out.tasks[task.uid] = task
         if task.node and task.status in HOLDING:
@@ -180,4 +206,3 @@ def build(inp: SessionInput, config: SessionConfig) -> Built:
             continue  # Volcano leaves pods of a missing PodGroup out of every job and queue
         info.jobs.append(job)
     return out
-

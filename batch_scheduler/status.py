@@ -57,21 +57,36 @@ def pending_reason(job: JobInfo) -> str:
 def podgroup_status(job: JobInfo, old: PodGroupStatus, now: str, gang: bool = True) -> PodGroupStatus:
     phase = job_phase(job, gang)
     if phase in ("Running", "Completed") or (job.tasks and job.is_ready() and not job.pending()):
-        condition = PodGroupCondition(type=SCHEDULED, status="True", reason="tasks in gang are ready to be scheduled",
-                                      message=f"{job.ready_count}/{job.min_member} tasks placed")
+        condition = PodGroupCondition(
+            type=SCHEDULED,
+            status="True",
+            reason="tasks in gang are ready to be scheduled",
+            message=f"{job.ready_count}/{job.min_member} tasks placed",
+        )
     elif job.pending() or job.reason:
         reason = job.reason_kind or PendingReason.NOT_ENOUGH_RESOURCES
-        condition = PodGroupCondition(type=UNSCHEDULABLE, status="True", reason=reason.value, message=pending_reason(job))
+        condition = PodGroupCondition(
+            type=UNSCHEDULABLE, status="True", reason=reason.value, message=pending_reason(job)
+        )
     else:
-        condition = PodGroupCondition(type=UNSCHEDULABLE, status="True", reason=PendingReason.NOT_ENOUGH_PODS.value,
-                                      message=f"gang: 0/{job.min_member} pods exist")
+        condition = PodGroupCondition(
+            type=UNSCHEDULABLE,
+            status="True",
+            reason=PendingReason.NOT_ENOUGH_PODS.value,
+            message=f"gang: 0/{job.min_member} pods exist",
+        )
     before = old.conditions[0] if old.conditions else None
-    if before is not None and (before.type, before.status, before.reason) == (condition.type, condition.status, condition.reason):
+    if before is not None and (before.type, before.status, before.reason) == (
+        condition.type,
+        condition.status,
+        condition.reason,
+    ):
         condition = msgspec.structs.replace(condition, last_transition_time=before.last_transition_time)
     else:
         condition = msgspec.structs.replace(condition, last_transition_time=now)
     return PodGroupStatus(
-        phase=phase, conditions=[condition],
+        phase=phase,
+        conditions=[condition],
         running=job.count((TaskStatus.RUNNING,)),
         succeeded=job.count(frozenset({TaskStatus.SUCCEEDED})),
         failed=job.count(frozenset({TaskStatus.FAILED})),
@@ -80,9 +95,16 @@ def podgroup_status(job: JobInfo, old: PodGroupStatus, now: str, gang: bool = Tr
 
 def same_status(a: PodGroupStatus, b: PodGroupStatus) -> bool:
     """Equal but for transition times (so an unchanged status is not written again)."""
+
     def plain(s: PodGroupStatus) -> tuple[object, ...]:
-        return (s.phase, s.running, s.succeeded, s.failed,
-                tuple((c.type, c.status, c.reason, c.message) for c in s.conditions))
+        return (
+            s.phase,
+            s.running,
+            s.succeeded,
+            s.failed,
+            tuple((c.type, c.status, c.reason, c.message) for c in s.conditions),
+        )
+
     return plain(a) == plain(b)
 
 
@@ -96,6 +118,12 @@ def queue_status(queue: QueueInfo, phases: Mapping[str, str], allocated: Vector 
     state = queue.queue.status.state if queue.queue is not None else "Open"
     held = queue.allocated if allocated is None else allocated
     quantities: dict[str, Quantity] = dict(held.to_amounts(pods=False).to_quantities())
-    return QueueStatus(state=state, allocated=quantities, pending=counts["Pending"],
-                       inqueue=counts["Inqueue"], running=counts["Running"], unknown=counts["Unknown"],
-                       completed=counts["Completed"])
+    return QueueStatus(
+        state=state,
+        allocated=quantities,
+        pending=counts["Pending"],
+        inqueue=counts["Inqueue"],
+        running=counts["Running"],
+        unknown=counts["Unknown"],
+        completed=counts["Completed"],
+    )

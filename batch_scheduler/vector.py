@@ -48,7 +48,9 @@ def _milli(name: str) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _parsed(items: tuple[tuple[str, str | int | float], ...], field: str) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+def _parsed(
+    items: tuple[tuple[str, str | int | float], ...], field: str
+) -> tuple[float, float, tuple[tuple[str, float], ...]]:
     """A spec's ResourceList in Volcano units (memoised: every session reads the same PodGroups and
     Queues again, and parsing quantities exactly is slow)."""
     cpu = memory = 0.0
@@ -157,7 +159,8 @@ class Vector:
     def less_equal(self, other: Vector, default: Default = ZERO) -> bool:
         """Every dimension at most ``other``'s (within :data:`MIN_RESOURCE`)."""
         return self.less_equal_names(other, default)[0] and (
-            default is ZERO or all(n in self.scalars for n in other.scalars))
+            default is ZERO or all(n in self.scalars for n in other.scalars)
+        )
 
     def less_equal_names(self, other: Vector, default: Default = ZERO) -> tuple[bool, list[str]]:
         """Volcano's ``LessEqualWithResourcesName``: whether every dimension of ``self`` (cpu,
@@ -244,9 +247,11 @@ class Vector:
         if req is None:
             return False, []
         other = other if other is not None else Vector()
-        filtered = Vector(req.cpu if other.cpu >= MIN_RESOURCE else 0.0,
-                          req.memory if other.memory >= MIN_RESOURCE else 0.0,
-                          {n: q for n, q in req.scalars.items() if q > 0 and n in other.scalars})
+        filtered = Vector(
+            req.cpu if other.cpu >= MIN_RESOURCE else 0.0,
+            req.memory if other.memory >= MIN_RESOURCE else 0.0,
+            {n: q for n, q in req.scalars.items() if q > 0 and n in other.scalars},
+        )
         return self.greater_in(other, filtered)
 
     # -- arithmetic (in place) ------------------------------------------------------

@@ -39,13 +39,25 @@ def decode_result(node: str, raw: list[object]) -> Result:
         version, resolved, idempotent = int(raw[1]), raw[2] == 1, raw[3] == 1  # type: ignore[call-overload]
         if len(raw) > 4:
             allocatable, allocated = _figures(raw[5:])
-            return Committed(node=node, version=version, resolved=resolved, idempotent=idempotent,
-                             allocatable=allocatable, allocated=allocated, unschedulable=raw[4] == 1)
+            return Committed(
+                node=node,
+                version=version,
+                resolved=resolved,
+                idempotent=idempotent,
+                allocatable=allocatable,
+                allocated=allocated,
+                unschedulable=raw[4] == 1,
+            )
         return Committed(node=node, version=version, resolved=resolved, idempotent=idempotent)
     if code == 2:
         allocatable, allocated = _figures(raw[3:])
-        return Conflict(node=node, version=int(raw[1]), allocatable=allocatable, allocated=allocated,  # type: ignore[call-overload]
-                        unschedulable=raw[2] == 1)
+        return Conflict(
+            node=node,
+            version=int(raw[1]),  # type: ignore[call-overload]
+            allocatable=allocatable,
+            allocated=allocated,
+            unschedulable=raw[2] == 1,
+        )
     text = raw[1].decode()  # type: ignore[attr-defined]
     reason, _, detail = text.partition(" ")
     return Rejected(reason=Reason(reason), detail=detail)

@@ -86,8 +86,8 @@ def _cancels_kept() -> Iterator[None]:
         async with asyncio.timeout(timeout):
             return await fut
 
-    setattr(asyncio, "wait_for", wait_for)  # redis-py looks it up on each call
+    setattr(asyncio, "wait_for", wait_for)  # noqa: B010 (redis-py looks it up on each call; typed apart)
     try:
         yield
     finally:
-        setattr(asyncio, "wait_for", original)
+        setattr(asyncio, "wait_for", original)  # noqa: B010

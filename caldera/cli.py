@@ -40,8 +40,12 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in PROCESSES:
-        entry = {"sharding": sharding_main, "agent-scheduler": agent_main, "batch-scheduler": batch_main,
-                 "mirror": mirror_main}[argv[0]]
+        entry = {
+            "sharding": sharding_main,
+            "agent-scheduler": agent_main,
+            "batch-scheduler": batch_main,
+            "mirror": mirror_main,
+        }[argv[0]]
         return entry(argv[1:], prog=f"caldera {argv[0]}")
     args = build_parser().parse_args(argv)
     sigterm_as_ctrl_c()  # and inside a command's event loop, SIGTERM cancels its coroutine (caldera._loop)

@@ -70,11 +70,16 @@ def parse_scheduler_configs(text: str) -> list[ShardConfig]:
     configs: list[ShardConfig] = []
     entries = [e.strip() for e in text.split(",")]
     if not any(entries):
-        raise ConfigError("--scheduler-configs: empty (expected NAME:TYPE:MIN_UTIL:MAX_UTIL:PREFER_WARMUP:MIN_NODES:MAX_NODES,...)")
+        raise ConfigError(
+            "--scheduler-configs: empty (expected NAME:TYPE:MIN_UTIL:MAX_UTIL:PREFER_WARMUP:MIN_NODES:MAX_NODES,...)"
+        )
     for entry in entries:
         fields = entry.split(":")
         if len(fields) != 7:
-            raise _entry_error(entry, f"has {len(fields)} fields (expected 7: NAME:TYPE:MIN_UTIL:MAX_UTIL:PREFER_WARMUP:MIN_NODES:MAX_NODES)")
+            raise _entry_error(
+                entry,
+                f"has {len(fields)} fields (expected 7: NAME:TYPE:MIN_UTIL:MAX_UTIL:PREFER_WARMUP:MIN_NODES:MAX_NODES)",
+            )
         name, kind, lo, hi, warm, mn, mx = fields
         if not name:
             raise _entry_error(entry, "NAME is empty")
@@ -92,6 +97,15 @@ def parse_scheduler_configs(text: str) -> list[ShardConfig]:
         min_nodes, max_nodes = _count(entry, "MIN_NODES", mn), _count(entry, "MAX_NODES", mx)
         if min_nodes > max_nodes:
             raise _entry_error(entry, f"MIN_NODES {min_nodes} > MAX_NODES {max_nodes}")
-        configs.append(ShardConfig(name=name, type=stype, min_util=min_util, max_util=max_util,
-                                   prefer_warmup=warm.lower() == "true", min_nodes=min_nodes, max_nodes=max_nodes))
+        configs.append(
+            ShardConfig(
+                name=name,
+                type=stype,
+                min_util=min_util,
+                max_util=max_util,
+                prefer_warmup=warm.lower() == "true",
+                min_nodes=min_nodes,
+                max_nodes=max_nodes,
+            )
+        )
     return configs

@@ -56,6 +56,7 @@ class SyncResult(msgspec.Struct, frozen=True):
 
 def utilization(columns: NodeTable, kind: Utilization) -> Floats:
     """Requests ÷ allocatable per node for the chosen resource (0 where a node has none of it)."""
+
     def ratio(resource: str) -> Floats:
         r = columns.resource_row(resource)
         n = len(columns)
@@ -69,10 +70,17 @@ def utilization(columns: NodeTable, kind: Utilization) -> Floats:
 
 
 class ShardingController:
-    def __init__(self, store: Store, config: ControllerConfig, *, metrics: ShardMetrics | None = None,
-                 leading: Callable[[], bool] = lambda: True, clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time,
-                 publish: Callable[[list[NodeShard]], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: ControllerConfig,
+        *,
+        metrics: ShardMetrics | None = None,
+        leading: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        publish: Callable[[list[NodeShard]], Awaitable[None]] | None = None,
+    ) -> None:
         """``publish`` gets every NodeShard after each sync (to write them to the API server)."""
         self.store = store
         self.publish = publish
@@ -104,8 +112,12 @@ class ShardingController:
             row = self.columns.index.get(node)
             if row is not None:
                 since[row] = t
-        return NodeState(util=utilization(self.columns, self.config.utilization), warmup=np.asarray(warm, dtype=np.bool_),
-                         owner=owner, outside_since=since)
+        return NodeState(
+            util=utilization(self.columns, self.config.utilization),
+            warmup=np.asarray(warm, dtype=np.bool_),
+            owner=owner,
+            outside_since=since,
+        )
 
     async def sync(self, trigger: str = "period") -> SyncResult:
         """Run the policy over every node and write what changed."""
@@ -126,12 +138,23 @@ class ShardingController:
             desired = sorted(names[i] for i in np.flatnonzero(result.owner == ci))
             held = sorted(names[i] for i in np.flatnonzero(state.owner == ci))
             sizes[c.name] = len(desired)
-            shards.append(msgspec.convert({
-                "apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard", "metadata": {"name": c.name},
-                "spec": {"nodesDesired": desired},
-                "status": {"nodesInUse": held, "nodesToAdd": sorted(set(desired) - set(held)),
-                           "nodesToRemove": sorted(set(held) - set(desired)), "lastUpdateTime": stamp},
-            }, NodeShard))
+            shards.append(
+                msgspec.convert(
+                    {
+                        "apiVersion": "shard.volcano.sh/v1alpha1",
+                        "kind": "NodeShard",
+                        "metadata": {"name": c.name},
+                        "spec": {"nodesDesired": desired},
+                        "status": {
+                            "nodesInUse": held,
+                            "nodesToAdd": sorted(set(desired) - set(held)),
+                            "nodesToRemove": sorted(set(held) - set(desired)),
+                            "lastUpdateTime": stamp,
+                        },
+                    },
+                    NodeShard,
+                )
+            )
         await self.store.write(writes + [Put(shard) for shard in shards])
         if self.publish is not None:
             await self.publish(shards)
@@ -145,7 +168,9 @@ class ShardingController:
             self.metrics.syncs.labels(trigger).inc()
             for i in moved:
                 old, new = state.owner[i], result.owner[i]
-                self.metrics.moves.labels(name_of[old] if old >= 0 else "none", name_of[new] if new >= 0 else "none").inc()
+                self.metrics.moves.labels(
+                    name_of[old] if old >= 0 else "none", name_of[new] if new >= 0 else "none"
+                ).inc()
             for name, size in sizes.items():
                 self.metrics.nodes.labels(name).set(size)
             self.metrics.nodes.labels("none").set(int((result.owner == NO_OWNER).sum()))

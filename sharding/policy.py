@@ -111,7 +111,9 @@ def assign(state: NodeState, configs: list[ShardConfig], now: float, hysteresis:
 
     for ci, c in enumerate(configs):
         members = state.owner == ci
-        eligible = (owner == NO_OWNER) & ((members & (in_band(util, c) | retained)) | entry_band(util, c, hysteresis.margin))
+        eligible = (owner == NO_OWNER) & (
+            (members & (in_band(util, c) | retained)) | entry_band(util, c, hysteresis.margin)
+        )
         candidates = np.flatnonzero(eligible)
         if not len(candidates):
             continue

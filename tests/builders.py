@@ -9,21 +9,56 @@ from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, TaintSpec, pool_nodes
 
 
-def node(name: str, *, cpu: str | int = "8", memory: str = "32Gi", gpu: int = 0, pods: int = 110,
-         labels: dict[str, str] | None = None, taints: list[TaintSpec] | None = None, unschedulable: bool = False) -> Node:
+def node(
+    name: str,
+    *,
+    cpu: str | int = "8",
+    memory: str = "32Gi",
+    gpu: int = 0,
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+    taints: list[TaintSpec] | None = None,
+    unschedulable: bool = False,
+) -> Node:
     resources: dict[str, str | int | float] = {"cpu": cpu, "memory": memory, "pods": pods}
     if gpu:
         resources["nvidia.com/gpu"] = gpu
-    made = pool_nodes(NodePool(name="x", count=1, resources=resources, labels=labels or {}, taints=taints or [],
-                               unschedulable=unschedulable))[0]
+    made = pool_nodes(
+        NodePool(
+            name="x",
+            count=1,
+            resources=resources,
+            labels=labels or {},
+            taints=taints or [],
+            unschedulable=unschedulable,
+        )
+    )[0]
     meta = msgspec.structs.replace(made.metadata, name=name)
     return msgspec.structs.replace(made, metadata=meta)
 
 
-def pod(name: str, *, cpu: str | int = "1", memory: str = "1Gi", gpu: int = 0, scheduler: str = "s",
-        node: str = "", phase: str = "Pending", duration: float | None = None, group: str = "") -> Pod:
+def pod(
+    name: str,
+    *,
+    cpu: str | int = "1",
+    memory: str = "1Gi",
+    gpu: int = 0,
+    scheduler: str = "s",
+    node: str = "",
+    phase: str = "Pending",
+    duration: float | None = None,
+    group: str = "",
+) -> Pod:
     requests: dict[str, str | int] = {"cpu": cpu, "memory": memory}
     if gpu:
         requests["nvidia.com/gpu"] = gpu
-    return make_pod(name, requests=requests, scheduler=scheduler, node=node, phase=phase, duration=duration,
-                    group=group, uid=f"uid-{name}")
+    return make_pod(
+        name,
+        requests=requests,
+        scheduler=scheduler,
+        node=node,
+        phase=phase,
+        duration=duration,
+        group=group,
+        uid=f"uid-{name}",
+    )

@@ -156,5 +156,8 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
         "cluster/nodeview/bad.py:2 imports cluster.store.store (cluster.nodeview may import only cluster.model, "
         "cluster.store.records, cluster.store.keys, cluster.nodeview)",
     ]
-    assert reaches("cluster.nodeview.sneaky", "redis", tmp_path) == ["cluster.nodeview.sneaky", "cluster.nodeview.bad",
-                                                                     "redis"]
+    assert reaches("cluster.nodeview.sneaky", "redis", tmp_path) == [
+        "cluster.nodeview.sneaky",
+        "cluster.nodeview.bad",
+        "redis",
+    ]

@@ -75,7 +75,7 @@ def room_rows(ssn: Session, task: TaskInfo) -> npt.NDArray[np.bool_]:
         if r is None:
             return np.zeros(n, dtype=np.bool_)
         fits &= cols.allocated[r, :n] + amount <= cols.allocatable[r, :n]
-    for node, freed in ssn.releasing.items():  # few nodes: evictions under way
+    for node, _freed in ssn.releasing.items():  # few nodes: evictions under way
         i = cols.index.get(node)
         if i is not None and not fits[i]:
             fits[i] = task.request.fits_in(ssn.future_idle(node))
@@ -97,8 +97,9 @@ def freed_by(victims: Sequence[TaskInfo]) -> Resources:
     return total
 
 
-def preempt_on_nodes(ssn: Session, stmt: Statement, preemptor: TaskInfo, rows: npt.NDArray[np.intp],
-                     eligible: Callable[[TaskInfo], bool]) -> bool:
+def preempt_on_nodes(
+    ssn: Session, stmt: Statement, preemptor: TaskInfo, rows: npt.NDArray[np.intp], eligible: Callable[[TaskInfo], bool]
+) -> bool:
     """Volcano's ``normalPreempt``: nodes by score, evicting until the preemptor's queue may
     take it and it fits; True when it was pipelined somewhere."""
     if not len(rows):
@@ -126,8 +127,9 @@ def preempt_on_nodes(ssn: Session, stmt: Statement, preemptor: TaskInfo, rows: n
     return False
 
 
-def reclaim_on_nodes(ssn: Session, stmt: Statement, reclaimer: TaskInfo, rows: npt.NDArray[np.intp],
-                     eligible: Callable[[TaskInfo], bool]) -> bool:
+def reclaim_on_nodes(
+    ssn: Session, stmt: Statement, reclaimer: TaskInfo, rows: npt.NDArray[np.intp], eligible: Callable[[TaskInfo], bool]
+) -> bool:
     """Volcano's ``reclaimForTask``: nodes in order, evicting until the task fits; True when
     it was pipelined somewhere."""
     order = ssn.victim_order(reclaimer)

@@ -29,9 +29,12 @@ def by_queue(ssn: Session, jobs: Iterable[JobInfo]) -> dict[str, list[JobInfo]]:
     return grouped
 
 
-def interleave(ssn: Session, grouped: dict[str, list[JobInfo]],
-               handle: Callable[[QueueInfo, JobInfo], bool],
-               skip: Callable[[QueueInfo, list[JobInfo]], bool] = lambda q, jobs: False) -> None:
+def interleave(
+    ssn: Session,
+    grouped: dict[str, list[JobInfo]],
+    handle: Callable[[QueueInfo, JobInfo], bool],
+    skip: Callable[[QueueInfo, list[JobInfo]], bool] = lambda q, jobs: False,
+) -> None:
     """Call ``handle`` for every job, always from the queue first in queue order at that moment.
 
     A job for which ``handle`` returns True goes back into its queue's line, at the place

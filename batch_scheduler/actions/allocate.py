@@ -47,8 +47,9 @@ def error_cache(ssn: Session) -> bool:
     return parse_bool(ssn.conf.argument("allocate", ERROR_CACHE) or "true") is not False
 
 
-def place_tasks(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo],
-                role_cache: bool = True) -> Statement | None:
+def place_tasks(
+    ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo], role_cache: bool = True
+) -> Statement | None:
     """Volcano's ``allocateResourcesForTasks``: the job's statement, or None (discarded)."""
     stmt = Statement(ssn)
     failure: tuple[PendingReason, str] | None = None
@@ -85,8 +86,10 @@ def place_tasks(ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskI
     stmt.discard()
     short = max(job.min_member - placeable, 0)
     what = failure[1] if failure is not None else "the gang's task roles (minTaskMember) are not all placeable"
-    job.set_reason(failure[0] if failure is not None else PendingReason.NOT_ENOUGH_RESOURCES,
-                   f"gang: {placeable}/{job.min_member} tasks placeable, {short} short: {what}")
+    job.set_reason(
+        failure[0] if failure is not None else PendingReason.NOT_ENOUGH_RESOURCES,
+        f"gang: {placeable}/{job.min_member} tasks placeable, {short} short: {what}",
+    )
     return None
 
 
@@ -105,8 +108,10 @@ def run(ssn: Session) -> None:
         gated = [t for t in pending if t.scheduling_gated]
         if gated:
             gates = sorted({g.name for t in gated for g in t.pod.spec.scheduling_gates})
-            job.set_reason(PendingReason.SCHEDULING_GATED, f"{len(gated)} pod(s) wait for their scheduling gates to be removed "
-                                              f"({', '.join(gates)})")
+            job.set_reason(
+                PendingReason.SCHEDULING_GATED,
+                f"{len(gated)} pod(s) wait for their scheduling gates to be removed ({', '.join(gates)})",
+            )
         if tasks:
             sheets[job.key] = tasks
             jobs.append(job)

@@ -35,8 +35,11 @@ if TYPE_CHECKING:
 
 def preemptors(ssn: Session) -> list[JobInfo]:
     """Admitted, valid, starving jobs (Volcano's preempt and reclaim take the same)."""
-    return [j for j in ssn.jobs.values()
-            if not j.is_pending() and ssn.in_queue(j) and ssn.schedulable(j) and ssn.tiers.job_starving(j)]
+    return [
+        j
+        for j in ssn.jobs.values()
+        if not j.is_pending() and ssn.in_queue(j) and ssn.schedulable(j) and ssn.tiers.job_starving(j)
+    ]
 
 
 def _preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, same_job: bool, index: VictimIndex) -> bool:
@@ -82,8 +85,10 @@ def run(ssn: Session) -> None:
             evicted = stmt.evicted
             stmt.commit()
             if evicted:
-                job.reason, job.reason_kind = (f"preempting {evicted} lower-priority task(s) in queue {name}; "
-                                               "starts once they are gone"), PendingReason.PREEMPTING
+                job.reason, job.reason_kind = (
+                    (f"preempting {evicted} lower-priority task(s) in queue {name}; starts once they are gone"),
+                    PendingReason.PREEMPTING,
+                )
             if assigned:
                 bisect.insort(line, job, key=job_key)
         for job in starving:  # tasks within a job

@@ -63,5 +63,10 @@ def run(ssn: Session) -> None:
             evicted = stmt.evicted
             stmt.commit()
             if evicted:
-                job.reason, job.reason_kind = (f"reclaiming {evicted} task(s) from queues above their deserved share "
-                                               f"for queue {name}; starts once they are gone"), PendingReason.RECLAIMING
+                job.reason, job.reason_kind = (
+                    (
+                        f"reclaiming {evicted} task(s) from queues above their deserved share "
+                        f"for queue {name}; starts once they are gone"
+                    ),
+                    PendingReason.RECLAIMING,
+                )

@@ -39,9 +39,11 @@ class BinpackArguments(Arguments, frozen=True, kw_only=True):
     def decode(cls, arguments: Mapping[str, str]) -> Self:
         listed = [r.strip() for r in arguments.get(RESOURCES, "").split(",") if r.strip()]
         for name in arguments:
-            if name.startswith(RESOURCES + ".") and name[len(RESOURCES) + 1:] not in listed:
-                raise ValueError(f"{name}: resource {name[len(RESOURCES) + 1:]!r} is not listed in {RESOURCES} "
-                                 f"({', '.join(listed) or 'empty'})")
+            if name.startswith(RESOURCES + ".") and name[len(RESOURCES) + 1 :] not in listed:
+                raise ValueError(
+                    f"{name}: resource {name[len(RESOURCES) + 1 :]!r} is not listed in {RESOURCES} "
+                    f"({', '.join(listed) or 'empty'})"
+                )
         weights = {r: weight(arguments, f"{RESOURCES}.{r}", 1, negative=1) for r in listed}
         weights[CPU] = weight(arguments, "binpack.cpu", 1, negative=1)
         weights[MEMORY] = weight(arguments, "binpack.memory", 1, negative=1)

@@ -82,8 +82,9 @@ class CapacityArguments(Arguments, frozen=True, kw_only=True):
         try:
             level = int(text)
         except ValueError:
-            raise ValueError(f"{ANCESTOR_RECLAIM_LEVEL}: {text!r} (expected a whole number of queue levels, "
-                             "e.g. 1 for the parent)") from None
+            raise ValueError(
+                f"{ANCESTOR_RECLAIM_LEVEL}: {text!r} (expected a whole number of queue levels, e.g. 1 for the parent)"
+            ) from None
         return cls(ancestor_reclaim_level=max(level, 0))  # below 0: 0, as Volcano (the conf loader warns)
 
 
@@ -95,6 +96,7 @@ def intersects(a: Vector, b: Vector) -> bool:
 def within_somewhere(used: Vector, limit: Vector, req: Vector) -> bool:
     """Volcano's ``LessEqualPartlyWithDimensionZeroFiltered``: among the resources ``req`` asks
     for that ``used`` or ``limit`` has, some where ``used`` is at most ``limit``."""
+
     def le(x: float, y: float) -> bool:
         return x < y or abs(x - y) < MIN_RESOURCE
 
@@ -180,11 +182,15 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
             inherited = f" (inherited from queue {origin})" if origin and origin != attr.name else ""
             return f"capability {r} {amount(r, real)}{inherited}"
         if self.hierarchy and not attr.rooted:
-            return (f"real capability {r} {amount(r, real)} (queue {attr.name} is not under queue {ROOT}: "
-                    f"its spec.parent chain loops)")
+            return (
+                f"real capability {r} {amount(r, real)} (queue {attr.name} is not under queue {ROOT}: "
+                f"its spec.parent chain loops)"
+            )
         if self.hierarchy and attr.ancestors:
-            return (f"real capability {r} {amount(r, real)} (what queue {attr.ancestors[-1]}'s real capability "
-                    f"leaves after its children's guarantees)")
+            return (
+                f"real capability {r} {amount(r, real)} (what queue {attr.ancestors[-1]}'s real capability "
+                f"leaves after its children's guarantees)"
+            )
         return f"real capability {r} {amount(r, real)} (the cluster's {r} less the other queues' guarantees)"
 
     def _exceeded(self, attr: QueueAttr, queue: str, r: str, held: str, need: str) -> str:
@@ -192,15 +198,18 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
         return f"{where}: {self._limit(attr, r)} would be exceeded ({held}, {need})"
 
     def _not_leaf(self, attr: QueueAttr) -> str:
-        return (f"queue {attr.name} has child queues ({', '.join(attr.children)}): with enableHierarchy only leaf "
-                f"queues take jobs")
+        return (
+            f"queue {attr.name} has child queues ({', '.join(attr.children)}): with enableHierarchy only leaf "
+            f"queues take jobs"
+        )
 
     # -- extension points -----------------------------------------------------------------
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
         if not queue.open:
-            return Refusal(f"queue {queue.name} is {queue.state}: only Open queues take new tasks",
-                           PendingReason.QUEUE_CLOSED)
+            return Refusal(
+                f"queue {queue.name} is {queue.state}: only Open queues take new tasks", PendingReason.QUEUE_CLOSED
+            )
         if self.broken is not None:
             return Refusal(self.broken, PendingReason.QUEUE_HIERARCHY_INVALID)
         if queue.name not in self.attrs:
@@ -212,9 +221,16 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
             ok, short = (attr.allocated + req).less_equal_in(attr.real_capability, req)
             if not ok:
                 r = short[0]
-                return Refusal(self._exceeded(attr, queue.name, r, f"allocated {amount(r, attr.allocated.get(r))}",
-                                              f"task needs {amount(r, req.get(r))}"),
-                               PendingReason.QUEUE_CAPABILITY_EXCEEDED)
+                return Refusal(
+                    self._exceeded(
+                        attr,
+                        queue.name,
+                        r,
+                        f"allocated {amount(r, attr.allocated.get(r))}",
+                        f"task needs {amount(r, req.get(r))}",
+                    ),
+                    PendingReason.QUEUE_CAPABILITY_EXCEEDED,
+                )
         return None
 
     def enqueueable(self, job: JobInfo) -> Vote:
@@ -229,8 +245,11 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
             return Vote(VoteKind.REJECT, reason=self._not_leaf(attr), condition=PendingReason.QUEUE_NOT_LEAF)
         queue = self.ssn.queues[job.queue]
         if not queue.open:
-            return Vote(VoteKind.REJECT, condition=PendingReason.QUEUE_CLOSED,
-                        reason=f"queue {queue.name} is {queue.state}: only Open queues take new jobs")
+            return Vote(
+                VoteKind.REJECT,
+                condition=PendingReason.QUEUE_CLOSED,
+                reason=f"queue {queue.name} is {queue.state}: only Open queues take new jobs",
+            )
         if job.min_resources is None:
             return PERMIT
         need = job.min_resources
@@ -240,8 +259,17 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
             if not ok:
                 r = short[0]
                 held = (level.allocated + level.inqueue - level.elastic).get(r)
-                return Vote(VoteKind.REJECT, condition=PendingReason.QUEUE_CAPABILITY_EXCEEDED, reason=self._exceeded(
-                    level, job.queue, r, f"allocated and reserved {amount(r, held)}", f"job needs {amount(r, need.get(r))}"))
+                return Vote(
+                    VoteKind.REJECT,
+                    condition=PendingReason.QUEUE_CAPABILITY_EXCEEDED,
+                    reason=self._exceeded(
+                        level,
+                        job.queue,
+                        r,
+                        f"allocated and reserved {amount(r, held)}",
+                        f"job needs {amount(r, need.get(r))}",
+                    ),
+                )
         reserved = deduct_gated(job, need)
         for level in self.tree.levels(job.queue):
             level.inqueue.add(reserved)
@@ -262,8 +290,11 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
         # root) would stay within its deserved somewhere with the task.
         for depth in range(1, self.tree.level + 1):
             above = self.tree.ancestor(attr, depth)
-            if above is not None and above.name != ROOT and \
-                    within_somewhere(above.allocated + task.resreq, above.deserved, task.resreq):
+            if (
+                above is not None
+                and above.name != ROOT
+                and within_somewhere(above.allocated + task.resreq, above.deserved, task.resreq)
+            ):
                 return True
         return False
 
@@ -288,7 +319,11 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
                 # Uses nothing its queue deserves: a victim — unless, with ancestorReclaimLevel,
                 # the two queues share an ancestor within the levels and the reclaimer's queue
                 # deserves nothing it asks for either (no real contention between them).
-                if mine is not None and self.tree.shares_ancestor(mine, attr) and not intersects(reclaimer.resreq, mine.deserved):
+                if (
+                    mine is not None
+                    and self.tree.shares_ancestor(mine, attr)
+                    and not intersects(reclaimer.resreq, mine.deserved)
+                ):
                     continue
             elif not allocated.greater_in_relevant(attr.deserved, c.resreq)[0]:
                 continue
@@ -300,8 +335,9 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
             victims.append(c)
         return victims
 
-    def _ancestors_over(self, mine: QueueAttr, attr: QueueAttr, victim: TaskInfo,
-                        allocations: dict[str, Vector]) -> list[Vector] | None:
+    def _ancestors_over(
+        self, mine: QueueAttr, attr: QueueAttr, victim: TaskInfo, allocations: dict[str, Vector]
+    ) -> list[Vector] | None:
         """With ancestorReclaimLevel: what the victim's ancestors within the levels (those not
         also the reclaimer's) hold, each over its deserved in a resource the victim uses or
         deserving nothing it uses; None when one is not (reclaiming would take from a subtree
@@ -312,7 +348,9 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
                 return None
             allocated = allocations.setdefault(gate.name, gate.allocated.copy())
             held.append(allocated)
-            if intersects(victim.resreq, gate.deserved) and \
-                    not allocated.greater_in_relevant(gate.deserved, victim.resreq)[0]:
+            if (
+                intersects(victim.resreq, gate.deserved)
+                and not allocated.greater_in_relevant(gate.deserved, victim.resreq)[0]
+            ):
                 return None
         return held

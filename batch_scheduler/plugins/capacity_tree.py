@@ -129,6 +129,7 @@ def job_figures(job: JobInfo) -> tuple[Vector, Vector, Vector, Vector]:
         inqueue.add(deduct_gated(job, inqueue_of_running(job)))
     return allocated, request, inqueue, job.elastic()
 
+
 class QueueTree:
     """The session's queue figures, built at session open; ``broken`` says why the tree is
     unusable (Volcano's ``readyToSchedule`` false), None when it is fine."""
@@ -181,9 +182,13 @@ class QueueTree:
         if info is None:  # the root queue Volcano's scheduler creates: nothing stated
             return QueueAttr(name=name, deserved=Vector(), guarantee=Vector(), capability=None)
         cap = info.capability.copy() if info.capability is not None else None
-        return QueueAttr(name=info.name, deserved=info.deserved.copy() if info.deserved is not None else Vector(),
-                         guarantee=info.guarantee.copy() if info.guarantee is not None else Vector(), capability=cap,
-                         origin={n: info.name for n, _ in cap.items()} if cap is not None else {})
+        return QueueAttr(
+            name=info.name,
+            deserved=info.deserved.copy() if info.deserved is not None else Vector(),
+            guarantee=info.guarantee.copy() if info.guarantee is not None else Vector(),
+            capability=cap,
+            origin={n: info.name for n, _ in cap.items()} if cap is not None else {},
+        )
 
     def _parent(self, name: str) -> str:
         info = self.ssn.queues.get(name)
@@ -198,8 +203,10 @@ class QueueTree:
             chain.append(current)
             parent = self._parent(current)
             if parent not in self.ssn.queues and parent != ROOT:
-                return (f"queue {current} names parent queue {parent}, which does not exist: with enableHierarchy "
-                        f"capacity admits and places nothing until it does")
+                return (
+                    f"queue {current} names parent queue {parent}, which does not exist: with enableHierarchy "
+                    f"capacity admits and places nothing until it does"
+                )
             if parent in self.attrs:
                 break
             self.attrs[parent] = self._attr(self.ssn.queues.get(parent), parent)
@@ -225,8 +232,10 @@ class QueueTree:
                 continue
             attr = self.attrs[job.queue]
             if attr.children:
-                return (f"job {job.key} is in queue {job.queue}, which has child queues ({', '.join(attr.children)}): "
-                        f"with enableHierarchy jobs go to leaf queues, and capacity admits and places nothing until it moves")
+                return (
+                    f"job {job.key} is in queue {job.queue}, which has child queues ({', '.join(attr.children)}): "
+                    f"with enableHierarchy jobs go to leaf queues, and capacity admits and places nothing until it moves"
+                )
             figures = job_figures(job)
             for level in (attr, *(self.attrs[a] for a in attr.ancestors)):
                 for mine, add in zip((level.allocated, level.request, level.inqueue, level.elastic), figures):

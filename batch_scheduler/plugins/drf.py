@@ -40,7 +40,13 @@ def _dominant(allocated: Vector, totals: list[tuple[str, float]]) -> float:
     """:func:`dominant_share` over the cluster's (resource, total) pairs, worked out once per session."""
     best = 0.0
     for name, total in totals:
-        held = allocated.cpu if name == "cpu" else allocated.memory if name == "memory" else allocated.scalars.get(name, 0.0)
+        held = (
+            allocated.cpu
+            if name == "cpu"
+            else allocated.memory
+            if name == "memory"
+            else allocated.scalars.get(name, 0.0)
+        )
         s = share(held, total)
         if s > best:
             best = s
@@ -67,8 +73,15 @@ class HNode:
     saturated: bool = False
 
     def clone(self, parent: HNode | None = None) -> HNode:
-        node = HNode(self.hierarchy, self.weight, Attr(self.attr.allocated.copy(), self.attr.share),
-                     self.request.copy(), parent, None, self.saturated)
+        node = HNode(
+            self.hierarchy,
+            self.weight,
+            Attr(self.attr.allocated.copy(), self.attr.share),
+            self.request.copy(),
+            parent,
+            None,
+            self.saturated,
+        )
         if self.children is not None:
             node.children = {k: c.clone(node) for k, c in self.children.items()}
         return node
@@ -149,7 +162,11 @@ class DrfPlugin(PluginBase[Arguments]):
             if not child.saturated:
                 saturated = False
             if child.attr.share != 0:
-                part = child.attr.allocated if child.saturated else child.attr.allocated.copy().multi(mdr / child.attr.share)
+                part = (
+                    child.attr.allocated
+                    if child.saturated
+                    else child.attr.allocated.copy().multi(mdr / child.attr.share)
+                )
                 node.attr.allocated.add(part)
         node.attr.share = _dominant(node.attr.allocated, self.totals)
         node.saturated = saturated

@@ -28,12 +28,18 @@ class GangPlugin(PluginBase[Arguments]):
     def why_not_schedulable(self, job: JobInfo) -> Refusal | None:
         if not job.check_task_valid():
             short = ", ".join(f"{role or '(no role)'} {need}" for role, need in job.min_task_member.items())
-            return Refusal(f"gang: not enough pods of each task role exist (minTaskMember {short}); waiting for them "
-                           "to be created", PendingReason.NOT_ENOUGH_PODS)
+            return Refusal(
+                f"gang: not enough pods of each task role exist (minTaskMember {short}); waiting for them "
+                "to be created",
+                PendingReason.NOT_ENOUGH_PODS,
+            )
         valid = job.valid_count
         if valid < job.min_member:
-            return Refusal(f"gang: {valid}/{job.min_member} pods exist (minMember {job.min_member}); waiting for the "
-                           "rest to be created", PendingReason.NOT_ENOUGH_PODS)
+            return Refusal(
+                f"gang: {valid}/{job.min_member} pods exist (minMember {job.min_member}); waiting for the "
+                "rest to be created",
+                PendingReason.NOT_ENOUGH_PODS,
+            )
         return None
 
     def job_ready(self, job: JobInfo) -> bool:

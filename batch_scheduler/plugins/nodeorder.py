@@ -52,10 +52,20 @@ from cluster.nodeview.scores import (
     requested_score,
 )
 
-DEFAULTS = {"leastrequested.weight": 1, "mostrequested.weight": 0, "balancedresource.weight": 1,
-            "nodeaffinity.weight": 2, "tainttoleration.weight": 3}
-NO_EFFECT = {"podaffinity.weight": 2, "imagelocality.weight": 1, "podtopologyspread.weight": 2,
-             "selectorspread.weight": 0, "volumebinding.weight": 0}
+DEFAULTS = {
+    "leastrequested.weight": 1,
+    "mostrequested.weight": 0,
+    "balancedresource.weight": 1,
+    "nodeaffinity.weight": 2,
+    "tainttoleration.weight": 3,
+}
+NO_EFFECT = {
+    "podaffinity.weight": 2,
+    "imagelocality.weight": 1,
+    "podtopologyspread.weight": 2,
+    "selectorspread.weight": 0,
+    "volumebinding.weight": 0,
+}
 LEAST_WEIGHTS = {CPU: 50, MEMORY: 50}  # Volcano's NodeResourcesFit args for LeastAllocated
 MOST_WEIGHTS = {CPU: 1, MEMORY: 1}
 
@@ -68,7 +78,9 @@ def nonzero_request(pod: Pod, request: Resources) -> Resources:
     for name, default in ((CPU, DEFAULT_MILLI_CPU), (MEMORY, DEFAULT_MEMORY)):
         if level is not None and (name in level.requests or name in level.limits):
             continue
-        missing = sum(1 for c in pod.spec.containers if name not in c.resources.requests and name not in c.resources.limits)
+        missing = sum(
+            1 for c in pod.spec.containers if name not in c.resources.requests and name not in c.resources.limits
+        )
         if missing:
             extra[name] = missing * default
     return request + extra if extra else request
@@ -97,8 +109,17 @@ class NodeOrderPlugin(PluginBase[NodeOrderArguments]):
         if cached is None:
             tolerations = [t for t in task.pod.spec.tolerations if t.effect in ("", "PreferNoSchedule")]
             counts = np.fromiter(
-                (sum(1 for t in taints if t.effect == "PreferNoSchedule" and not any(tolerates(x, t) for x in tolerations))
-                 for taints in ssn.columns.taints[: ssn.n]), dtype=np.float64, count=ssn.n)
+                (
+                    sum(
+                        1
+                        for t in taints
+                        if t.effect == "PreferNoSchedule" and not any(tolerates(x, t) for x in tolerations)
+                    )
+                    for taints in ssn.columns.taints[: ssn.n]
+                ),
+                dtype=np.float64,
+                count=ssn.n,
+            )
             allowed = ssn.feasible(task, ignore_resources=True).mask
             cached = np.zeros(ssn.n, dtype=np.float64)
             cached[allowed] = default_normalize(counts[allowed], reverse=True)
@@ -112,14 +133,21 @@ class NodeOrderPlugin(PluginBase[NodeOrderArguments]):
         if w["leastrequested.weight"] or w["mostrequested.weight"]:
             nonzero = nonzero_request(task.pod, req)
             if w["leastrequested.weight"]:
-                total += w["leastrequested.weight"] * requested_score(cols, nonzero, LEAST_WEIGHTS, most=False, nodes=nodes)
+                total += w["leastrequested.weight"] * requested_score(
+                    cols, nonzero, LEAST_WEIGHTS, most=False, nodes=nodes
+                )
             if w["mostrequested.weight"]:
-                total += w["mostrequested.weight"] * requested_score(cols, nonzero, MOST_WEIGHTS, most=True, nodes=nodes)
+                total += w["mostrequested.weight"] * requested_score(
+                    cols, nonzero, MOST_WEIGHTS, most=True, nodes=nodes
+                )
         if w["balancedresource.weight"]:
             total += w["balancedresource.weight"] * balanced_resource_score(cols, req, nodes=nodes)
         affinity = task.pod.spec.affinity
-        terms = affinity.node_affinity.preferred_during_scheduling_ignored_during_execution if (
-            affinity and affinity.node_affinity) else []
+        terms = (
+            affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+            if (affinity and affinity.node_affinity)
+            else []
+        )
         if w["nodeaffinity.weight"] and terms:
             total += w["nodeaffinity.weight"] * preferred_affinity_weight(cols, terms)[every]
         if w["tainttoleration.weight"]:

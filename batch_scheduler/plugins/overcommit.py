@@ -48,8 +48,9 @@ class OvercommitPlugin(PluginBase[OvercommitArguments]):
         super().open(ssn)
         cols, n = ssn.columns, ssn.n
         usable = ssn.allowed & ~cols.unschedulable[:n]
-        self.used = Vector.from_amounts(shareable({r: int(cols.allocated[i, :n][usable].sum())
-                                                   for i, r in enumerate(cols.resources)}))
+        self.used = Vector.from_amounts(
+            shareable({r: int(cols.allocated[i, :n][usable].sum()) for i, r in enumerate(cols.resources)})
+        )
         self.idle = ssn.total.copy().multi(self.args.factor).sub(self.used)
         self.inqueue = Vector()
         for job in ssn.jobs.values():
@@ -69,10 +70,15 @@ class OvercommitPlugin(PluginBase[OvercommitArguments]):
             return PERMIT
         r = short[0]
         left = self.idle.get(r) - self.inqueue.get(r)
-        return Vote(VoteKind.REJECT, condition=PendingReason.NOT_ENOUGH_RESOURCES, reason=(
-            f"cluster: job needs {r} {fmt(r, need.get(r))} to start, only {amount_text(r, max(left, 0.0), down=True)} can be admitted "
-            f"({fmt(r, self.ssn.total.get(r))} allocatable × overcommit-factor {self.args.factor:g}, "
-            f"{fmt(r, self.used.get(r))} allocated, {fmt(r, self.inqueue.get(r))} reserved by admitted jobs)"))
+        return Vote(
+            VoteKind.REJECT,
+            condition=PendingReason.NOT_ENOUGH_RESOURCES,
+            reason=(
+                f"cluster: job needs {r} {fmt(r, need.get(r))} to start, only {amount_text(r, max(left, 0.0), down=True)} can be admitted "
+                f"({fmt(r, self.ssn.total.get(r))} allocatable × overcommit-factor {self.args.factor:g}, "
+                f"{fmt(r, self.used.get(r))} allocated, {fmt(r, self.inqueue.get(r))} reserved by admitted jobs)"
+            ),
+        )
 
     def enqueued(self, job: JobInfo) -> None:
         if job.min_resources is not None:

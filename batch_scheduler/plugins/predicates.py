@@ -27,11 +27,22 @@ _TOLERATE_ALL = [Toleration(operator="Exists")]
 
 
 class PredicatesArguments(Arguments, frozen=True, kw_only=True):
-    reads = frozenset({
-        NODE_AFFINITY, TAINTS, "predicate.GPUSharingEnable", "predicate.CacheEnable", "predicate.ProportionalEnable",
-        "predicate.PodAffinityEnable", "predicate.NodePortsEnable", "predicate.NodeVolumeLimitsEnable",
-        "predicate.VolumeZoneEnable", "predicate.PodTopologySpreadEnable", "predicate.GPUNumberEnable",
-        "predicate.resources"})
+    reads = frozenset(
+        {
+            NODE_AFFINITY,
+            TAINTS,
+            "predicate.GPUSharingEnable",
+            "predicate.CacheEnable",
+            "predicate.ProportionalEnable",
+            "predicate.PodAffinityEnable",
+            "predicate.NodePortsEnable",
+            "predicate.NodeVolumeLimitsEnable",
+            "predicate.VolumeZoneEnable",
+            "predicate.PodTopologySpreadEnable",
+            "predicate.GPUNumberEnable",
+            "predicate.resources",
+        }
+    )
     prefixes = ("predicate.resources.",)
     node_affinity: bool = True
     taints: bool = True

@@ -251,15 +251,20 @@ class ProportionPlugin(PluginBase[Arguments]):
         attr = self.attrs.get(queue.name)
         if attr is None or not attr.deserved.less_equal(attr.allocated, ZERO):
             return None
-        held = ", ".join(f"{r} {fmt(r, attr.allocated.get(r))}" for r in attr.deserved.resource_names()
-                         if r != PODS) or "nothing"
-        return Refusal(f"queue {queue.name}: at its deserved share ({held}); waits for its running jobs to finish",
-                       PendingReason.QUEUE_SHARE_EXCEEDED)
+        held = (
+            ", ".join(f"{r} {fmt(r, attr.allocated.get(r))}" for r in attr.deserved.resource_names() if r != PODS)
+            or "nothing"
+        )
+        return Refusal(
+            f"queue {queue.name}: at its deserved share ({held}); waits for its running jobs to finish",
+            PendingReason.QUEUE_SHARE_EXCEEDED,
+        )
 
     def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
         if not queue.open:
-            return Refusal(f"queue {queue.name} is {queue.state}: only Open queues take new tasks",
-                           PendingReason.QUEUE_CLOSED)
+            return Refusal(
+                f"queue {queue.name} is {queue.state}: only Open queues take new tasks", PendingReason.QUEUE_CLOSED
+            )
         attr = self.attrs.get(queue.name)
         if attr is None:
             return None
@@ -270,13 +275,17 @@ class ProportionPlugin(PluginBase[Arguments]):
         r = short[0]
         held = fmt(r, attr.allocated.get(r))
         if attr.capability is not None and attr.deserved.get(r) + EPSILON >= attr.capability.get(r):
-            return Refusal(f"queue {queue.name}: capability {r} {fmt(r, attr.capability.get(r))} would be exceeded "
-                           f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))})",
-                           PendingReason.QUEUE_CAPABILITY_EXCEEDED)
+            return Refusal(
+                f"queue {queue.name}: capability {r} {fmt(r, attr.capability.get(r))} would be exceeded "
+                f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))})",
+                PendingReason.QUEUE_CAPABILITY_EXCEEDED,
+            )
         why = "; the other queues' weights and requests set it" if len(self.attrs) > 1 else ""
-        return Refusal(f"queue {queue.name}: deserved share {r} {fmt(r, attr.deserved.get(r))} would be exceeded "
-                       f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))}){why}",
-                       PendingReason.QUEUE_SHARE_EXCEEDED)
+        return Refusal(
+            f"queue {queue.name}: deserved share {r} {fmt(r, attr.deserved.get(r))} would be exceeded "
+            f"(allocated {held}, task needs {fmt(r, task.resreq.get(r))}){why}",
+            PendingReason.QUEUE_SHARE_EXCEEDED,
+        )
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
         return self._allocatable(queue, task)
@@ -287,8 +296,11 @@ class ProportionPlugin(PluginBase[Arguments]):
     def enqueueable(self, job: JobInfo) -> Vote:
         queue = self.ssn.queues[job.queue]
         if not queue.open:
-            return Vote(VoteKind.REJECT, condition=PendingReason.QUEUE_CLOSED,
-                        reason=f"queue {queue.name} is {queue.state}: only Open queues take new jobs")
+            return Vote(
+                VoteKind.REJECT,
+                condition=PendingReason.QUEUE_CLOSED,
+                reason=f"queue {queue.name} is {queue.state}: only Open queues take new jobs",
+            )
         attr = self.attrs.get(job.queue)
         if attr is None or job.min_resources is None:
             return PERMIT
@@ -299,11 +311,21 @@ class ProportionPlugin(PluginBase[Arguments]):
             attr.inqueue.add(deduct_gated(job, need))
             return PERMIT
         r = short[0]
-        kind = "capability" if attr.capability is not None and math.isfinite(attr.capability.get(r)) and \
-            attr.real_capability.get(r) >= attr.capability.get(r) - EPSILON else "share of the cluster (after guarantees)"
-        return Vote(VoteKind.REJECT, condition=PendingReason.QUEUE_CAPABILITY_EXCEEDED, reason=(
-            f"queue {job.queue}: {kind} {r} {fmt(r, attr.real_capability.get(r))} would be exceeded "
-            f"(allocated {fmt(r, (attr.allocated + attr.inqueue - attr.elastic).get(r))}, job needs {fmt(r, need.get(r))})"))
+        kind = (
+            "capability"
+            if attr.capability is not None
+            and math.isfinite(attr.capability.get(r))
+            and attr.real_capability.get(r) >= attr.capability.get(r) - EPSILON
+            else "share of the cluster (after guarantees)"
+        )
+        return Vote(
+            VoteKind.REJECT,
+            condition=PendingReason.QUEUE_CAPABILITY_EXCEEDED,
+            reason=(
+                f"queue {job.queue}: {kind} {r} {fmt(r, attr.real_capability.get(r))} would be exceeded "
+                f"(allocated {fmt(r, (attr.allocated + attr.inqueue - attr.elastic).get(r))}, job needs {fmt(r, need.get(r))})"
+            ),
+        )
 
     def enqueued(self, job: JobInfo) -> None:
         pass  # enqueueable already reserved the job's minResources, as Volcano's does
@@ -326,10 +348,14 @@ class ProportionPlugin(PluginBase[Arguments]):
     @property
     def deserved(self) -> dict[str, dict[str, float]]:
         """Each queue's deserved share in caldera amounts (for ``caldera status``)."""
-        return {q: {r: float(v) for r, v in a.deserved.to_amounts().items() if r != PODS} for q, a in self.attrs.items()}
+        return {
+            q: {r: float(v) for r, v in a.deserved.to_amounts().items() if r != PODS} for q, a in self.attrs.items()
+        }
 
     @property
     def real_capability(self) -> dict[str, dict[str, float]]:
         """Each queue's real capability in caldera amounts (infinite ones left out)."""
-        return {q: {r: float(v) for r, v in a.real_capability.to_amounts().items() if r != PODS}
-                for q, a in self.attrs.items()}
+        return {
+            q: {r: float(v) for r, v in a.real_capability.to_amounts().items() if r != PODS}
+            for q, a in self.attrs.items()
+        }

@@ -54,7 +54,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--pods", type=positive_int, default=10000)
     p.add_argument("--workers", type=positive_int, default=2)
     p.add_argument("--rate", type=float, default=0.0, help="pods/s to submit at; 0 = one burst (default: 0)")
-    p.add_argument("--fill", type=float, default=0.8, help="share of the cluster's cpu the pods take together (default: 0.8)")
+    p.add_argument(
+        "--fill", type=float, default=0.8, help="share of the cluster's cpu the pods take together (default: 0.8)"
+    )
     p.add_argument("--batch-size", type=positive_int, default=256)
     p.add_argument("--inflight", type=positive_int, default=2, help="batches in flight per worker (default: 2)")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
@@ -87,14 +89,39 @@ async def submit(store: Store, pods: list[Any], rate: float, created: dict[str, 
 async def one_run(url: str, args: argparse.Namespace, name: str, workers: int, coarse: bool) -> Run:
     nodes = pool_nodes(NodePool(name="n", count=args.nodes, resources={"cpu": 16, "memory": "64Gi", "pods": 110}))
     cpu = max(1, int(args.fill * args.nodes * 16000 / args.pods))
-    pods = [make_pod(f"{name}-{i}", scheduler=AGENT, requests={"cpu": f"{cpu}m", "memory": "256Mi"}) for i in range(args.pods)]
-    return await place(url, name, nodes, pods, workers=workers, coarse=coarse, rate=args.rate, batch_size=args.batch_size,
-                       inflight=args.inflight)
+    pods = [
+        make_pod(f"{name}-{i}", scheduler=AGENT, requests={"cpu": f"{cpu}m", "memory": "256Mi"})
+        for i in range(args.pods)
+    ]
+    return await place(
+        url,
+        name,
+        nodes,
+        pods,
+        workers=workers,
+        coarse=coarse,
+        rate=args.rate,
+        batch_size=args.batch_size,
+        inflight=args.inflight,
+    )
 
 
-async def place(url: str, name: str, nodes: list[Node], pods: list[Pod], *, workers: int, coarse: bool = False,
-                score: ScoreKind = ScoreKind.BINPACK, weights: dict[str, float] | None = None, rate: float = 0.0, chunk: int = 1000, batch_size: int = 256,
-                inflight: int = 2, until: Callable[[Store, AgentLoop], Awaitable[bool]] | None = None) -> Run:
+async def place(
+    url: str,
+    name: str,
+    nodes: list[Node],
+    pods: list[Pod],
+    *,
+    workers: int,
+    coarse: bool = False,
+    score: ScoreKind = ScoreKind.BINPACK,
+    weights: dict[str, float] | None = None,
+    rate: float = 0.0,
+    chunk: int = 1000,
+    batch_size: int = 256,
+    inflight: int = 2,
+    until: Callable[[Store, AgentLoop], Awaitable[bool]] | None = None,
+) -> Run:
     """Place ``pods`` on a fresh cluster of ``nodes`` with the agent loop and ``workers`` Ray workers; the figures.
 
     Pods are submitted in chunks of ``chunk`` (or at ``rate`` pods/s). The run ends when
@@ -113,8 +140,17 @@ async def place(url: str, name: str, nodes: list[Node], pods: list[Pod], *, work
         core = CoreConfig(worker=0, workers=workers, score=score)
         if weights:
             core = msgspec.structs.replace(core, weights=weights)
-        handles = [RayWorker(f"w{i}", ActorSpec(redis_url=url, cluster=store.keys.cluster, worker=WorkerConfig(
-                       core=msgspec.structs.replace(core, worker=i), seed=i, coarse=coarse))) for i in range(workers)]
+        handles = [
+            RayWorker(
+                f"w{i}",
+                ActorSpec(
+                    redis_url=url,
+                    cluster=store.keys.cluster,
+                    worker=WorkerConfig(core=msgspec.structs.replace(core, worker=i), seed=i, coarse=coarse),
+                ),
+            )
+            for i in range(workers)
+        ]
         await asyncio.gather(*(h.start() for h in handles))
         loop = AgentLoop(store, handles, LoopConfig(batch_size=batch_size, inflight=inflight))
         stop = asyncio.Event()
@@ -147,33 +183,56 @@ async def place(url: str, name: str, nodes: list[Node], pods: list[Pod], *, work
         t = loop.totals
         tries = t["committed"] + t["conflicts"] + t["rejected"]
         await c.delete(*[k async for k in c.scan_iter(match=store.keys.prefix + "*")])
-        return Run(pods_per_s=round(len(placed) / max(end - start, 1e-9), 1),
-                   p50_ms=round(float(np.percentile(lat, 50)), 2), p99_ms=round(float(np.percentile(lat, 99)), 2),
-                   attempts_per_pod=round(tries / max(t["committed"], 1), 4),
-                   conflict_rate=round(t["conflicts"] / max(t["committed"], 1), 4), resolved_conflicts=t["resolved"],
-                   placed=len(placed), audit="ok" if not problems else f"{len(problems)} violations")
+        return Run(
+            pods_per_s=round(len(placed) / max(end - start, 1e-9), 1),
+            p50_ms=round(float(np.percentile(lat, 50)), 2),
+            p99_ms=round(float(np.percentile(lat, 99)), 2),
+            attempts_per_pod=round(tries / max(t["committed"], 1), 4),
+            conflict_rate=round(t["conflicts"] / max(t["committed"], 1), 4),
+            resolved_conflicts=t["resolved"],
+            placed=len(placed),
+            audit="ok" if not problems else f"{len(problems)} violations",
+        )
 
 
 async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     main = await one_run(url, args, "main", args.workers, False)
-    report: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods, "workers": args.workers, "rate": args.rate,
-                              "fill": args.fill, **msgspec.to_builtins(main)}
+    report: dict[str, Any] = {
+        "nodes": args.nodes,
+        "pods": args.pods,
+        "workers": args.workers,
+        "rate": args.rate,
+        "fill": args.fill,
+        **msgspec.to_builtins(main),
+    }
     if not args.skip_baselines:
         one = await one_run(url, args, "one", 1, False)
         coarse = await one_run(url, args, "coarse", args.workers, True)
-        report.update(baseline_one_worker_pods_per_s=one.pods_per_s, coarse_conflict_rate=coarse.conflict_rate,
-                      coarse_attempts_per_pod=coarse.attempts_per_pod, coarse_pods_per_s=coarse.pods_per_s,
-                      speedup_vs_one_worker=round(main.pods_per_s / max(one.pods_per_s, 1e-9), 2))
+        report.update(
+            baseline_one_worker_pods_per_s=one.pods_per_s,
+            coarse_conflict_rate=coarse.conflict_rate,
+            coarse_attempts_per_pod=coarse.attempts_per_pod,
+            coarse_pods_per_s=coarse.pods_per_s,
+            speedup_vs_one_worker=round(main.pods_per_s / max(one.pods_per_s, 1e-9), 2),
+        )
     return report
 
 
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.fill <= 1 or args.rate < 0:
-        print(f"caldera bench agent: error: --fill {args.fill} must be in (0, 1] and --rate {args.rate} ≥ 0", file=sys.stderr)
+        print(
+            f"caldera bench agent: error: --fill {args.fill} must be in (0, 1] and --rate {args.rate} ≥ 0",
+            file=sys.stderr,
+        )
         return 2
     if args.fill * args.nodes * 16 / args.pods > 16:
         need = int(args.fill * args.nodes) + 1
-        print(f"caldera bench agent: error: --pods {args.pods}: too few to fill {args.fill:g} of {args.nodes} nodes' cpu "
-              f"with pods that fit a 16-cpu node (expected at least {need})", file=sys.stderr)
+        print(
+            f"caldera bench agent: error: --pods {args.pods}: too few to fill {args.fill:g} of {args.nodes} nodes' cpu "
+            f"with pods that fit a 16-cpu node (expected at least {need})",
+            file=sys.stderr,
+        )
         return 2
-    return run_bench(args, lambda url: measure(url, args), figures(32), ok=lambda report: report["audit"] == "ok", ray=True)
+    return run_bench(
+        args, lambda url: measure(url, args), figures(32), ok=lambda report: report["audit"] == "ok", ray=True
+    )

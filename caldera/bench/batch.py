@@ -111,7 +111,7 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
         store = Store(c, Keys(f"bench-batch-{name}"))
         nodes = pool_nodes(NodePool(name="gpu", count=args.nodes, resources=NODE))
         for i in range(0, len(nodes), 2000):
-            await store.upsert_nodes(nodes[i: i + 2000])
+            await store.upsert_nodes(nodes[i : i + 2000])
         # Another scheduler's pods hold all but ``free`` of the GPUs (and their share of cpu and
         # memory), the free ones spread evenly over the nodes.
         free_gpus = round(free * 8 * len(nodes))
@@ -119,17 +119,30 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
         for i, n in enumerate(nodes):
             gpus = 8 - (free_gpus // len(nodes) + (1 if i < free_gpus % len(nodes) else 0))
             if gpus:
-                held.append(make_pod(f"other-{n.name}", scheduler="other", node=n.name, phase="Running",
-                                     requests={"cpu": str(4 * gpus), "memory": f"{32 * gpus}Gi", "nvidia.com/gpu": gpus}))
+                held.append(
+                    make_pod(
+                        f"other-{n.name}",
+                        scheduler="other",
+                        node=n.name,
+                        phase="Running",
+                        requests={"cpu": str(4 * gpus), "memory": f"{32 * gpus}Gi", "nvidia.com/gpu": gpus},
+                    )
+                )
         for i in range(0, len(held), 2000):
-            await store.upsert_pods(held[i: i + 2000])
-        await store.write([Put(msgspec.convert({"metadata": {"name": q}, "spec": {"weight": w}}, Queue))
-                           for q, w in QUEUES.items()])
+            await store.upsert_pods(held[i : i + 2000])
+        await store.write(
+            [Put(msgspec.convert({"metadata": {"name": q}, "spec": {"weight": w}}, Queue)) for q, w in QUEUES.items()]
+        )
         workload = Workload(args.seed)
         heap = HeapKeeper()  # as the batch-scheduler process runs it
-        scheduler = BatchScheduler(store, load_conf(args.conf, default_registry()),
-                                   SchedulerConfig(session=SessionConfig(scheduler=BATCH, sharding=ShardingMode.NONE)),
-                                   bind_target=SimBindTarget(store), evictor=SimEvictor(store), heap=heap)
+        scheduler = BatchScheduler(
+            store,
+            load_conf(args.conf, default_registry()),
+            SchedulerConfig(session=SessionConfig(scheduler=BATCH, sharding=ShardingMode.NONE)),
+            bind_target=SimBindTarget(store),
+            evictor=SimEvictor(store),
+            heap=heap,
+        )
         informer = Informer(store, KINDS, block_ms=50, count=50000)
         updates = informer.updates()
         pending = 0
@@ -140,7 +153,7 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
             groups, pods = workload.jobs(args.pending - pending)
             await store.write([Put(g) for g in groups])
             for i in range(0, len(pods), 2000):
-                await store.upsert_pods(pods[i: i + 2000])
+                await store.upsert_pods(pods[i : i + 2000])
             target = await store.version()
             while scheduler.version < target:  # the scheduler's cache catches up, as in the process
                 scheduler.apply(await anext(updates))
@@ -151,26 +164,38 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
             started += report.jobs_started
             bound = [uid for uid, r in scheduler.pods.items() if r.node]
             for i in range(0, len(bound), 2000):  # the placed pods run and end before the next session
-                await store.delete_pods(bound[i: i + 2000])
+                await store.delete_pods(bound[i : i + 2000])
             pending = sum(1 for r in scheduler.pods.values() if not r.node)
         informer.stop()
         heap.release()
         problems = await audit(store)
         await c.delete(*[k async for k in c.scan_iter(match=store.keys.prefix + "*")])
         s = np.array(seconds)
-        return Run(session_s_p50=round(float(np.percentile(s, 50)), 3), session_s_p99=round(float(np.percentile(s, 99)), 3),
-                   allocate_s_p50=round(float(np.percentile(np.array(allocate), 50)), 3),
-                   placed_per_session=round(placed / len(seconds), 1),
-                   pods_per_s=round(placed / max(float(s.sum()), 1e-9), 1), jobs_started=started,
-                   audit="ok" if not problems else f"{len(problems)} violations")
+        return Run(
+            session_s_p50=round(float(np.percentile(s, 50)), 3),
+            session_s_p99=round(float(np.percentile(s, 99)), 3),
+            allocate_s_p50=round(float(np.percentile(np.array(allocate), 50)), 3),
+            placed_per_session=round(placed / len(seconds), 1),
+            pods_per_s=round(placed / max(float(s.sum()), 1e-9), 1),
+            jobs_started=started,
+            audit="ok" if not problems else f"{len(problems)} violations",
+        )
 
 
 async def measure(url: str, args: argparse.Namespace) -> Report:
     steady = await one_run(url, args, "steady", args.free)
     burst = await one_run(url, args, "burst", 0.5)
-    return Report(nodes=args.nodes, pending=args.pending, sessions=args.sessions, free=args.free,
-                  session_s_p50=steady.session_s_p50, session_s_p99=steady.session_s_p99, pods_per_s=steady.pods_per_s,
-                  steady=steady, burst=burst)
+    return Report(
+        nodes=args.nodes,
+        pending=args.pending,
+        sessions=args.sessions,
+        free=args.free,
+        session_s_p50=steady.session_s_p50,
+        session_s_p99=steady.session_s_p99,
+        pods_per_s=steady.pods_per_s,
+        steady=steady,
+        burst=burst,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -182,5 +207,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfError as e:
         print(f"caldera bench batch: error: {e}", file=sys.stderr)
         return 2
-    return run_bench(args, lambda url: measure(url, args), figures(20),
-                     ok=lambda report: report.steady.audit == report.burst.audit == "ok")
+    return run_bench(
+        args,
+        lambda url: measure(url, args),
+        figures(20),
+        ok=lambda report: report.steady.audit == report.burst.audit == "ok",
+    )

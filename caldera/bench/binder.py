@@ -75,7 +75,10 @@ async def prepare(store: Store, nodes: int, pods: int, gang: int, rng: random.Ra
     for i in range(0, pods, gang):
         chosen = [rng.choice(names) for _ in range(gang)]
         calls.append(
-            [Placement(uid=p.uid, node=n, request=p.request(), version=version_of[n]) for p, n in zip(made[i : i + gang], chosen)]
+            [
+                Placement(uid=p.uid, node=n, request=p.request(), version=version_of[n])
+                for p, n in zip(made[i : i + gang], chosen)
+            ]
         )
     return calls
 
@@ -140,7 +143,10 @@ async def measure(url: str, args: argparse.Namespace, gang_size: int) -> Figures
             b_calls = await prepare(Store(c, bk), args.nodes, args.pods, gang_size, random.Random(rep))
             binder = Binder(c, bk, "bench")
             await binder.load()
-            best_ceiling = min(best_ceiling, await asyncio.to_thread(ceiling, url, ck, binder.commit_script, c_calls, gang, args.pipeline))
+            best_ceiling = min(
+                best_ceiling,
+                await asyncio.to_thread(ceiling, url, ck, binder.commit_script, c_calls, gang, args.pipeline),
+            )
             seconds, commits = await through_binder(binder, b_calls, gang, args.pipeline)
             if commits != args.pods:
                 raise RuntimeError(f"binder committed {commits} of {args.pods} pods; the bench cluster should fit all")
@@ -159,19 +165,31 @@ async def measure_both(url: str, args: argparse.Namespace) -> Report:
     single = await measure(url, args, 1)
     gang8 = await measure(url, args, 8)
     worst = min((single, gang8), key=lambda f: f.ratio)
-    return Report(commits_per_s=worst.commits_per_s, ceiling_per_s=worst.ceiling_per_s, ratio=worst.ratio, single=single,
-                  gang8=gang8, pods=args.pods, pipeline=args.pipeline)
+    return Report(
+        commits_per_s=worst.commits_per_s,
+        ceiling_per_s=worst.ceiling_per_s,
+        ratio=worst.ratio,
+        single=single,
+        gang8=gang8,
+        pods=args.pods,
+        pipeline=args.pipeline,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.pods % 8:
-        print(f"caldera bench binder: error: --pods: {args.pods} (expected a multiple of 8, the gang size)", file=sys.stderr)
+        print(
+            f"caldera bench binder: error: --pods: {args.pods} (expected a multiple of 8, the gang size)",
+            file=sys.stderr,
+        )
         return 2
     return run_bench(args, lambda url: measure_both(url, args), table)
 
 
 def table(report: Report) -> str:
-    rows = [f"{name:<10} {f.commits_per_s:>10,.0f} {f.ceiling_per_s:>10,.0f} {f.ratio:>6.2f}"
-            for name, f in (("single", report.single), ("gang of 8", report.gang8))]
+    rows = [
+        f"{name:<10} {f.commits_per_s:>10,.0f} {f.ceiling_per_s:>10,.0f} {f.ratio:>6.2f}"
+        for name, f in (("single", report.single), ("gang of 8", report.gang8))
+    ]
     note = "top-level figures are the workload with the lower ratio; the ceiling is the same script over a raw socket"
     return "\n".join([f"{'workload':<10} {'commits/s':>10} {'ceiling/s':>10} {'ratio':>6}", *rows, note])

@@ -27,7 +27,9 @@ from caldera.demo.workload import WorkloadDriver
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("mixed", help="the demo's workload without the view: both schedulers, the sharding controller")
     p.add_argument("--duration", type=float, default=30.0, help="seconds of load (default: 30)")
-    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)")
+    p.add_argument(
+        "--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)"
+    )
     p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
@@ -37,21 +39,35 @@ def add_parser(sub: Any) -> None:
 
 async def measure(url: str, w: workloads.Workload, duration: float, workers: int, seed: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="caldera-bench-mixed-") as out:
-        outcome = await run_system(url, lambda store, tracker: WorkloadDriver(w, store, tracker, seed=seed, duration=duration),
-                                   Options(duration=duration, workers=workers, out=Path(out)), View(None))
+        outcome = await run_system(
+            url,
+            lambda store, tracker: WorkloadDriver(w, store, tracker, seed=seed, duration=duration),
+            Options(duration=duration, workers=workers, out=Path(out)),
+            View(None),
+        )
     report = msgspec.to_builtins(outcome.report)
-    return {k: report[k] for k in ("duration_s", "cluster", "schedulers", "jobs", "shards", "conflicts", "tracebacks", "audit")}
+    return {
+        k: report[k]
+        for k in ("duration_s", "cluster", "schedulers", "jobs", "shards", "conflicts", "tracebacks", "audit")
+    }
 
 
 def run(args: argparse.Namespace) -> int:
     if args.duration <= 0 or args.workers < 1:
-        print(f"caldera bench mixed: error: --duration {args.duration:g}, --workers {args.workers} "
-              "(expected a positive duration and at least one worker)", file=sys.stderr)
+        print(
+            f"caldera bench mixed: error: --duration {args.duration:g}, --workers {args.workers} "
+            "(expected a positive duration and at least one worker)",
+            file=sys.stderr,
+        )
         return 2
     try:
         w = workloads.load(args.workload)
     except ValueError as e:
         print(f"caldera bench mixed: error: {e}", file=sys.stderr)
         return 2
-    return run_bench(args, lambda url: measure(url, w, args.duration, args.workers, args.seed), figures(12),
-                     ok=lambda report: report["audit"] == "ok" and not report["tracebacks"])
+    return run_bench(
+        args,
+        lambda url: measure(url, w, args.duration, args.workers, args.seed),
+        figures(12),
+        ok=lambda report: report["audit"] == "ok" and not report["tracebacks"],
+    )

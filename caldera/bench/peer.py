@@ -38,7 +38,9 @@ class Report(msgspec.Struct):
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("peer", help="Volcano's published agent-scheduler shape: 1,000 nodes, 20 jobs x 500 pods, 4 workers")
+    p = sub.add_parser(
+        "peer", help="Volcano's published agent-scheduler shape: 1,000 nodes, 20 jobs x 500 pods, 4 workers"
+    )
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
@@ -46,11 +48,22 @@ def add_parser(sub: Any) -> None:
 
 async def measure(url: str, jobs: int = JOBS) -> Report:
     nodes = pool_nodes(NodePool(name="n", count=NODES, resources={"cpu": 16, "memory": "64Gi", "pods": 110}))
-    pods = [make_pod(f"job{j}-{i}", scheduler=AGENT, requests={"cpu": "100m", "memory": "128Mi"})
-            for j in range(jobs) for i in range(PODS_PER_JOB)]
+    pods = [
+        make_pod(f"job{j}-{i}", scheduler=AGENT, requests={"cpu": "100m", "memory": "128Mi"})
+        for j in range(jobs)
+        for i in range(PODS_PER_JOB)
+    ]
     r: Run = await place(url, "peer", nodes, pods, workers=WORKERS, chunk=PODS_PER_JOB)
-    return Report(nodes=NODES, pods=len(pods), workers=WORKERS, pods_per_s=r.pods_per_s, p50_ms=r.p50_ms, p99_ms=r.p99_ms,
-                  placed=r.placed, audit=r.audit)
+    return Report(
+        nodes=NODES,
+        pods=len(pods),
+        workers=WORKERS,
+        pods_per_s=r.pods_per_s,
+        p50_ms=r.p50_ms,
+        p99_ms=r.p99_ms,
+        placed=r.placed,
+        audit=r.audit,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def line(report: Report) -> str:
-    return (f"{report.pods:,} pods on {report.nodes:,} nodes, {report.workers} workers: {report.pods_per_s:,.0f} pods/s, "
-            f"p99 {report.p99_ms / 1000:.2f} s (Volcano published {PUBLISHED_PODS_PER_S:.0f} pods/s, "
-            f"p99 {PUBLISHED_P99_MS / 1000:.2f} s on a {PUBLISHED_HOST} host); audit {report.audit}")
+    return (
+        f"{report.pods:,} pods on {report.nodes:,} nodes, {report.workers} workers: {report.pods_per_s:,.0f} pods/s, "
+        f"p99 {report.p99_ms / 1000:.2f} s (Volcano published {PUBLISHED_PODS_PER_S:.0f} pods/s, "
+        f"p99 {PUBLISHED_P99_MS / 1000:.2f} s on a {PUBLISHED_HOST} host); audit {report.audit}"
+    )

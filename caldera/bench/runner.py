@@ -51,8 +51,14 @@ def local_ray() -> Iterator[None]:
         stop_ray()
 
 
-def run_bench(args: argparse.Namespace, measure: Callable[[str], Coroutine[Any, Any, R]], text: Callable[[R], str], *,
-              ok: Callable[[R], bool] = lambda report: True, ray: bool = False) -> int:
+def run_bench(
+    args: argparse.Namespace,
+    measure: Callable[[str], Coroutine[Any, Any, R]],
+    text: Callable[[R], str],
+    *,
+    ok: Callable[[R], bool] = lambda report: True,
+    ray: bool = False,
+) -> int:
     """Measure (see :func:`measured`; ``--redis-url``), print the report, and exit 0 when ``ok(report)``, else 1."""
     report = measured(args.redis_url, measure, ray=ray)
     print(json.dumps(msgspec.to_builtins(report)) if args.json else text(report))
@@ -61,6 +67,8 @@ def run_bench(args: argparse.Namespace, measure: Callable[[str], Coroutine[Any, 
 
 def figures(width: int) -> Callable[[Any], str]:
     """The report as one ``name value`` line per top-level figure, names padded to ``width``."""
+
     def lines(report: Any) -> str:
         return "\n".join(f"{k:{width}} {v}" for k, v in msgspec.to_builtins(report).items())
+
     return lines

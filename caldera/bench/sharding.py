@@ -42,7 +42,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--nodes", type=positive_int, default=20000, help="nodes in the cluster (default: 20000)")
     p.add_argument("--syncs", type=positive_int, default=30, help="syncs measured (default: 30)")
-    p.add_argument("--churn", type=float, default=0.05, help="share of nodes whose load changes between syncs (default: 0.05)")
+    p.add_argument(
+        "--churn", type=float, default=0.05, help="share of nodes whose load changes between syncs (default: 0.05)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
@@ -51,7 +53,9 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
     rng = np.random.default_rng(0)
     async with client(url) as c:
         store = Store(c, Keys("bench-sharding"))
-        nodes = pool_nodes(NodePool(name="n", count=args.nodes, resources={"cpu": 64, "memory": "256Gi", "nvidia.com/gpu": 8}))
+        nodes = pool_nodes(
+            NodePool(name="n", count=args.nodes, resources={"cpu": 64, "memory": "256Gi", "nvidia.com/gpu": 8})
+        )
         for i in range(0, len(nodes), 2000):
             await store.upsert_nodes(nodes[i : i + 2000])
         half = args.nodes // 2
@@ -82,9 +86,15 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
             sync_ms.append((time.perf_counter() - t) * 1000)
             moves.append(result.moves)
         await c.flushdb()
-    return Report(nodes=n, syncs=args.syncs, sync_ms_p50=round(float(np.percentile(sync_ms, 50)), 1),
-                  sync_ms_p99=round(float(np.percentile(sync_ms, 99)), 1), first_sync_ms=round(first, 1),
-                  policy_ms_p50=round(float(np.percentile(policy_ms, 50)), 2), moves_per_sync=float(np.mean(moves)))
+    return Report(
+        nodes=n,
+        syncs=args.syncs,
+        sync_ms_p50=round(float(np.percentile(sync_ms, 50)), 1),
+        sync_ms_p99=round(float(np.percentile(sync_ms, 99)), 1),
+        first_sync_ms=round(first, 1),
+        policy_ms_p50=round(float(np.percentile(policy_ms, 50)), 2),
+        moves_per_sync=float(np.mean(moves)),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def line(report: Report) -> str:
-    return (f"full resync at {report.nodes:,} nodes: p50 {report.sync_ms_p50} ms, p99 {report.sync_ms_p99} ms "
-            f"(first sync {report.first_sync_ms} ms; policy alone p50 {report.policy_ms_p50} ms; "
-            f"{report.moves_per_sync:.0f} moves per sync)")
+    return (
+        f"full resync at {report.nodes:,} nodes: p50 {report.sync_ms_p50} ms, p99 {report.sync_ms_p99} ms "
+        f"(first sync {report.first_sync_ms} ms; policy alone p50 {report.policy_ms_p50} ms; "
+        f"{report.moves_per_sync:.0f} moves per sync)"
+    )

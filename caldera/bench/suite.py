@@ -38,19 +38,31 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 Row = tuple[str, str, str, str]  # figure, value, beside it, what "beside" is
-QUICK = {"binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"], "sharding": ["--nodes", "500", "--syncs", "5"],
-         "batch": ["--nodes", "200", "--pending", "400", "--sessions", "2"], "batch-small": ["--nodes", "100", "--pending", "400",
-         "--sessions", "2"], "agent": ["--nodes", "200", "--pods", "1000"]}
+QUICK = {
+    "binder": ["--pods", "800", "--nodes", "50", "--repeat", "1"],
+    "sharding": ["--nodes", "500", "--syncs", "5"],
+    "batch": ["--nodes", "200", "--pending", "400", "--sessions", "2"],
+    "batch-small": ["--nodes", "100", "--pending", "400", "--sessions", "2"],
+    "agent": ["--nodes", "200", "--pods", "1000"],
+}
 
 
 def add_parser(sub: Any) -> None:
     """``caldera bench``: the suite's flags, and one subcommand per bench."""
-    p = sub.add_parser("bench", help="the benchmark suite (or one bench); each figure beside a baseline from the same run")
-    p.add_argument("--trace", default=None, help="an OpenB-format pods CSV for the trace bench (default: the trace bench is skipped)")
+    p = sub.add_parser(
+        "bench", help="the benchmark suite (or one bench); each figure beside a baseline from the same run"
+    )
+    p.add_argument(
+        "--trace",
+        default=None,
+        help="an OpenB-format pods CSV for the trace bench (default: the trace bench is skipped)",
+    )
     p.add_argument("--trace-nodes", default=None, help="its nodes CSV")
     p.add_argument("--mixed-duration", type=float, default=30.0, help="seconds of the mixed bench's load (default: 30)")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
-    p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the suite runs; the figures mean little")
+    p.add_argument(
+        "--quick", action="store_true", help="tiny sizes: checks that the suite runs; the figures mean little"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object: every bench's full report and the table")
     p.set_defaults(run=run)
     benches = p.add_subparsers(dest="bench", required=False, parser_class=Parser)
@@ -70,57 +82,123 @@ def ratio(a: float, b: float) -> str:
 
 
 def binder_rows(r: bench_binder.Report) -> list[Row]:
-    return [(f"commits/s, {name}", f"{f.commits_per_s:,.0f}", f"{f.ceiling_per_s:,.0f}",
-             f"raw script ceiling ({f.ratio:.0%} of it)") for name, f in (("single pods", r.single), ("gangs of 8", r.gang8))]
+    return [
+        (
+            f"commits/s, {name}",
+            f"{f.commits_per_s:,.0f}",
+            f"{f.ceiling_per_s:,.0f}",
+            f"raw script ceiling ({f.ratio:.0%} of it)",
+        )
+        for name, f in (("single pods", r.single), ("gangs of 8", r.gang8))
+    ]
 
 
 def sharding_rows(r: Any) -> list[Row]:
-    return [(f"full resync p50 / p99 at {r.nodes:,} nodes", f"{r.sync_ms_p50:,.0f} / {r.sync_ms_p99:,.0f} ms",
-             f"{r.policy_ms_p50:,.1f} ms", "the policy alone, p50")]
+    return [
+        (
+            f"full resync p50 / p99 at {r.nodes:,} nodes",
+            f"{r.sync_ms_p50:,.0f} / {r.sync_ms_p99:,.0f} ms",
+            f"{r.policy_ms_p50:,.1f} ms",
+            "the policy alone, p50",
+        )
+    ]
 
 
 def batch_rows(big: Any, small: Any) -> list[Row]:
-    return [(f"session p50 / p99, {big.nodes:,} nodes, {big.pending:,} pending (steady)",
-             f"{big.steady.session_s_p50:.2f} / {big.steady.session_s_p99:.2f} s",
-             f"{small.steady.session_s_p50:.2f} / {small.steady.session_s_p99:.2f} s", f"at {small.nodes:,} nodes"),
-            (f"session p50, {big.nodes:,} nodes, all {big.pending:,} placed (burst)", f"{big.burst.session_s_p50:.2f} s",
-             f"{small.burst.session_s_p50:.2f} s", f"at {small.nodes:,} nodes"),
-            ("placed pods/s of session time (burst)", f"{big.burst.pods_per_s:,.0f}", f"{small.burst.pods_per_s:,.0f}",
-             f"at {small.nodes:,} nodes")]
+    return [
+        (
+            f"session p50 / p99, {big.nodes:,} nodes, {big.pending:,} pending (steady)",
+            f"{big.steady.session_s_p50:.2f} / {big.steady.session_s_p99:.2f} s",
+            f"{small.steady.session_s_p50:.2f} / {small.steady.session_s_p99:.2f} s",
+            f"at {small.nodes:,} nodes",
+        ),
+        (
+            f"session p50, {big.nodes:,} nodes, all {big.pending:,} placed (burst)",
+            f"{big.burst.session_s_p50:.2f} s",
+            f"{small.burst.session_s_p50:.2f} s",
+            f"at {small.nodes:,} nodes",
+        ),
+        (
+            "placed pods/s of session time (burst)",
+            f"{big.burst.pods_per_s:,.0f}",
+            f"{small.burst.pods_per_s:,.0f}",
+            f"at {small.nodes:,} nodes",
+        ),
+    ]
 
 
 def mixed_rows(r: dict[str, Any]) -> list[Row]:
     agent, batch = r["schedulers"]["agent-scheduler"], r["schedulers"]["volcano"]
     started = sum(q["started"] for q in r["jobs"].values())
-    return [("agent pods/s, p50 / p99", f"{agent['pods_per_s']:,.0f}, {agent['p50_ms']:,.0f} / {agent['p99_ms']:,.0f} ms", "", ""),
-            ("training pods/s, p50 / p99", f"{batch['pods_per_s']:,.0f}, {batch['p50_ms']:,.0f} / {batch['p99_ms']:,.0f} ms", "", ""),
-            ("gang jobs started, nodes moved between shards", f"{started:,}, {r['shards']['moves']:,}", "", ""),
-            ("audit", r["audit"] if r["audit"] == "ok" else f"{len(r['audit'])} violations", "", "")]
+    return [
+        (
+            "agent pods/s, p50 / p99",
+            f"{agent['pods_per_s']:,.0f}, {agent['p50_ms']:,.0f} / {agent['p99_ms']:,.0f} ms",
+            "",
+            "",
+        ),
+        (
+            "training pods/s, p50 / p99",
+            f"{batch['pods_per_s']:,.0f}, {batch['p50_ms']:,.0f} / {batch['p99_ms']:,.0f} ms",
+            "",
+            "",
+        ),
+        ("gang jobs started, nodes moved between shards", f"{started:,}, {r['shards']['moves']:,}", "", ""),
+        ("audit", r["audit"] if r["audit"] == "ok" else f"{len(r['audit'])} violations", "", ""),
+    ]
 
 
 def agent_rows(r: dict[str, Any]) -> list[Row]:
-    return [(f"pods/s, {r['nodes']:,} nodes, {r['pods']:,} pods, {r['workers']} workers", f"{r['pods_per_s']:,.0f}",
-             f"{r['baseline_one_worker_pods_per_s']:,.0f}", f"1 worker ({ratio(r['pods_per_s'], r['baseline_one_worker_pods_per_s'])})"),
-            ("submit → bound p50 / p99 (burst)", f"{r['p50_ms']:,.0f} / {r['p99_ms']:,.0f} ms", "", ""),
-            ("true conflicts ÷ commits", f"{r['conflict_rate']:.2%}", f"{r['coarse_conflict_rate']:.2%}", "coarse binder"),
-            ("attempts per pod", f"{r['attempts_per_pod']:.3f}", f"{r['coarse_attempts_per_pod']:.3f}", "coarse binder")]
+    return [
+        (
+            f"pods/s, {r['nodes']:,} nodes, {r['pods']:,} pods, {r['workers']} workers",
+            f"{r['pods_per_s']:,.0f}",
+            f"{r['baseline_one_worker_pods_per_s']:,.0f}",
+            f"1 worker ({ratio(r['pods_per_s'], r['baseline_one_worker_pods_per_s'])})",
+        ),
+        ("submit → bound p50 / p99 (burst)", f"{r['p50_ms']:,.0f} / {r['p99_ms']:,.0f} ms", "", ""),
+        ("true conflicts ÷ commits", f"{r['conflict_rate']:.2%}", f"{r['coarse_conflict_rate']:.2%}", "coarse binder"),
+        ("attempts per pod", f"{r['attempts_per_pod']:.3f}", f"{r['coarse_attempts_per_pod']:.3f}", "coarse binder"),
+    ]
 
 
 def peer_rows(r: Any) -> list[Row]:
-    return [(f"pods/s, {r.nodes:,} nodes, {r.pods:,} pods, {r.workers} workers", f"{r.pods_per_s:,.0f}",
-             f"{r.volcano_pods_per_s:,.0f}", f"Volcano, published ({r.volcano_host})"),
-            ("create → bound p99", f"{r.p99_ms / 1000:.2f} s", f"{r.volcano_p99_ms / 1000:.2f} s", f"Volcano, published ({r.volcano_host})")]
+    return [
+        (
+            f"pods/s, {r.nodes:,} nodes, {r.pods:,} pods, {r.workers} workers",
+            f"{r.pods_per_s:,.0f}",
+            f"{r.volcano_pods_per_s:,.0f}",
+            f"Volcano, published ({r.volcano_host})",
+        ),
+        (
+            "create → bound p99",
+            f"{r.p99_ms / 1000:.2f} s",
+            f"{r.volcano_p99_ms / 1000:.2f} s",
+            f"Volcano, published ({r.volcano_host})",
+        ),
+    ]
 
 
 def trace_rows(r: Any) -> list[Row]:
-    return [(f"GPUs allocated at the first GPU pod that fits nowhere ({r.trace}, {r.nodes:,} nodes, {r.gpus:,} GPUs)",
-             f"{r.binpack.gpu_allocated:.1%}", f"{r.least_allocated.gpu_allocated:.1%}", "least-allocated (spread)"),
-            ("pods/s, p99 until then", f"{r.pods_per_s:,.0f}, {r.p99_ms:,.0f} ms",
-             f"{r.least_allocated.pods_per_s:,.0f}, {r.least_allocated.p99_ms:,.0f} ms", "least-allocated (spread)")]
+    return [
+        (
+            f"GPUs allocated at the first GPU pod that fits nowhere ({r.trace}, {r.nodes:,} nodes, {r.gpus:,} GPUs)",
+            f"{r.binpack.gpu_allocated:.1%}",
+            f"{r.least_allocated.gpu_allocated:.1%}",
+            "least-allocated (spread)",
+        ),
+        (
+            "pods/s, p99 until then",
+            f"{r.pods_per_s:,.0f}, {r.p99_ms:,.0f} ms",
+            f"{r.least_allocated.pods_per_s:,.0f}, {r.least_allocated.p99_ms:,.0f} ms",
+            "least-allocated (spread)",
+        ),
+    ]
 
 
-async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], list[Pod]] | None,
-                  progress: Callable[[str], None]) -> dict[str, Any]:
+async def measure(
+    url: str, args: argparse.Namespace, trace: tuple[list[Node], list[Pod]] | None, progress: Callable[[str], None]
+) -> dict[str, Any]:
     """Every bench in turn: ``{name: {"report": …, "rows": […], "seconds": …}}``."""
     out: dict[str, Any] = {}
 
@@ -131,38 +209,65 @@ async def measure(url: str, args: argparse.Namespace, trace: tuple[list[Node], l
         progress(name)
         t = time.monotonic()
         reports = await go()
-        out[name] = {"report": [msgspec.to_builtins(r) for r in reports] if len(reports) > 1 else msgspec.to_builtins(reports[0]),
-                     "rows": rows(*reports), "seconds": round(time.monotonic() - t, 1)}
+        out[name] = {
+            "report": [msgspec.to_builtins(r) for r in reports]
+            if len(reports) > 1
+            else msgspec.to_builtins(reports[0]),
+            "rows": rows(*reports),
+            "seconds": round(time.monotonic() - t, 1),
+        }
 
     async def both_batches() -> tuple[Any, Any]:
-        return (await bench_batch.measure(url, defaults(bench_batch, "batch", *flags("batch"))),
-                await bench_batch.measure(url, defaults(bench_batch, "batch", "--nodes", "1000", *flags("batch-small"))))
+        return (
+            await bench_batch.measure(url, defaults(bench_batch, "batch", *flags("batch"))),
+            await bench_batch.measure(url, defaults(bench_batch, "batch", "--nodes", "1000", *flags("batch-small"))),
+        )
 
     async def one(x: Any) -> tuple[Any]:
         return (await x,)
 
-    await bench("binder", lambda: one(bench_binder.measure_both(url, defaults(bench_binder, "binder", *flags("binder")))), binder_rows)
-    await bench("sharding", lambda: one(bench_sharding.measure(url, defaults(bench_sharding, "sharding", *flags("sharding")))), sharding_rows)
+    await bench(
+        "binder",
+        lambda: one(bench_binder.measure_both(url, defaults(bench_binder, "binder", *flags("binder")))),
+        binder_rows,
+    )
+    await bench(
+        "sharding",
+        lambda: one(bench_sharding.measure(url, defaults(bench_sharding, "sharding", *flags("sharding")))),
+        sharding_rows,
+    )
     await bench("batch", both_batches, batch_rows)
-    mixed = defaults(bench_mixed, "mixed", "--duration", str(min(args.mixed_duration, 8.0) if args.quick else args.mixed_duration))
-    await bench("mixed", lambda: one(bench_mixed.measure(url, workloads.load(None), mixed.duration, mixed.workers, mixed.seed)),
-                mixed_rows)
+    mixed = defaults(
+        bench_mixed, "mixed", "--duration", str(min(args.mixed_duration, 8.0) if args.quick else args.mixed_duration)
+    )
+    await bench(
+        "mixed",
+        lambda: one(bench_mixed.measure(url, workloads.load(None), mixed.duration, mixed.workers, mixed.seed)),
+        mixed_rows,
+    )
     with local_ray():  # after mixed: its agent scheduler process starts its own
-        await bench("agent", lambda: one(bench_agent.measure(url, defaults(bench_agent, "agent", *flags("agent")))), agent_rows)
+        await bench(
+            "agent", lambda: one(bench_agent.measure(url, defaults(bench_agent, "agent", *flags("agent")))), agent_rows
+        )
         await bench("peer", lambda: one(bench_peer.measure(url, jobs=2 if args.quick else bench_peer.JOBS)), peer_rows)
         if trace is not None:
             nodes, pods = trace
             workers = defaults(bench_trace, "trace", "--trace", args.trace, "--trace-nodes", args.trace_nodes).workers
-            await bench("trace", lambda: one(bench_trace.measure(url, os.path.basename(args.trace), nodes, pods, workers)),
-                        trace_rows)
+            await bench(
+                "trace",
+                lambda: one(bench_trace.measure(url, os.path.basename(args.trace), nodes, pods, workers)),
+                trace_rows,
+            )
     return out
 
 
 def table(results: dict[str, Any], seconds: float) -> Table:
     from rich.table import Table
 
-    t = Table(title=f"caldera bench — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, {seconds:.0f} s "
-                    "(a shared machine: figures drift; the ratios, measured in the same run, hold better)")
+    t = Table(
+        title=f"caldera bench — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, {seconds:.0f} s "
+        "(a shared machine: figures drift; the ratios, measured in the same run, hold better)"
+    )
     for col in ("bench", "figure", "value", "beside it", "which is"):
         t.add_column(col, justify="right" if col in ("value", "beside it") else "left")
     for name, result in results.items():
@@ -173,11 +278,16 @@ def table(results: dict[str, Any], seconds: float) -> Table:
 
 def run(args: argparse.Namespace) -> int:
     if bool(args.trace) != bool(args.trace_nodes):
-        print("caldera bench: error: --trace and --trace-nodes go together (a pods CSV and its nodes CSV)", file=sys.stderr)
+        print(
+            "caldera bench: error: --trace and --trace-nodes go together (a pods CSV and its nodes CSV)",
+            file=sys.stderr,
+        )
         return 2
     if args.mixed_duration <= 0:
-        print(f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)",
-              file=sys.stderr)
+        print(
+            f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)",
+            file=sys.stderr,
+        )
         return 2
     trace = None
     if args.trace:
@@ -192,6 +302,7 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(stderr=args.json, width=150)
     started = time.monotonic()
+
     def progress(name: str) -> None:
         console.print(f"bench {name}…", highlight=False)
 
@@ -207,7 +318,9 @@ def run(args: argparse.Namespace) -> int:
 def audits(report: Any) -> list[Any]:
     """Every audit verdict anywhere in the reports."""
     if isinstance(report, dict):
-        return [v for k, v in report.items() if k == "audit"] + [a for k, v in report.items() if k != "audit" for a in audits(v)]
+        return [v for k, v in report.items() if k == "audit"] + [
+            a for k, v in report.items() if k != "audit" for a in audits(v)
+        ]
     if isinstance(report, list):
         return [a for v in report for a in audits(v)]
     return []

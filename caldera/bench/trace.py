@@ -54,7 +54,9 @@ class Report(msgspec.Struct):
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("trace", help="fill a real trace's cluster until a GPU pod no longer fits: GPUs allocated, pods/s, p99")
+    p = sub.add_parser(
+        "trace", help="fill a real trace's cluster until a GPU pod no longer fits: GPUs allocated, pods/s, p99"
+    )
     p.add_argument("--trace", required=True, help="the pods CSV (OpenB format)")
     p.add_argument("--trace-nodes", required=True, help="the nodes CSV (OpenB format)")
     p.add_argument("--workers", type=positive_int, default=2, help="agent scheduler workers (default: 2)")
@@ -80,20 +82,37 @@ async def fill(url: str, name: str, nodes: list[Node], pods: list[Pod], workers:
         seen["failed"] = not gpu_pods.isdisjoint((await store.reasons(AGENT)).keys())
         return bool(seen["failed"])
 
-    run: Run = await place(url, name, nodes, pods, workers=workers, score=score, weights=WEIGHTS, until=first_gpu_failure)
+    run: Run = await place(
+        url, name, nodes, pods, workers=workers, score=score, weights=WEIGHTS, until=first_gpu_failure
+    )
     if run.placed == len(pods):  # every pod fit: the share at the end
         seen["share"] = sum(milli.values()) / total if total else 0.0
-    return Policy(pods_per_s=run.pods_per_s, p99_ms=run.p99_ms, placed=run.placed, gpu_allocated=round(seen["share"], 4),
-                  first_gpu_failure=bool(seen["failed"]), audit=run.audit)
+    return Policy(
+        pods_per_s=run.pods_per_s,
+        p99_ms=run.p99_ms,
+        placed=run.placed,
+        gpu_allocated=round(seen["share"], 4),
+        first_gpu_failure=bool(seen["failed"]),
+        audit=run.audit,
+    )
 
 
 async def measure(url: str, name: str, nodes: list[Node], pods: list[Pod], workers: int) -> Report:
     binpack = await fill(url, "trace-binpack", nodes, pods, workers, ScoreKind.BINPACK)
     spread = await fill(url, "trace-spread", nodes, pods, workers, ScoreKind.LEAST_ALLOCATED)
     gpus = sum(n.allocatable_resources().get(GPU, 0) for n in nodes)
-    return Report(trace=name, nodes=len(nodes), gpus=gpus, pods=len(pods), workers=workers,
-                  gpu_allocated=binpack.gpu_allocated, pods_per_s=binpack.pods_per_s, p99_ms=binpack.p99_ms,
-                  binpack=binpack, least_allocated=spread)
+    return Report(
+        trace=name,
+        nodes=len(nodes),
+        gpus=gpus,
+        pods=len(pods),
+        workers=workers,
+        gpu_allocated=binpack.gpu_allocated,
+        pods_per_s=binpack.pods_per_s,
+        p99_ms=binpack.p99_ms,
+        binpack=binpack,
+        least_allocated=spread,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,5 +121,10 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"caldera bench trace: error: {e}", file=sys.stderr)
         return 2
-    return run_bench(args, lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers), figures(16),
-                     ok=lambda report: report.binpack.audit == report.least_allocated.audit == "ok", ray=True)
+    return run_bench(
+        args,
+        lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers),
+        figures(16),
+        ok=lambda report: report.binpack.audit == report.least_allocated.audit == "ok",
+        ray=True,
+    )

@@ -99,14 +99,26 @@ class DryRunResult(msgspec.Struct, frozen=True):
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("dry-run", help="place a YAML cluster + workload offline and say why each pending pod waits")
-    p.add_argument("-f", "--filename", action="append", required=True,
-                   help="multi-document Kubernetes YAML (Node, Pod, PodGroup, Queue, PriorityClass, Volcano Job, "
-                        "Deployment, ReplicaSet, StatefulSet, batch Job, Kubeflow PyTorchJob/TFJob/MPIJob); repeatable")
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        help="multi-document Kubernetes YAML (Node, Pod, PodGroup, Queue, PriorityClass, Volcano Job, "
+        "Deployment, ReplicaSet, StatefulSet, batch Job, Kubeflow PyTorchJob/TFJob/MPIJob); repeatable",
+    )
     p.add_argument("--conf", default=None, help="Volcano-format scheduler conf (default: Volcano's Helm-chart conf)")
-    p.add_argument("--scheduler-configs", default=DEFAULT_SCHEDULER_CONFIGS,
-                   help=f"sharding bands, as for caldera sharding (default: {DEFAULT_SCHEDULER_CONFIGS})")
-    p.add_argument("--sharding-mode", default="soft", choices=[m.value for m in ShardingMode],
-                   help="how both schedulers use their shards (default: soft)")
+    p.add_argument(
+        "--scheduler-configs",
+        default=DEFAULT_SCHEDULER_CONFIGS,
+        help=f"sharding bands, as for caldera sharding (default: {DEFAULT_SCHEDULER_CONFIGS})",
+    )
+    p.add_argument(
+        "--sharding-mode",
+        default="soft",
+        choices=[m.value for m in ShardingMode],
+        help="how both schedulers use their shards (default: soft)",
+    )
     p.add_argument("-o", "--output", default="table", choices=["table", "json"], help="table or json (default: table)")
     p.add_argument("--max-rounds", type=int, default=20, help="most scheduling rounds (default: 20)")
     p.set_defaults(run=run)
@@ -139,8 +151,14 @@ def load_objects(paths: Sequence[str]) -> tuple[list[ClusterObject], list[str], 
     return objects, skipped, warnings
 
 
-async def simulate(objects: Sequence[ClusterObject], conf: SchedulerConf, controller_config: ControllerConfig,
-                   mode: ShardingMode, max_rounds: int, url: str) -> DryRunResult:
+async def simulate(
+    objects: Sequence[ClusterObject],
+    conf: SchedulerConf,
+    controller_config: ControllerConfig,
+    mode: ShardingMode,
+    max_rounds: int,
+    url: str,
+) -> DryRunResult:
     async with client(url) as c:
         store = Store(c, Keys("dry-run"))
         await store.upsert_nodes([o for o in objects if isinstance(o, Node)])
@@ -151,10 +169,19 @@ async def simulate(objects: Sequence[ClusterObject], conf: SchedulerConf, contro
         if len(controller.columns):
             await controller.sync()
         target, evictor = SimBindTarget(store), SimEvictor(store)
-        batch = BatchScheduler(store, conf, SchedulerConfig(names=(BATCH,), session=SessionConfig(scheduler=BATCH, sharding=mode)),
-                               bind_target=target, evictor=evictor)
-        agent = Worker(store, Binder(c, store.keys, AGENT, sharding=mode), target,
-                       WorkerConfig(core=CoreConfig(scheduler=AGENT, sharding=mode)))
+        batch = BatchScheduler(
+            store,
+            conf,
+            SchedulerConfig(names=(BATCH,), session=SessionConfig(scheduler=BATCH, sharding=mode)),
+            bind_target=target,
+            evictor=evictor,
+        )
+        agent = Worker(
+            store,
+            Binder(c, store.keys, AGENT, sharding=mode),
+            target,
+            WorkerConfig(core=CoreConfig(scheduler=AGENT, sharding=mode)),
+        )
         informer = Informer(store, [Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS])
         evicted: dict[str, PodRecord] = {}
         agent_reasons: dict[str, str] = {}
@@ -178,16 +205,20 @@ async def simulate(objects: Sequence[ClusterObject], conf: SchedulerConf, contro
             bound = [r for r in await store.list_pods() if r.node and r.phase == "Pending"]
             if bound:
                 await store.upsert_pods([running(r) for r in bound])  # type: ignore[misc]
-            moved = report.committed or report.evicted or (pending_agent and any(
-                o.kind.value == "bound" for o in result.outcomes))
+            moved = (
+                report.committed
+                or report.evicted
+                or (pending_agent and any(o.kind.value == "bound" for o in result.outcomes))
+            )
             quiet = 0 if moved else quiet + 1
             if quiet >= 2 or (before == await store.version() and not moved and quiet >= 1):
                 break
         return await collect(store, session, evicted, agent_reasons)
 
 
-async def collect(store: Store, session: Session | None, evicted: dict[str, PodRecord],
-                  agent_reasons: dict[str, str]) -> DryRunResult:
+async def collect(
+    store: Store, session: Session | None, evicted: dict[str, PodRecord], agent_reasons: dict[str, str]
+) -> DryRunResult:
     records = await store.list_pods()
     batch_reasons = await store.reasons(BATCH)
     stored_agent = await store.reasons(AGENT)
@@ -215,7 +246,9 @@ async def collect(store: Store, session: Session | None, evicted: dict[str, PodR
     queues = []
     if session is not None:
         for name in sorted(session.queues):
-            queues.append(QueueResult(name, dict(session.queues[name].allocated.to_amounts(pods=False).to_quantities())))
+            queues.append(
+                QueueResult(name, dict(session.queues[name].allocated.to_amounts(pods=False).to_quantities()))
+            )
     return DryRunResult(pods=pods, podgroups=podgroups, shards=shards, queues=queues)
 
 
@@ -266,11 +299,22 @@ def run(args: argparse.Namespace) -> int:
     for line in unhonoured:  # e.g. "Pod ns/p: spec.affinity.podAntiAffinity is not honoured by caldera yet ..."
         print(f"{prog}: warning: {line}", file=sys.stderr)
     if skipped:
-        print(f"{prog}: warning: skipped {len(skipped)} object(s) of kinds caldera does not schedule: "
-              f"{', '.join(sorted(set(skipped)))}", file=sys.stderr)
+        print(
+            f"{prog}: warning: skipped {len(skipped)} object(s) of kinds caldera does not schedule: "
+            f"{', '.join(sorted(set(skipped)))}",
+            file=sys.stderr,
+        )
     with RedisServer() as server:
-        result = run_loop(simulate(objects, conf, ControllerConfig(configs=configs, event_trigger=False),
-                                     ShardingMode(args.sharding_mode), args.max_rounds, server.url))
+        result = run_loop(
+            simulate(
+                objects,
+                conf,
+                ControllerConfig(configs=configs, event_trigger=False),
+                ShardingMode(args.sharding_mode),
+                args.max_rounds,
+                server.url,
+            )
+        )
     if args.output == "json":
         sys.stdout.write(json.dumps(msgspec.to_builtins(result)) + "\n")
     else:

@@ -97,28 +97,54 @@ async def collect(store: Store, top: int) -> Report:
         for r in ("cpu", "nvidia.com/gpu"):
             row[f"a:{r}"] += n.allocatable.get(r, 0)
             row[f"u:{r}"] += n.allocated.get(r, 0)
-    shards = [ShardRow(scheduler=owner, nodes=row["nodes"], cpu=_fraction(row["u:cpu"], row["a:cpu"]),
-                       gpu=_fraction(row["u:nvidia.com/gpu"], row["a:nvidia.com/gpu"]))
-              for owner, row in sorted(by_owner.items())]
+    shards = [
+        ShardRow(
+            scheduler=owner,
+            nodes=row["nodes"],
+            cpu=_fraction(row["u:cpu"], row["a:cpu"]),
+            gpu=_fraction(row["u:nvidia.com/gpu"], row["a:nvidia.com/gpu"]),
+        )
+        for owner, row in sorted(by_owner.items())
+    ]
     beats = await heartbeat.beats(store.client, store.keys)
-    processes = [ProcessRow(component=b.component, holder=b.holder, up=b.up(now), leading=b.leading,
-                            seconds_ago=round(now - b.at, 1), stats={k: v for k, v in b.stats.items() if k != "queues"})
-                 for b in beats]
-    batch = next((b for b in beats if b.component == "batch-scheduler" and b.leading and b.up(now) and "queues" in b.stats),
-                 None)
+    processes = [
+        ProcessRow(
+            component=b.component,
+            holder=b.holder,
+            up=b.up(now),
+            leading=b.leading,
+            seconds_ago=round(now - b.at, 1),
+            stats={k: v for k, v in b.stats.items() if k != "queues"},
+        )
+        for b in beats
+    ]
+    batch = next(
+        (b for b in beats if b.component == "batch-scheduler" and b.leading and b.up(now) and "queues" in b.stats), None
+    )
     if batch is not None:
-        queues = [msgspec.convert({"name": name, **info}, QueueRow) for name, info in sorted(batch.stats["queues"].items())]
+        queues = [
+            msgspec.convert({"name": name, **info}, QueueRow) for name, info in sorted(batch.stats["queues"].items())
+        ]
     else:  # no batch scheduler running: what the Queue objects say
-        queues = [QueueRow(name=q.name, weight=q.spec.weight, allocated=dict(q.status.allocated),
-                           capability=dict(q.spec.capability), deserved={}, pending_jobs=q.status.pending + q.status.inqueue, running_jobs=q.status.running)
-                  for q in (await store.list_objects(Queue)).values()]
+        queues = [
+            QueueRow(
+                name=q.name,
+                weight=q.spec.weight,
+                allocated=dict(q.status.allocated),
+                capability=dict(q.spec.capability),
+                deserved={},
+                pending_jobs=q.status.pending + q.status.inqueue,
+                running_jobs=q.status.running,
+            )
+            for q in (await store.list_objects(Queue)).values()
+        ]
     pending = await _pending(store, top)
     return Report(shards=shards, processes=processes, queues=queues, pending=pending)
 
 
 async def _pending(store: Store, top: int) -> list[PendingRow]:
     prefix = store.keys.pending("")
-    schedulers = sorted([k.decode()[len(prefix):] async for k in store.client.scan_iter(match=prefix + "*")])
+    schedulers = sorted([k.decode()[len(prefix) :] async for k in store.client.scan_iter(match=prefix + "*")])
     waiting: Counter[tuple[str, str]] = Counter()  # (scheduler, job) -> pending pods
     reason: dict[tuple[str, str], str] = {}  # the first non-empty reason among them
     for scheduler in schedulers:
@@ -130,8 +156,15 @@ async def _pending(store: Store, top: int) -> list[PendingRow]:
             if not reason.get(key):
                 reason[key] = reasons.get(uid, "")
     ranked = sorted(waiting, key=lambda key: (-waiting[key], key[1]))
-    return [PendingRow(job=job, scheduler=scheduler, waiting=waiting[scheduler, job],
-                       reason=reason[scheduler, job] or "not tried yet") for scheduler, job in ranked[:top]]
+    return [
+        PendingRow(
+            job=job,
+            scheduler=scheduler,
+            waiting=waiting[scheduler, job],
+            reason=reason[scheduler, job] or "not tried yet",
+        )
+        for scheduler, job in ranked[:top]
+    ]
 
 
 def _unimplemented(names: Any) -> str:
@@ -157,16 +190,29 @@ def render(report: Report) -> Group:
     for p in report.processes:
         figures = ", ".join(f"{k} {v}" for k, v in p.stats.items() if not isinstance(v, dict))
         figures += _unimplemented(p.stats.get("unimplemented"))
-        processes.add_row(f"{p.component} ({p.holder})", "yes" if p.up else f"no ({p.seconds_ago:.0f}s)",
-                          "yes" if p.leading else "no", figures)
+        processes.add_row(
+            f"{p.component} ({p.holder})",
+            "yes" if p.up else f"no ({p.seconds_ago:.0f}s)",
+            "yes" if p.leading else "no",
+            figures,
+        )
     queues = Table(title="queues")
     for col in ("queue", "weight", "deserved", "allocated", "capability", "pending jobs", "running jobs"):
         queues.add_column(col)
     for q in report.queues:
+
         def fmt(r: ResourceList) -> str:
             return ", ".join(f"{k}={v}" for k, v in r.items()) or "-"
-        queues.add_row(q.name, str(q.weight), fmt(q.deserved), fmt(q.allocated), fmt(q.capability),
-                       str(q.pending_jobs), str(q.running_jobs))
+
+        queues.add_row(
+            q.name,
+            str(q.weight),
+            fmt(q.deserved),
+            fmt(q.allocated),
+            fmt(q.capability),
+            str(q.pending_jobs),
+            str(q.running_jobs),
+        )
     pending = Table(title="why the top pending jobs wait")
     for col in ("job", "scheduler", "waiting pods", "reason"):
         pending.add_column(col, overflow="fold")

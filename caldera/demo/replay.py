@@ -60,7 +60,9 @@ def load_trace(pods_csv: str, nodes_csv: str, mapping: str | None, speedup: floa
     schedulers = parse_mapping(mapping or DEFAULT_MAPPING)
     unknown = sorted(set(schedulers.values()) - {AGENT, VOLCANO})
     if unknown:
-        raise ValueError(f"--trace-schedulers: {', '.join(unknown)} (expected {AGENT} or {VOLCANO}, the demo's schedulers)")
+        raise ValueError(
+            f"--trace-schedulers: {', '.join(unknown)} (expected {AGENT} or {VOLCANO}, the demo's schedulers)"
+        )
     nodes, pods = read_nodes(nodes_csv), read_pods(pods_csv)
     if not nodes:
         raise ValueError(f"--trace-nodes {nodes_csv}: no nodes (expected at least one row)")
@@ -81,8 +83,10 @@ class TraceDriver:
 
     def describe(self) -> str:
         gpus = sum(n.allocatable_resources().get(GPU, 0) for n in self.trace.nodes)
-        return (f"trace {self.trace.name}: {len(self.trace.nodes):,} nodes, {gpus:,} GPUs, {len(self.trace.pods):,} pods, "
-                f"{self.trace.speedup:,.0f}× its own pace")
+        return (
+            f"trace {self.trace.name}: {len(self.trace.nodes):,} nodes, {gpus:,} GPUs, {len(self.trace.pods):,} pods, "
+            f"{self.trace.speedup:,.0f}× its own pace"
+        )
 
     def queues(self) -> list[str]:
         return [QUEUE]

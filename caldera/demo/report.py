@@ -114,7 +114,14 @@ def chart(path: Path, samples: list[Sample]) -> None:
     for i, name in enumerate(schedulers):  # one colour per scheduler (and its shard) across the panels
         ax1.plot(t, [s.pods_per_s.get(name, 0.0) for s in samples], color=f"C{i}", label=name)
         ax2.plot(t, [gap(s.p50_ms.get(name)) for s in samples], color=f"C{i}", marker=".", label=f"{name} p50")
-        ax2.plot(t, [gap(s.p99_ms.get(name)) for s in samples], color=f"C{i}", marker=".", linestyle="--", label=f"{name} p99")
+        ax2.plot(
+            t,
+            [gap(s.p99_ms.get(name)) for s in samples],
+            color=f"C{i}",
+            marker=".",
+            linestyle="--",
+            label=f"{name} p99",
+        )
     ax1.set_ylabel("pods bound / s")
     ax1.set_title("throughput per scheduler")
     ax2.set_ylabel("submit → bound, ms")
@@ -127,7 +134,13 @@ def chart(path: Path, samples: list[Sample]) -> None:
         ax3.plot(t, [s.shard_nodes.get(name, 0) for s in samples], color=colour, label=label)
         ax4.plot(t, [100 * s.shard_cpu.get(name, 0.0) for s in samples], color=colour, label=f"{label} cpu")
         if any(name in s.shard_gpu for s in samples):
-            ax4.plot(t, [100 * s.shard_gpu.get(name, 0.0) for s in samples], color=colour, linestyle="--", label=f"{label} GPUs")
+            ax4.plot(
+                t,
+                [100 * s.shard_gpu.get(name, 0.0) for s in samples],
+                color=colour,
+                linestyle="--",
+                label=f"{label} GPUs",
+            )
     ax3.set_ylabel("nodes")
     ax3.set_title("shard sizes (the sharding controller moves nodes between schedulers)")
     ax4.set_ylabel("allocated, %")

@@ -59,14 +59,27 @@ SAMPLE_EVERY_S = 2.0
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="run the whole system on a simulated cluster, live, and report")
     p.add_argument("--duration", type=float, default=60.0, help="seconds of load (default: 60)")
-    p.add_argument("--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)")
+    p.add_argument(
+        "--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)"
+    )
     p.add_argument("--trace", default=None, help="replay this OpenB-format pods CSV instead of a workload")
     p.add_argument("--trace-nodes", default=None, help="the trace's nodes CSV (with --trace)")
-    p.add_argument("--speedup", type=float, default=0.0, help="trace seconds per second; 0 = fit the trace into 90%% of --duration (default: 0)")
-    p.add_argument("--trace-schedulers", default=None, help="QOS=SCHEDULER,...,*=SCHEDULER for trace pods (default: LS=agent-scheduler,*=volcano)")
+    p.add_argument(
+        "--speedup",
+        type=float,
+        default=0.0,
+        help="trace seconds per second; 0 = fit the trace into 90%% of --duration (default: 0)",
+    )
+    p.add_argument(
+        "--trace-schedulers",
+        default=None,
+        help="QOS=SCHEDULER,...,*=SCHEDULER for trace pods (default: LS=agent-scheduler,*=volcano)",
+    )
     p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", default=".", help="folder for demo-report.json, demo-report.png and demo-logs/ (default: .)")
+    p.add_argument(
+        "--out", default=".", help="folder for demo-report.json, demo-report.png and demo-logs/ (default: .)"
+    )
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.set_defaults(run=run)
 
@@ -99,8 +112,13 @@ class Child:
         self.log = logs / f"{name}.log"
         env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
         with self.log.open("w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "caldera", name, *args], stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=env)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "caldera", name, *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
 
     def wait_ready(self, needle: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -129,8 +147,13 @@ class Child:
 def start_processes(children: list[Child], url: str, keys: Keys, driver: Driver, options: Options, logs: Path) -> None:
     """Start the three processes into ``children`` (the caller stops them, even when this fails) and wait until they serve."""
     common = ["--redis-url", url, "--cluster", keys.cluster, "--metrics-port", "0"]
-    children.append(Child("sharding", [*common, "--scheduler-configs", driver.sharding, "--shard-sync-period", "5s",
-                                       "--min-dwell", "20s"], logs))
+    children.append(
+        Child(
+            "sharding",
+            [*common, "--scheduler-configs", driver.sharding, "--shard-sync-period", "5s", "--min-dwell", "20s"],
+            logs,
+        )
+    )
     children.append(Child("batch-scheduler", [*common, "--schedule-period", "500ms"], logs))
     children.append(Child("agent-scheduler", [*common, "--workers", str(options.workers)], logs))
     children[0].wait_ready("serving", 60)
@@ -166,9 +189,15 @@ class Monitor:
             if self.owners and self.owners.get(n.name, n.owner) != n.owner:
                 self.moves += 1
             self.owners[n.name] = n.owner
-        self.shards = {name: {"nodes": s["nodes"], "cpu": s["cpu_used"] / s["cpu"] if s["cpu"] else 0.0,
-                              "gpu": s["gpu_used"] / s["gpus"] if s["gpus"] else 0.0, "gpus": s["gpus"]}
-                       for name, s in sorted(shards.items())}
+        self.shards = {
+            name: {
+                "nodes": s["nodes"],
+                "cpu": s["cpu_used"] / s["cpu"] if s["cpu"] else 0.0,
+                "gpu": s["gpu_used"] / s["gpus"] if s["gpus"] else 0.0,
+                "gpus": s["gpus"],
+            }
+            for name, s in sorted(shards.items())
+        }
         if not self.start_sizes:
             self.start_sizes = {name: int(s["nodes"]) for name, s in self.shards.items()}
         for name, s in self.shards.items():
@@ -187,8 +216,10 @@ class Monitor:
 
     def conflicts(self) -> dict[str, Conflicts]:
         agent, batch = self.figures.get("agent-scheduler", {}), self.figures.get("batch-scheduler", {})
-        return {AGENT: Conflicts(true=int(agent.get("conflicts", 0)), resolved=int(agent.get("conflicts_resolved", 0))),
-                VOLCANO: Conflicts(true=int(batch.get("conflicts", 0)), resolved=0)}
+        return {
+            AGENT: Conflicts(true=int(agent.get("conflicts", 0)), resolved=int(agent.get("conflicts_resolved", 0))),
+            VOLCANO: Conflicts(true=int(batch.get("conflicts", 0)), resolved=0),
+        }
 
 
 def queue_rows(tracker: Tracker, monitor: Monitor, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -196,8 +227,13 @@ def queue_rows(tracker: Tracker, monitor: Monitor, names: list[str]) -> dict[str
     seen = monitor.figures.get("batch-scheduler", {}).get("queues", {})
     for name, jobs in tracker.queues(names).items():
         q = seen.get(name, {})
-        rows[name] = {**jobs, "weight": q.get("weight", ""), "capability_gpu": q.get("capability", {}).get(GPU, ""),
-                      "allocated_gpu": q.get("allocated", {}).get(GPU, 0), "deserved_gpu": q.get("deserved", {}).get(GPU, "—")}
+        rows[name] = {
+            **jobs,
+            "weight": q.get("weight", ""),
+            "capability_gpu": q.get("capability", {}).get(GPU, ""),
+            "allocated_gpu": q.get("allocated", {}).get(GPU, 0),
+            "deserved_gpu": q.get("deserved", {}).get(GPU, "—"),
+        }
     return rows
 
 
@@ -205,14 +241,31 @@ def frame(tracker: Tracker, monitor: Monitor, driver: Driver, t: float, duration
     lately = tracker.lately()
     conflicts = monitor.conflicts()
     agent_queue = monitor.figures.get("agent-scheduler", {}).get("queue")  # urgent, active, backoff and in flight
-    depth = {AGENT: sum(agent_queue.values()) if isinstance(agent_queue, dict) else None,
-             VOLCANO: monitor.figures.get("batch-scheduler", {}).get("pending")}  # pods waiting at the last session
-    schedulers = {name: {**msgspec.structs.asdict(lately[name]), "bound": len(tracker.latencies[name]), "pending": tracker.pending(name),
-                         "queue": depth.get(name), "conflicts": conflicts[name].true, "resolved": conflicts[name].resolved}
-                  for name in tracker.schedulers}
-    return Frame(t=t, duration=duration, title=driver.describe(), schedulers=schedulers,
-                 queues=queue_rows(tracker, monitor, driver.queues()), shards=monitor.shards, moves=monitor.moves,
-                 completed=tracker.completed)
+    depth = {
+        AGENT: sum(agent_queue.values()) if isinstance(agent_queue, dict) else None,
+        VOLCANO: monitor.figures.get("batch-scheduler", {}).get("pending"),
+    }  # pods waiting at the last session
+    schedulers = {
+        name: {
+            **msgspec.structs.asdict(lately[name]),
+            "bound": len(tracker.latencies[name]),
+            "pending": tracker.pending(name),
+            "queue": depth.get(name),
+            "conflicts": conflicts[name].true,
+            "resolved": conflicts[name].resolved,
+        }
+        for name in tracker.schedulers
+    }
+    return Frame(
+        t=t,
+        duration=duration,
+        title=driver.describe(),
+        schedulers=schedulers,
+        queues=queue_rows(tracker, monitor, driver.queues()),
+        shards=monitor.shards,
+        moves=monitor.moves,
+        completed=tracker.completed,
+    )
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -243,16 +296,22 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         store = Store(c, keys)
         driver: Driver = make_driver(store, tracker)
         await driver.prepare()
-        view.say(f"cluster: {driver.describe()}; starting the sharding controller, the batch scheduler and the agent "
-                 f"scheduler ({options.workers} Ray workers) as their own processes (logs in {logs})…")
+        view.say(
+            f"cluster: {driver.describe()}; starting the sharding controller, the batch scheduler and the agent "
+            f"scheduler ({options.workers} Ray workers) as their own processes (logs in {logs})…"
+        )
         await asyncio.to_thread(start_processes, children, url, keys, driver, options, logs)
         monitor = Monitor(store, keys)
         await monitor.poll()
         view.say("shards at start: " + ", ".join(f"{k or 'unowned'} {v}" for k, v in monitor.start_sizes.items()))
         stop = asyncio.Event()
         sim = SimCluster(store)
-        tasks = [asyncio.create_task(sim.run()), asyncio.create_task(driver.run(stop)),
-                 asyncio.create_task(tracker.watch(store, stop)), asyncio.create_task(monitor.run(stop))]
+        tasks = [
+            asyncio.create_task(sim.run()),
+            asyncio.create_task(driver.run(stop)),
+            asyncio.create_task(tracker.watch(store, stop)),
+            asyncio.create_task(monitor.run(stop)),
+        ]
         samples: list[Sample] = []
         interrupted = False
         started = time.monotonic()
@@ -288,24 +347,35 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         cluster=driver.describe(),
         schedulers=msgspec.convert(tracker.totals(elapsed), dict[str, SchedulerTotals]),
         jobs=msgspec.convert(tracker.queues(driver.queues()), dict[str, QueueJobs]),
-        shards=Shards(start=monitor.start_sizes, end={k: int(v["nodes"]) for k, v in monitor.shards.items()},
-                      moves=monitor.moves, largest_change=monitor.largest_change),
+        shards=Shards(
+            start=monitor.start_sizes,
+            end={k: int(v["nodes"]) for k, v in monitor.shards.items()},
+            moves=monitor.moves,
+            largest_change=monitor.largest_change,
+        ),
         pods_completed=tracker.completed,
-        conflicts=ConflictFigures(agent=conflicts[AGENT], volcano=conflicts[VOLCANO],
-                                  from_heartbeats_of=sorted(n for n, f in monitor.figures.items() if "conflicts" in f)),
+        conflicts=ConflictFigures(
+            agent=conflicts[AGENT],
+            volcano=conflicts[VOLCANO],
+            from_heartbeats_of=sorted(n for n, f in monitor.figures.items() if "conflicts" in f),
+        ),
         tracebacks=[c.name for c in children if c.traceback()],
-        audit="ok" if not problems else problems,
+        audit=problems if problems else "ok",
     )
     return Outcome(report=report, samples=samples, interrupted=interrupted)
 
 
 def sample(tracker: Tracker, monitor: Monitor, t: float) -> Sample:
     lately = tracker.lately()
-    return Sample(t=round(t, 1), pods_per_s={k: v.pods_per_s for k, v in lately.items()},
-                  p50_ms={k: v.p50_ms for k, v in lately.items()}, p99_ms={k: v.p99_ms for k, v in lately.items()},
-                  shard_nodes={k: int(v["nodes"]) for k, v in monitor.shards.items()},
-                  shard_cpu={k: round(v["cpu"], 3) for k, v in monitor.shards.items()},
-                  shard_gpu={k: round(v["gpu"], 3) for k, v in monitor.shards.items() if v["gpus"]})
+    return Sample(
+        t=round(t, 1),
+        pods_per_s={k: v.pods_per_s for k, v in lately.items()},
+        p50_ms={k: v.p50_ms for k, v in lately.items()},
+        p99_ms={k: v.p99_ms for k, v in lately.items()},
+        shard_nodes={k: int(v["nodes"]) for k, v in monitor.shards.items()},
+        shard_cpu={k: round(v["cpu"], 3) for k, v in monitor.shards.items()},
+        shard_gpu={k: round(v["gpu"], 3) for k, v in monitor.shards.items() if v["gpus"]},
+    )
 
 
 def make_driver(args: argparse.Namespace) -> Any:
@@ -323,12 +393,17 @@ def make_driver(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     if args.duration <= 0 or args.workers < 1 or args.speedup < 0:
-        print(f"caldera demo: error: --duration {args.duration:g}, --workers {args.workers}, --speedup {args.speedup:g} "
-              "(expected a positive duration, at least one worker, a speedup of 0 or more)", file=sys.stderr)
+        print(
+            f"caldera demo: error: --duration {args.duration:g}, --workers {args.workers}, --speedup {args.speedup:g} "
+            "(expected a positive duration, at least one worker, a speedup of 0 or more)",
+            file=sys.stderr,
+        )
         return 2
     if (args.trace or args.trace_nodes) and args.workload:
-        print("caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)",
-              file=sys.stderr)
+        print(
+            "caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)",
+            file=sys.stderr,
+        )
         return 2
     if args.trace_schedulers and not args.trace:
         print("caldera demo: error: --trace-schedulers needs --trace", file=sys.stderr)

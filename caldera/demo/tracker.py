@@ -50,7 +50,9 @@ def percentile(values: Iterable[float], q: float) -> float:
 
 
 class Tracker:
-    def __init__(self, schedulers: Iterable[str], *, window_s: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, schedulers: Iterable[str], *, window_s: float = 2.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.schedulers = list(schedulers)
         self.clock = clock
         self.window_s = window_s
@@ -138,8 +140,11 @@ class Tracker:
         out = {}
         for s in self.schedulers:
             ms = [m for _, name, m in self.recent if name == s]
-            out[s] = Lately(round(len(ms) / self.window_s, 1), percentile(ms, 50) if ms else None,
-                            percentile(ms, 99) if ms else None)
+            out[s] = Lately(
+                round(len(ms) / self.window_s, 1),
+                percentile(ms, 50) if ms else None,
+                percentile(ms, 99) if ms else None,
+            )
         return out
 
     def totals(self, elapsed: float) -> dict[str, dict[str, float]]:
@@ -147,10 +152,14 @@ class Tracker:
         out = {}
         for s in self.schedulers:
             lat = self.latencies[s]
-            out[s] = {"pods_submitted": self.submitted_n[s], "pods_bound": len(lat), "pending": self.pending(s),
-                      "deleted_before_bound": self.gone_unbound[s],
-                      "pods_per_s": round(len(lat) / max(elapsed, 1e-9), 1),
-                      **{f"p{q}_ms": percentile(lat, q) for q in (50, 90, 99)}}
+            out[s] = {
+                "pods_submitted": self.submitted_n[s],
+                "pods_bound": len(lat),
+                "pending": self.pending(s),
+                "deleted_before_bound": self.gone_unbound[s],
+                "pods_per_s": round(len(lat) / max(elapsed, 1e-9), 1),
+                **{f"p{q}_ms": percentile(lat, q) for q in (50, 90, 99)},
+            }
         return out
 
     def pending(self, scheduler: str) -> int:

@@ -50,41 +50,86 @@ def render(frame: Frame) -> Group:
     from rich.table import Table
     from rich.text import Text
 
-    head = Text.assemble(("caldera demo", "bold"), f"  {frame.t:5.1f} s of {frame.duration:.0f} s  ·  {frame.title}  ·  "
-                         f"pods run to completion {frame.completed:,}")
+    head = Text.assemble(
+        ("caldera demo", "bold"),
+        f"  {frame.t:5.1f} s of {frame.duration:.0f} s  ·  {frame.title}  ·  "
+        f"pods run to completion {frame.completed:,}",
+    )
     sched = Table(title="schedulers (pods/s and latency over the last 2 s)", title_justify="left")
-    for col in ("scheduler", "pods/s", "p50 ms", "p99 ms", "bound", "pending", "queue depth", "conflicts resolved / true"):
+    for col in (
+        "scheduler",
+        "pods/s",
+        "p50 ms",
+        "p99 ms",
+        "bound",
+        "pending",
+        "queue depth",
+        "conflicts resolved / true",
+    ):
         sched.add_column(col, justify="left" if col == "scheduler" else "right")
     for name, s in frame.schedulers.items():
-        sched.add_row(name, f"{s['pods_per_s']:,.0f}", ms(s["p50_ms"]), ms(s["p99_ms"]), f"{s['bound']:,}",
-                      f"{s['pending']:,}", f"{s['queue']:,}" if s.get("queue") is not None else "—",
-                      f"{s.get('resolved', 0):,} / {s.get('conflicts', 0):,}")
+        sched.add_row(
+            name,
+            f"{s['pods_per_s']:,.0f}",
+            ms(s["p50_ms"]),
+            ms(s["p99_ms"]),
+            f"{s['bound']:,}",
+            f"{s['pending']:,}",
+            f"{s['queue']:,}" if s.get("queue") is not None else "—",
+            f"{s.get('resolved', 0):,} / {s.get('conflicts', 0):,}",
+        )
     parts: list[Any] = [head, sched]
     if frame.queues:
         queues = Table(title="Volcano queues (batch scheduler)", title_justify="left")
-        for col in ("queue", "weight", "capability GPUs", "jobs started", "running", "waiting", "GPUs allocated", "deserved"):
+        for col in (
+            "queue",
+            "weight",
+            "capability GPUs",
+            "jobs started",
+            "running",
+            "waiting",
+            "GPUs allocated",
+            "deserved",
+        ):
             queues.add_column(col, justify="left" if col == "queue" else "right")
         for name, q in frame.queues.items():
-            queues.add_row(name, str(q.get("weight", "")), str(q.get("capability_gpu") or "—"), f"{q['started']:,}",
-                           f"{q['running']:,}", f"{q['waiting']:,}", str(q.get("allocated_gpu", 0)), str(q.get("deserved_gpu", "—")))
+            queues.add_row(
+                name,
+                str(q.get("weight", "")),
+                str(q.get("capability_gpu") or "—"),
+                f"{q['started']:,}",
+                f"{q['running']:,}",
+                f"{q['waiting']:,}",
+                str(q.get("allocated_gpu", 0)),
+                str(q.get("deserved_gpu", "—")),
+            )
         parts.append(queues)
     shards = Table(title=f"shards (nodes moved between shards so far: {frame.moves:,})", title_justify="left")
     for col in ("shard", "nodes", "cpu allocated", "GPUs allocated"):
         shards.add_column(col, justify="left" if col == "shard" else "right")
     for name, s in frame.shards.items():
-        shards.add_row(name or "unowned", f"{int(s['nodes']):,}", f"{100 * s['cpu']:.0f}%", f"{100 * s['gpu']:.0f}%" if s["gpus"] else "—")
+        shards.add_row(
+            name or "unowned",
+            f"{int(s['nodes']):,}",
+            f"{100 * s['cpu']:.0f}%",
+            f"{100 * s['gpu']:.0f}%" if s["gpus"] else "—",
+        )
     parts.append(shards)
     return Group(*parts)
 
 
 def line(frame: Frame) -> str:
     """The frame as one plain line, for logs."""
-    scheds = "  ".join(f"{name} {s['pods_per_s']:,.0f}/s p99 {ms(s['p99_ms'])} ms bound {s['bound']:,} pending {s['pending']:,}"
-                       for name, s in frame.schedulers.items())
+    scheds = "  ".join(
+        f"{name} {s['pods_per_s']:,.0f}/s p99 {ms(s['p99_ms'])} ms bound {s['bound']:,} pending {s['pending']:,}"
+        for name, s in frame.schedulers.items()
+    )
     jobs = " ".join(f"{name} {q['started']}/{q['waiting']}" for name, q in frame.queues.items())
     shards = " ".join(f"{name or 'unowned'} {int(s['nodes'])}" for name, s in frame.shards.items())
-    return (f"t={frame.t:5.1f}s  {scheds}  jobs started/waiting {jobs or '—'}  shards {shards}  moves {frame.moves}"
-            f"  finished {frame.completed:,}")
+    return (
+        f"t={frame.t:5.1f}s  {scheds}  jobs started/waiting {jobs or '—'}  shards {shards}  moves {frame.moves}"
+        f"  finished {frame.completed:,}"
+    )
 
 
 class View:
@@ -142,7 +187,9 @@ def summary(report: Report) -> Table:
         c = report.conflicts.of(name)
         table.add_row(f"{name}: conflicts resolved / true", f"{c.resolved:,} / {c.true:,}")
     for queue, j in report.jobs.items():
-        table.add_row(f"queue {queue}: gang jobs started / waiting", f"{j.started:,} / {j.waiting:,} (of {j.submitted:,})")
+        table.add_row(
+            f"queue {queue}: gang jobs started / waiting", f"{j.started:,} / {j.waiting:,} (of {j.submitted:,})"
+        )
     shards = report.shards
     sizes = ", ".join(f"{k or 'unowned'} {shards.start.get(k, 0)} → {v}" for k, v in shards.end.items())
     table.add_row("shard sizes: start → end", sizes)

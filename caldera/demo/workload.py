@@ -157,28 +157,45 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         classes = {p.name for p in self.priority_classes}
         for c in self.training:
             if c.queue not in queues:
-                raise ValueError(f"training[{c.name}].queue: {c.queue!r} is not a queue of the workload (expected one of {sorted(queues)})")
+                raise ValueError(
+                    f"training[{c.name}].queue: {c.queue!r} is not a queue of the workload (expected one of {sorted(queues)})"
+                )
         shapes: list[PodShape] = [*self.training, *self.agents]
         for shape in shapes:
             if shape.priority_class and shape.priority_class not in classes:
-                raise ValueError(f"{shape.name}.priority_class: {shape.priority_class!r} is not declared in priority_classes "
-                                 f"(expected one of {sorted(classes)})")
+                raise ValueError(
+                    f"{shape.name}.priority_class: {shape.priority_class!r} is not declared in priority_classes "
+                    f"(expected one of {sorted(classes)})"
+                )
         if not any(p.count for p in self.pools):
             raise ValueError("pools: no nodes (expected at least one pool with count > 0)")
         for pool in self.pools:
             _refuse(resource_list_problems(pool.resources, f"pools[{pool.name}].resources"))
         for spec, pc in zip(self.priority_classes, self.priority_class_objects()):
-            _refuse([Problem(f"priority_classes[{spec.name}].{p.path}", p.problem) for p in priority_class_problems(pc)])
+            _refuse(
+                [Problem(f"priority_classes[{spec.name}].{p.path}", p.problem) for p in priority_class_problems(pc)]
+            )
 
     def nodes(self) -> list[Node]:
         return [n for pool in self.pools for n in pool_nodes(pool)]
 
     def queue_objects(self) -> list[Queue]:
-        return [msgspec.convert({"metadata": {"name": q.name}, "spec": {"weight": q.weight, "capability":
-                                 {k: str(v) for k, v in q.capability.items()}}}, Queue) for q in self.queues]
+        return [
+            msgspec.convert(
+                {
+                    "metadata": {"name": q.name},
+                    "spec": {"weight": q.weight, "capability": {k: str(v) for k, v in q.capability.items()}},
+                },
+                Queue,
+            )
+            for q in self.queues
+        ]
 
     def priority_class_objects(self) -> list[PriorityClass]:
-        return [msgspec.convert({"metadata": {"name": p.name}, "value": p.value}, PriorityClass) for p in self.priority_classes]
+        return [
+            msgspec.convert({"metadata": {"name": p.name}, "value": p.value}, PriorityClass)
+            for p in self.priority_classes
+        ]
 
     def describe(self) -> str:
         return f"{sum(p.count for p in self.pools):,} nodes ({', '.join(f'{p.count} {p.name}' for p in self.pools)})"
@@ -191,7 +208,11 @@ def load(path: str | None) -> Workload:
     """The workload in ``path``, or the packaged default; ValueError with one line when it is malformed."""
     name = path or f"caldera/demo/workloads/{DEFAULT}"
     try:
-        text = Path(path).read_text() if path else resources.files("caldera.demo").joinpath("workloads", DEFAULT).read_text()
+        text = (
+            Path(path).read_text()
+            if path
+            else resources.files("caldera.demo").joinpath("workloads", DEFAULT).read_text()
+        )
     except OSError as e:
         raise ValueError(f"workload {name}: {e.strerror}") from None
     try:
@@ -254,7 +275,8 @@ class WorkloadDriver:
         """Until ``stop``: every 100 ms, submit what arrived since the last round."""
         w = self.workload
         streams: list[tuple[PodShape, Iterator[float]]] = [
-            (c, arrivals(self.rng, c.every_s, w.ramp, self.duration)) for c in [*w.training, *w.agents]]
+            (c, arrivals(self.rng, c.every_s, w.ramp, self.duration)) for c in [*w.training, *w.agents]
+        ]
         due = [next(s) for _, s in streams]
         started = time.monotonic()
         while not stop.is_set():
@@ -285,10 +307,19 @@ class WorkloadDriver:
         self.serial += 1
         return f"{prefix}-{self.serial}"
 
-    def _pod(self, c: PodShape, name: str, scheduler: str, requests: Quantities, duration: float, group: str = "") -> Pod:
-        return make_pod(name, scheduler=scheduler, duration=duration, group=group, requests=requests,
-                        tolerations=[msgspec.to_builtins(t) for t in c.tolerations], node_selector=c.node_selector,
-                        priority_class=c.priority_class)
+    def _pod(
+        self, c: PodShape, name: str, scheduler: str, requests: Quantities, duration: float, group: str = ""
+    ) -> Pod:
+        return make_pod(
+            name,
+            scheduler=scheduler,
+            duration=duration,
+            group=group,
+            requests=requests,
+            tolerations=[msgspec.to_builtins(t) for t in c.tolerations],
+            node_selector=c.node_selector,
+            priority_class=c.priority_class,
+        )
 
     def job(self, c: TrainingClass) -> tuple[Any, list[Any]]:
         name = self._name(c.name)
@@ -301,5 +332,7 @@ class WorkloadDriver:
         return group, pods
 
     def burst(self, c: AgentClass) -> list[Any]:
-        return [self._pod(c, self._name(c.name), AGENT, self.rng.choice(c.requests), self.rng.uniform(*c.duration_s))
-                for _ in range(self.rng.randint(*c.burst))]
+        return [
+            self._pod(c, self._name(c.name), AGENT, self.rng.choice(c.requests), self.rng.uniform(*c.duration_s))
+            for _ in range(self.rng.randint(*c.burst))
+        ]

@@ -43,8 +43,9 @@ def _status(call: Callable[[], Any]) -> int:
 class KubeTarget:
     """Bind target and evictor for a real cluster."""
 
-    def __init__(self, api: k8s.ApiClient, *, qps: float = 50.0, burst: int = 100, workers: int = 8,
-                 backoff: float = 0.2) -> None:
+    def __init__(
+        self, api: k8s.ApiClient, *, qps: float = 50.0, burst: int = 100, workers: int = 8, backoff: float = 0.2
+    ) -> None:
         self.core = k8s.CoreV1Api(api)
         self.pacer = Pacer(qps, burst)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube-call")
@@ -63,42 +64,68 @@ class KubeTarget:
                 return None
             if status in FINAL:
                 return Failure(reason=FINAL[status])
-            await asyncio.sleep(self.backoff * 2 ** attempt)  # 429, 5xx, no answer: try again
+            await asyncio.sleep(self.backoff * 2**attempt)  # 429, 5xx, no answer: try again
         return Failure(reason=f"API server answered {status or 'nothing'} {ATTEMPTS} times")
 
     async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
         def post(b: Binding) -> Callable[[], Any]:
-            body = k8s.V1Binding(api_version="v1", kind="Binding",
-                                 metadata=k8s.V1ObjectMeta(name=b.name, namespace=b.namespace),
-                                 target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=b.node))
-            return lambda: self.core.create_namespaced_pod_binding(b.name, b.namespace, body, _preload_content=False,
-                                                                   _request_timeout=(5, 30))
+            body = k8s.V1Binding(
+                api_version="v1",
+                kind="Binding",
+                metadata=k8s.V1ObjectMeta(name=b.name, namespace=b.namespace),
+                target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=b.node),
+            )
+            return lambda: self.core.create_namespaced_pod_binding(
+                b.name, b.namespace, body, _preload_content=False, _request_timeout=(5, 30)
+            )
+
         return list(await asyncio.gather(*(self._call(post(b), {200, 201}) for b in bindings)))
 
     async def evict(self, evictions: Sequence[Eviction]) -> list[Failure | None]:
         """Mark each pod with a DisruptionTarget condition (why, for its owner), delete it, and
         leave a ``Preempted`` Event on it."""
+
         def condition(e: Eviction) -> Callable[[], Any]:
-            patch = {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
-                                                "reason": "PreemptionByScheduler", "message": e.reason}]}}
-            return lambda: self.core.patch_namespaced_pod_status(e.name, e.namespace, patch, _preload_content=False,
-                                                                 _request_timeout=(5, 30))
+            patch = {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "DisruptionTarget",
+                            "status": "True",
+                            "reason": "PreemptionByScheduler",
+                            "message": e.reason,
+                        }
+                    ]
+                }
+            }
+            return lambda: self.core.patch_namespaced_pod_status(
+                e.name, e.namespace, patch, _preload_content=False, _request_timeout=(5, 30)
+            )
 
         def delete(e: Eviction) -> Callable[[], Any]:
-            return lambda: self.core.delete_namespaced_pod(e.name, e.namespace, _preload_content=False,
-                                                           _request_timeout=(5, 30))
+            return lambda: self.core.delete_namespaced_pod(
+                e.name, e.namespace, _preload_content=False, _request_timeout=(5, 30)
+            )
 
         def event(e: Eviction) -> Callable[[], Any]:
-            now = datetime.datetime.now(datetime.timezone.utc)
+            now = datetime.datetime.now(datetime.UTC)
             body = k8s.CoreV1Event(
                 metadata=k8s.V1ObjectMeta(generate_name=f"{e.name}.", namespace=e.namespace),
-                involved_object=k8s.V1ObjectReference(api_version="v1", kind="Pod", name=e.name, namespace=e.namespace,
-                                                      uid=e.uid),
-                reason="Preempted", message=f"{e.reason} (on node {e.node})", type="Normal", count=1,
-                first_timestamp=now, last_timestamp=now, source=k8s.V1EventSource(component="caldera"),
-                reporting_component="caldera")
-            return lambda: self.core.create_namespaced_event(e.namespace, body, _preload_content=False,
-                                                             _request_timeout=(5, 30))
+                involved_object=k8s.V1ObjectReference(
+                    api_version="v1", kind="Pod", name=e.name, namespace=e.namespace, uid=e.uid
+                ),
+                reason="Preempted",
+                message=f"{e.reason} (on node {e.node})",
+                type="Normal",
+                count=1,
+                first_timestamp=now,
+                last_timestamp=now,
+                source=k8s.V1EventSource(component="caldera"),
+                reporting_component="caldera",
+            )
+            return lambda: self.core.create_namespaced_event(
+                e.namespace, body, _preload_content=False, _request_timeout=(5, 30)
+            )
 
         async def one(e: Eviction) -> Failure | None:
             await self._call(condition(e), {200, 201})  # best effort: the deletion is what counts
@@ -106,4 +133,5 @@ class KubeTarget:
             if failure is None:
                 await self._call(event(e), {200, 201})  # tells the pod's owner why, best effort
             return failure
+
         return list(await asyncio.gather(*(one(e) for e in evictions)))

@@ -18,11 +18,18 @@ IN_CLUSTER_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 
 
 def add_kube_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", default=None,
-                        help="kubeconfig file (default: in-cluster config inside a pod, else $KUBECONFIG or ~/.kube/config)")
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig file (default: in-cluster config inside a pod, else $KUBECONFIG or ~/.kube/config)",
+    )
     parser.add_argument("--master", default=None, help="the API server's address, overriding the kubeconfig's")
-    parser.add_argument("--kube-api-qps", type=float, default=50.0, help="requests per second to the API server (default: 50)")
-    parser.add_argument("--kube-api-burst", type=int, default=100, help="burst of requests to the API server (default: 100)")
+    parser.add_argument(
+        "--kube-api-qps", type=float, default=50.0, help="requests per second to the API server (default: 50)"
+    )
+    parser.add_argument(
+        "--kube-api-burst", type=int, default=100, help="burst of requests to the API server (default: 100)"
+    )
 
 
 def api_client(kubeconfig: str | None, master: str | None) -> k8s.ApiClient:
@@ -64,9 +71,12 @@ def kube_connection(args: argparse.Namespace, environ: Mapping[str, str]) -> Kub
     if not (args.kubeconfig or args.master or environ.get(IN_CLUSTER_HOST_ENV)):
         return None
     if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
-        raise ValueError(f"--kube-api-qps {args.kube_api_qps} / --kube-api-burst {args.kube_api_burst} "
-                         "(expected a positive rate and a burst of at least 1)")
-    connection = KubeConnection(kubeconfig=args.kubeconfig, master=args.master, qps=args.kube_api_qps,
-                                burst=args.kube_api_burst)
+        raise ValueError(
+            f"--kube-api-qps {args.kube_api_qps} / --kube-api-burst {args.kube_api_burst} "
+            "(expected a positive rate and a burst of at least 1)"
+        )
+    connection = KubeConnection(
+        kubeconfig=args.kubeconfig, master=args.master, qps=args.kube_api_qps, burst=args.kube_api_burst
+    )
     connection.client()  # a bad kubeconfig or master fails here, at start
     return connection

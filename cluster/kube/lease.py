@@ -25,15 +25,27 @@ from cluster.runtime.process import Elect, LeaseConfig
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 class KubeLease:
-    def __init__(self, api: k8s.ApiClient, name: str, namespace: str, holder: str, *, lease_duration: float = 15.0,
-                 renew_deadline: float = 10.0, retry_period: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        name: str,
+        namespace: str,
+        holder: str,
+        *,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if not retry_period < renew_deadline < lease_duration:
-            raise ValueError(f"leader election: expected retry period {retry_period}s < renew deadline {renew_deadline}s "
-                             f"< lease duration {lease_duration}s")
+            raise ValueError(
+                f"leader election: expected retry period {retry_period}s < renew deadline {renew_deadline}s "
+                f"< lease duration {lease_duration}s"
+            )
         self.api = k8s.CoordinationV1Api(api)
         self.name, self.namespace, self.holder = name, namespace, holder
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
@@ -50,8 +62,13 @@ class KubeLease:
 
     def _spec(self, acquire: bool, transitions: int) -> k8s.V1LeaseSpec:
         now = _now()
-        return k8s.V1LeaseSpec(holder_identity=self.holder, lease_duration_seconds=int(self.lease_duration),
-                               renew_time=now, acquire_time=now if acquire else None, lease_transitions=transitions)
+        return k8s.V1LeaseSpec(
+            holder_identity=self.holder,
+            lease_duration_seconds=int(self.lease_duration),
+            renew_time=now,
+            acquire_time=now if acquire else None,
+            lease_transitions=transitions,
+        )
 
     def _try(self) -> bool:
         """One attempt to acquire or renew (runs in a thread: the client is synchronous)."""
@@ -60,8 +77,9 @@ class KubeLease:
         except ApiException as e:
             if e.status != 404:
                 raise
-            body = k8s.V1Lease(metadata=k8s.V1ObjectMeta(name=self.name, namespace=self.namespace),
-                               spec=self._spec(True, 0))
+            body = k8s.V1Lease(
+                metadata=k8s.V1ObjectMeta(name=self.name, namespace=self.namespace), spec=self._spec(True, 0)
+            )
             try:
                 self.api.create_namespaced_lease(self.namespace, body)
                 return True
@@ -136,7 +154,14 @@ def kube_elect(connection: KubeConnection) -> Elect:
     """Leader election with a Lease in the cluster ``connection`` reaches (for :func:`run_process`)."""
 
     def elect(settings: LeaseConfig, name: str, holder: str) -> KubeLease:
-        return KubeLease(connection.client(), name, settings.namespace, holder, lease_duration=settings.duration,
-                         renew_deadline=settings.renew_deadline, retry_period=settings.retry_period)
+        return KubeLease(
+            connection.client(),
+            name,
+            settings.namespace,
+            holder,
+            lease_duration=settings.duration,
+            renew_deadline=settings.renew_deadline,
+            retry_period=settings.retry_period,
+        )
 
     return elect

@@ -39,13 +39,21 @@ def store_name(kind: Kind, obj: Any) -> str:
 
 
 class Mirror:
-    def __init__(self, store: Store, kinds: Sequence[KubeKind], *, watch_seconds: int = 60,
-                 resync_seconds: float = 300.0, observe: Callable[[Kind, Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        kinds: Sequence[KubeKind],
+        *,
+        watch_seconds: int = 60,
+        resync_seconds: float = 300.0,
+        observe: Callable[[Kind, Any], None] | None = None,
+    ) -> None:
         """``observe`` sees every object as the API server reported it (the write-back's baseline)."""
         self.store = store
         self.observe = observe
-        self.reflectors = [Reflector(k, self._sink, watch_seconds=watch_seconds, resync_seconds=resync_seconds)
-                           for k in kinds]
+        self.reflectors = [
+            Reflector(k, self._sink, watch_seconds=watch_seconds, resync_seconds=resync_seconds) for k in kinds
+        ]
         self.listed: set[Kind] = set()
         self.synced = asyncio.Event()  # every kind listed into the store at least once
         self.skipped = 0  # objects refused (e.g. a bad quantity), one log line each
@@ -59,7 +67,9 @@ class Mirror:
     async def run(self, stop: asyncio.Event) -> None:
         """Follow the cluster until ``stop``; the reflector threads end with it."""
         self._loop = asyncio.get_running_loop()
-        threads = [threading.Thread(target=r.run, name=f"reflector-{r.kind.kind}", daemon=True) for r in self.reflectors]
+        threads = [
+            threading.Thread(target=r.run, name=f"reflector-{r.kind.kind}", daemon=True) for r in self.reflectors
+        ]
         for t in threads:
             t.start()
         try:
@@ -98,8 +108,11 @@ class Mirror:
         for c in latest.values():
             by_kind.setdefault(c.kind, []).append(c)
         for kind, items in by_kind.items():
-            await self._write(kind, [c.object for c in items if not c.deleted],
-                              [store_name(kind, c.object) for c in items if c.deleted])
+            await self._write(
+                kind,
+                [c.object for c in items if not c.deleted],
+                [store_name(kind, c.object) for c in items if c.deleted],
+            )
 
     async def _reconcile(self, listed: Listed) -> None:
         present = {store_name(listed.kind, o) for o in listed.objects}
@@ -114,7 +127,7 @@ class Mirror:
             for obj in objects:
                 self.observe(kind, obj)
         for i in range(0, len(objects), CHUNK):
-            await self._upsert(kind, objects[i: i + CHUNK])
+            await self._upsert(kind, objects[i : i + CHUNK])
         if not gone:
             return
         if kind is Kind.NODE:

@@ -36,12 +36,18 @@ class MirrorConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def build_parser(prog: str = "caldera mirror") -> Parser:
-    p = Parser(prog=prog, description="Mirror the Kubernetes cluster's nodes, pods, PodGroups, Queues and "
-                                      "PriorityClasses into the store.")
+    p = Parser(
+        prog=prog,
+        description="Mirror the Kubernetes cluster's nodes, pods, PodGroups, Queues and "
+        "PriorityClasses into the store.",
+    )
     p.add_argument("--resync-period", default="5m", help="list everything again this often (default: 5m)")
     p.add_argument("--watch-timeout", default="60s", help="length of one watch request (default: 60s)")
-    p.add_argument("--event-schedulers", default="volcano,agent-scheduler",
-                   help="schedulerNames whose pods get Scheduled/FailedScheduling Events (default: volcano,agent-scheduler)")
+    p.add_argument(
+        "--event-schedulers",
+        default="volcano,agent-scheduler",
+        help="schedulerNames whose pods get Scheduled/FailedScheduling Events (default: volcano,agent-scheduler)",
+    )
     add_kube_flags(p)
     add_common_flags(p)
     return p
@@ -57,12 +63,20 @@ def parse_config(args: argparse.Namespace) -> MirrorConfig:
         if durations[flag] < 1:
             raise ValueError(f"{flag}: {text!r} (expected at least 1s)")
     if args.kube_api_qps <= 0 or args.kube_api_burst < 1:
-        raise ValueError(f"--kube-api-qps {args.kube_api_qps} / --kube-api-burst {args.kube_api_burst} (expected positive)")
+        raise ValueError(
+            f"--kube-api-qps {args.kube_api_qps} / --kube-api-burst {args.kube_api_burst} (expected positive)"
+        )
     api_client(args.kubeconfig, args.master)  # refuse a bad kubeconfig or master at start
     schedulers = tuple(n.strip() for n in args.event_schedulers.split(",") if n.strip())
-    return MirrorConfig(kubeconfig=args.kubeconfig, master=args.master, resync=durations["--resync-period"],
-                        watch_seconds=int(durations["--watch-timeout"]), schedulers=schedulers,
-                        qps=args.kube_api_qps, burst=args.kube_api_burst)
+    return MirrorConfig(
+        kubeconfig=args.kubeconfig,
+        master=args.master,
+        resync=durations["--resync-period"],
+        watch_seconds=int(durations["--watch-timeout"]),
+        schedulers=schedulers,
+        qps=args.kube_api_qps,
+        burst=args.kube_api_burst,
+    )
 
 
 class MirrorProcess:
@@ -71,12 +85,24 @@ class MirrorProcess:
     def __init__(self, deps: Deps, config: MirrorConfig, registry: CollectorRegistry) -> None:
         store, api = Store(deps.client, deps.keys), api_client(config.kubeconfig, config.master)
         self.writeback = WriteBack(store, api, schedulers=config.schedulers, qps=config.qps, burst=config.burst)
-        self.mirror = Mirror(store, kinds(api), watch_seconds=config.watch_seconds, resync_seconds=config.resync,
-                             observe=self.writeback.observe)
-        relists = Gauge("caldera_mirror_lists", "Listings per kind since start (start, 410 Gone, broken watch, resync).",
-                        ["kind"], registry=registry)
-        patched = Gauge("caldera_mirror_status_patches", "PodGroup and Queue statuses written to the API server since start.",
-                        registry=registry)
+        self.mirror = Mirror(
+            store,
+            kinds(api),
+            watch_seconds=config.watch_seconds,
+            resync_seconds=config.resync,
+            observe=self.writeback.observe,
+        )
+        relists = Gauge(
+            "caldera_mirror_lists",
+            "Listings per kind since start (start, 410 Gone, broken watch, resync).",
+            ["kind"],
+            registry=registry,
+        )
+        patched = Gauge(
+            "caldera_mirror_status_patches",
+            "PodGroup and Queue statuses written to the API server since start.",
+            registry=registry,
+        )
         events = Gauge("caldera_mirror_events", "Events created since start.", registry=registry)
         for r in self.mirror.reflectors:
             relists.labels(r.kind.kind.value).set_function(lambda r=r: r.lists)  # type: ignore[misc]

@@ -11,6 +11,7 @@ models: the response body is read raw (``_preload_content=False``) and decoded w
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import threading
@@ -87,16 +88,28 @@ def kinds(api: k8s.ApiClient) -> list[KubeKind]:
     return [
         KubeKind(kind=Kind.NODE, call=core.list_node, type=Node),
         KubeKind(kind=Kind.POD, call=core.list_pod_for_all_namespaces, type=Pod, fast=True),
-        KubeKind(kind=Kind.PODGROUP, call=functools.partial(custom.list_cluster_custom_object, *VOLCANO, "podgroups"),
-                 type=PodGroup),
-        KubeKind(kind=Kind.QUEUE, call=functools.partial(custom.list_cluster_custom_object, *VOLCANO, "queues"), type=Queue),
+        KubeKind(
+            kind=Kind.PODGROUP,
+            call=functools.partial(custom.list_cluster_custom_object, *VOLCANO, "podgroups"),
+            type=PodGroup,
+        ),
+        KubeKind(
+            kind=Kind.QUEUE, call=functools.partial(custom.list_cluster_custom_object, *VOLCANO, "queues"), type=Queue
+        ),
         KubeKind(kind=Kind.PRIORITYCLASS, call=scheduling.list_priority_class, type=PriorityClass),
     ]
 
 
 class Reflector:
-    def __init__(self, kind: KubeKind, sink: Callable[[Delta], None], *, watch_seconds: int = 60,
-                 resync_seconds: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        kind: KubeKind,
+        sink: Callable[[Delta], None],
+        *,
+        watch_seconds: int = 60,
+        resync_seconds: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.kind = kind
         self.sink = sink
         self.watch_seconds = watch_seconds
@@ -108,7 +121,8 @@ class Reflector:
         self._stopping = threading.Event()
         self._response: Any = None
         self._list_decoder: msgspec.json.Decoder[Any] | None = (
-            msgspec.json.Decoder(_List[kind.type]) if kind.fast else None)  # type: ignore[name-defined]
+            msgspec.json.Decoder(_List[kind.type]) if kind.fast else None  # type: ignore[name-defined]
+        )
         self._object_decoder: msgspec.json.Decoder[Any] | None = msgspec.json.Decoder(kind.type) if kind.fast else None
 
     def stop(self) -> None:
@@ -116,10 +130,8 @@ class Reflector:
         self._stopping.set()
         response = self._response
         if response is not None:
-            try:
+            with contextlib.suppress(Exception):  # already closed or mid-read: the reader ends either way
                 response.close()
-            except Exception:  # already closed or mid-read: the reader ends either way
-                pass
 
     def _decode(self, raw: bytes | msgspec.Raw, *, many: bool) -> Any:
         if self.kind.fast:
@@ -158,7 +170,9 @@ class Reflector:
             response.release_conn()
         listing = self._decode(body, many=True)
         self.lists += 1
-        self.sink(Listed(kind=self.kind.kind, objects=list(listing.items or []), version=listing.metadata.resource_version))
+        self.sink(
+            Listed(kind=self.kind.kind, objects=list(listing.items or []), version=listing.metadata.resource_version)
+        )
         return str(listing.metadata.resource_version)
 
     def _watch(self, version: str) -> str:
@@ -166,8 +180,14 @@ class Reflector:
         ``timeoutSeconds`` (the server went away, a proxy cut it) raises :class:`Gone`: what the server
         holds now may not follow from our version (after a restore, say), so list again."""
         started = self.clock()
-        response = self.kind.call(_preload_content=False, watch=True, resource_version=version, allow_watch_bookmarks=True,
-                                  timeout_seconds=self.watch_seconds, _request_timeout=(5, self.watch_seconds + 10))
+        response = self.kind.call(
+            _preload_content=False,
+            watch=True,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self.watch_seconds,
+            _request_timeout=(5, self.watch_seconds + 10),
+        )
         self._response = response
         try:
             pending = b""

@@ -58,8 +58,12 @@ class NodeShardPublisher:
             self.writes += 1
 
     def _write(self, shard: NodeShard) -> None:
-        body: dict[str, Any] = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeShard", "metadata": {"name": shard.name},
-                                "spec": msgspec.to_builtins(shard.spec)}
+        body: dict[str, Any] = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NodeShard",
+            "metadata": {"name": shard.name},
+            "spec": msgspec.to_builtins(shard.spec),
+        }
         try:
             current: Any = self.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, shard.name)
         except ApiException as e:
@@ -74,8 +78,16 @@ class NodeShardPublisher:
 class ShardStatusReporter:
     """One scheduler's report of the nodes it holds, onto its NodeShard's status."""
 
-    def __init__(self, api: k8s.ApiClient, scheduler: str, store: Store, *, qps: float = 50.0, burst: int = 100,
-                 wall: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        scheduler: str,
+        store: Store,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self.custom = k8s.CustomObjectsApi(api)
         self.scheduler = scheduler
         self.store = store
@@ -92,13 +104,26 @@ class ShardStatusReporter:
         desired = sorted(shard.spec.nodes_desired) if shard is not None else []
         if self.reported == (desired, in_use):
             return
-        stamp = datetime.datetime.fromtimestamp(self.wall(), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        status = {"nodesInUse": in_use, "nodesToAdd": sorted(set(desired) - set(in_use)),
-                  "nodesToRemove": sorted(set(in_use) - set(desired)), "lastUpdateTime": stamp}
+        stamp = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = {
+            "nodesInUse": in_use,
+            "nodesToAdd": sorted(set(desired) - set(in_use)),
+            "nodesToRemove": sorted(set(in_use) - set(desired)),
+            "lastUpdateTime": stamp,
+        }
         await self.pacer.take()
         try:
-            await asyncio.get_running_loop().run_in_executor(self._pool, lambda: self.custom.patch_cluster_custom_object_status(
-                GROUP, VERSION, PLURAL, self.scheduler, {"status": status}, _content_type="application/merge-patch+json"))
+            await asyncio.get_running_loop().run_in_executor(
+                self._pool,
+                lambda: self.custom.patch_cluster_custom_object_status(
+                    GROUP,
+                    VERSION,
+                    PLURAL,
+                    self.scheduler,
+                    {"status": status},
+                    _content_type="application/merge-patch+json",
+                ),
+            )
         except Exception as e:  # not created yet (the controller has not synced) or unreachable: next time
             log.info("NodeShard %s status not written: %s", self.scheduler, e)
             return

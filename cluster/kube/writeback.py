@@ -43,12 +43,22 @@ COMPONENT = "caldera"
 
 
 def _now(wall: Callable[[], float]) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(wall(), datetime.timezone.utc)
+    return datetime.datetime.fromtimestamp(wall(), datetime.UTC)
 
 
 class WriteBack:
-    def __init__(self, store: Store, api: k8s.ApiClient, *, schedulers: Sequence[str], qps: float = 50.0, burst: int = 100,
-                 repeat: float = 60.0, clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Store,
+        api: k8s.ApiClient,
+        *,
+        schedulers: Sequence[str],
+        qps: float = 50.0,
+        burst: int = 100,
+        repeat: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self.store = store
         self.core = k8s.CoreV1Api(api)
         self.custom = k8s.CustomObjectsApi(api)
@@ -77,13 +87,27 @@ class WriteBack:
             self.bound[obj.uid] = obj.node_name
             if obj.node_name and not was and obj.scheduler_name in self.schedulers:
                 ref = {"kind": "Pod", "apiVersion": "v1", "uid": obj.uid}
-                self._event(obj.namespace, obj.name, ref, "Normal",
-                            "Scheduled", f"Successfully assigned {obj.namespace}/{obj.name} to {obj.node_name}")
+                self._event(
+                    obj.namespace,
+                    obj.name,
+                    ref,
+                    "Normal",
+                    "Scheduled",
+                    f"Successfully assigned {obj.namespace}/{obj.name} to {obj.node_name}",
+                )
                 for path in unhonoured(obj):
                     if (obj.uid, path) not in self.noted:
                         self.noted.add((obj.uid, path))
-                        self._pending.append((obj.namespace, obj.name, ref, "Warning", "NotHonoured",
-                                              f"placed on {obj.node_name}; {notice(path)}"))
+                        self._pending.append(
+                            (
+                                obj.namespace,
+                                obj.name,
+                                ref,
+                                "Warning",
+                                "NotHonoured",
+                                f"placed on {obj.node_name}; {notice(path)}",
+                            )
+                        )
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -130,16 +154,24 @@ class WriteBack:
         if kind is Kind.PODGROUP:
             namespace, _, short = name.partition("/")
             call: Callable[[], Any] = lambda: self.custom.patch_namespaced_custom_object_status(  # noqa: E731
-                *VOLCANO, namespace, "podgroups", short, body, _content_type="application/merge-patch+json")
+                *VOLCANO, namespace, "podgroups", short, body, _content_type="application/merge-patch+json"
+            )
         else:
             call = lambda: self.custom.patch_cluster_custom_object_status(  # noqa: E731
-                *VOLCANO, "queues", name, body, _content_type="application/merge-patch+json")
+                *VOLCANO, "queues", name, body, _content_type="application/merge-patch+json"
+            )
         if await self._call(call):
             self.seen[kind, name] = obj.status
             self.patched += 1
         if kind is Kind.PODGROUP and obj.status.conditions and obj.status.conditions[0].type == "Unschedulable":
-            self._event(obj.namespace, obj.name, {"kind": "PodGroup", "apiVersion": "/".join(VOLCANO), "uid": obj.metadata.uid},
-                        "Warning", "FailedScheduling", obj.status.conditions[0].message)
+            self._event(
+                obj.namespace,
+                obj.name,
+                {"kind": "PodGroup", "apiVersion": "/".join(VOLCANO), "uid": obj.metadata.uid},
+                "Warning",
+                "FailedScheduling",
+                obj.status.conditions[0].message,
+            )
 
     async def _reasons(self) -> None:
         for scheduler in self.schedulers:
@@ -150,8 +182,14 @@ class WriteBack:
             for uid, reason in reasons.items():
                 record = records.get(uid)
                 if record is not None and not record.node:
-                    self._event(record.namespace, record.name, {"kind": "Pod", "apiVersion": "v1", "uid": uid},
-                                "Warning", "FailedScheduling", reason)
+                    self._event(
+                        record.namespace,
+                        record.name,
+                        {"kind": "Pod", "apiVersion": "v1", "uid": uid},
+                        "Warning",
+                        "FailedScheduling",
+                        reason,
+                    )
 
     def _event(self, namespace: str, name: str, ref: dict[str, Any], type_: str, reason: str, message: str) -> None:
         """Queue an Event unless the object got the same one less than ``repeat`` seconds ago."""
@@ -169,9 +207,21 @@ class WriteBack:
         for namespace, name, ref, type_, reason, message in pending:
             event = k8s.CoreV1Event(
                 metadata=k8s.V1ObjectMeta(generate_name=f"{name}.", namespace=namespace),
-                involved_object=k8s.V1ObjectReference(namespace=namespace, name=name, **{
-                    "kind": ref["kind"], "api_version": ref["apiVersion"], "uid": ref.get("uid") or None}),
-                reason=reason, message=message[:1024], type=type_, count=1, first_timestamp=when, last_timestamp=when,
-                source=k8s.V1EventSource(component=COMPONENT), reporting_component=COMPONENT)
-            if await self._call(lambda event=event, namespace=namespace: self.core.create_namespaced_event(namespace, event)):  # type: ignore[misc]
+                involved_object=k8s.V1ObjectReference(
+                    namespace=namespace,
+                    name=name,
+                    **{"kind": ref["kind"], "api_version": ref["apiVersion"], "uid": ref.get("uid") or None},
+                ),
+                reason=reason,
+                message=message[:1024],
+                type=type_,
+                count=1,
+                first_timestamp=when,
+                last_timestamp=when,
+                source=k8s.V1EventSource(component=COMPONENT),
+                reporting_component=COMPONENT,
+            )
+            if await self._call(
+                lambda event=event, namespace=namespace: self.core.create_namespaced_event(namespace, event)  # type: ignore[misc]
+            ):
                 self.events += 1

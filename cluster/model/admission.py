@@ -71,8 +71,10 @@ def _container_name(name: str) -> str | None:
             return None
         guess = nearest(name, (*CONTAINER_RESOURCES, GPU.partition("/")[2]))
         hint = f"; did you mean {GPU if guess == 'gpu' else guess}?" if guess else ""
-        return (f"{name!r} is not a resource a container may request (expected cpu, memory, ephemeral-storage, "
-                f"hugepages-<size>, or an extended resource with a domain such as {GPU}{hint})")
+        return (
+            f"{name!r} is not a resource a container may request (expected cpu, memory, ephemeral-storage, "
+            f"hugepages-<size>, or an extended resource with a domain such as {GPU}{hint})"
+        )
     if not is_native_resource(name) and not _QUALIFIED.fullmatch(name):
         return f"{name!r} is not a valid extended resource name (expected <domain>/<name>, such as {GPU})"
     return None
@@ -115,8 +117,11 @@ def _parse(values: ResourceList | None, field: str, names: NameRule) -> tuple[di
             problems.append(Problem(e.field, e.problem))
             continue
         if is_extended_resource(name) and q.denominator != 1:
-            problems.append(Problem(where, f"{value!r} is not a whole number ({name} is an extended resource, "
-                                           "counted in whole units)"))
+            problems.append(
+                Problem(
+                    where, f"{value!r} is not a whole number ({name} is an extended resource, counted in whole units)"
+                )
+            )
             continue
         parsed[name] = q
     return parsed, problems
@@ -133,11 +138,17 @@ def requirements_problems(req: ResourceRequirements, field: str, names: NameRule
         asked, limit = req.requests[name], req.limits[name]
         where = f"{field}.requests.{name}"
         if (is_extended_resource(name) or name.startswith(_HUGEPAGES)) and q != limits[name]:
-            problems.append(Problem(where, f"{asked!r} differs from the limit {limit!r} ({name} cannot be "
-                                           "overcommitted: give a request equal to the limit, or the limit alone)"))
+            problems.append(
+                Problem(
+                    where,
+                    f"{asked!r} differs from the limit {limit!r} ({name} cannot be "
+                    "overcommitted: give a request equal to the limit, or the limit alone)",
+                )
+            )
         elif q > limits[name]:
-            problems.append(Problem(where, f"{asked!r} is more than the limit {limit!r} (a request may be at most "
-                                           "its limit)"))
+            problems.append(
+                Problem(where, f"{asked!r} is more than the limit {limit!r} (a request may be at most its limit)")
+            )
     return problems
 
 
@@ -159,8 +170,9 @@ def pod_problems(pod: Pod) -> list[Problem]:
 
 
 def node_problems(node: Node) -> list[Problem]:
-    return (resource_list_problems(node.status.capacity, "status.capacity")
-            + resource_list_problems(node.status.allocatable, "status.allocatable"))
+    return resource_list_problems(node.status.capacity, "status.capacity") + resource_list_problems(
+        node.status.allocatable, "status.allocatable"
+    )
 
 
 # -- PriorityClasses ------------------------------------------------------------------------
@@ -169,14 +181,27 @@ def node_problems(node: Node) -> list[Problem]:
 def priority_class_problems(pc: PriorityClass) -> list[Problem]:
     problems: list[Problem] = []
     if pc.name.startswith("system-") and pc.name not in BUILTIN_PRIORITY_CLASSES:
-        problems.append(Problem("metadata.name", f"{pc.name!r}: the system- prefix is reserved for "
-                                                 f"{' and '.join(BUILTIN_PRIORITY_CLASSES)}"))
+        problems.append(
+            Problem(
+                "metadata.name",
+                f"{pc.name!r}: the system- prefix is reserved for {' and '.join(BUILTIN_PRIORITY_CLASSES)}",
+            )
+        )
     elif pc.value > HIGHEST_USER_PRIORITY and pc.name not in BUILTIN_PRIORITY_CLASSES:
-        problems.append(Problem("value", f"{pc.value} is above {HIGHEST_USER_PRIORITY:,} (the highest value a "
-                                         "user-defined PriorityClass may have)"))
+        problems.append(
+            Problem(
+                "value",
+                f"{pc.value} is above {HIGHEST_USER_PRIORITY:,} (the highest value a "
+                "user-defined PriorityClass may have)",
+            )
+        )
     if pc.preemption_policy not in PREEMPTION_POLICIES:
-        problems.append(Problem("preemptionPolicy", f"{pc.preemption_policy!r} is not a preemption policy "
-                                                    f"(expected {' or '.join(PREEMPTION_POLICIES)})"))
+        problems.append(
+            Problem(
+                "preemptionPolicy",
+                f"{pc.preemption_policy!r} is not a preemption policy (expected {' or '.join(PREEMPTION_POLICIES)})",
+            )
+        )
     return problems
 
 
@@ -185,15 +210,22 @@ def podgroup_problems(pg: PodGroup) -> list[Problem]:
     sub-group policy's) names at most one of highestTierAllowed and highestTierName."""
     problems = []
     topologies: list[tuple[str, object]] = [("spec.networkTopology", pg.spec.network_topology)]
-    topologies += [(f"spec.subGroupPolicy[{i}].networkTopology", policy.get("networkTopology"))
-                   for i, policy in enumerate(pg.spec.sub_group_policy)]
+    topologies += [
+        (f"spec.subGroupPolicy[{i}].networkTopology", policy.get("networkTopology"))
+        for i, policy in enumerate(pg.spec.sub_group_policy)
+    ]
     for path, topology in topologies:
         if not isinstance(topology, dict):
             continue
         if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
-            problems.append(Problem(path, f"both highestTierAllowed ({topology['highestTierAllowed']}) and "
-                                          f"highestTierName ({topology['highestTierName']!r}) are set "
-                                          "(expected at most one of them)"))
+            problems.append(
+                Problem(
+                    path,
+                    f"both highestTierAllowed ({topology['highestTierAllowed']}) and "
+                    f"highestTierName ({topology['highestTierName']!r}) are set "
+                    "(expected at most one of them)",
+                )
+            )
     return problems
 
 
@@ -203,8 +235,10 @@ def podgroup_queue_problem(pg: PodGroup, queues: Mapping[str, Queue]) -> Problem
     queue = queues.get(pg.spec.queue)
     if queue is None or queue.status.state in ("", "Open"):
         return None
-    return Problem("spec.queue", f"queue {queue.name!r} is {queue.status.state} "
-                                 "(a PodGroup can only be submitted to an Open queue)")
+    return Problem(
+        "spec.queue",
+        f"queue {queue.name!r} is {queue.status.state} (a PodGroup can only be submitted to an Open queue)",
+    )
 
 
 # -- across the files -------------------------------------------------------------------------
@@ -222,8 +256,9 @@ class Registry:
         if ref.kind == "PriorityClass":
             if ref.name in self.priority_classes or ref.name in BUILTIN_PRIORITY_CLASSES:
                 return None
-            return _missing(ref.name, "PriorityClass", self.priority_classes,
-                            f"built in: {', '.join(BUILTIN_PRIORITY_CLASSES)}")
+            return _missing(
+                ref.name, "PriorityClass", self.priority_classes, f"built in: {', '.join(BUILTIN_PRIORITY_CLASSES)}"
+            )
         if ref.name in self.queues or ref.name in (DEFAULT_QUEUE, ROOT):
             return None
         return _missing(ref.name, "Queue", self.queues, f"built in: {DEFAULT_QUEUE}, {ROOT}")
@@ -241,5 +276,7 @@ def global_default_problems(priority_classes: Sequence[PriorityClass]) -> dict[i
     """A second global default PriorityClass (Kubernetes' priority admission allows one), by position."""
     defaults = [i for i, pc in enumerate(priority_classes) if pc.global_default]
     first = priority_classes[defaults[0]].name if defaults else ""
-    return {i: Problem("globalDefault", f"PriorityClass {first!r} is already the global default (only one may be)")
-            for i in defaults[1:]}
+    return {
+        i: Problem("globalDefault", f"PriorityClass {first!r} is already the global default (only one may be)")
+        for i in defaults[1:]
+    }

@@ -314,6 +314,7 @@ def pod_request(pod: Pod) -> Resources:
 
 # -- Volcano: PodGroup and Queue ----------------------------------------------------------
 
+
 class PriorityClass(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     api_version: str = "scheduling.k8s.io/v1"
     kind: str = "PriorityClass"
@@ -326,5 +327,3 @@ class PriorityClass(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     @property
     def name(self) -> str:
         return self.metadata.name
-
-

@@ -24,7 +24,7 @@ def normalise(obj: Any) -> Any:
         return [normalise(v) for v in obj]
     if isinstance(obj, datetime.datetime):
         if obj.tzinfo is not None:
-            obj = obj.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+            obj = obj.astimezone(datetime.UTC).replace(tzinfo=None)
         return obj.isoformat(timespec="microseconds" if obj.microsecond else "seconds") + "Z"
     if isinstance(obj, datetime.date):
         return obj.isoformat()

@@ -85,18 +85,29 @@ REPLICA_TYPES = {
     "MPIJob": ("Launcher", "Worker"),
 }
 _DEFAULT_CONTAINERS = {"PyTorchJob": "pytorch", "TFJob": "tensorflow"}
-_SPEC_FIELDS = {"PyTorchJob": "spec.pytorchReplicaSpecs", "TFJob": "spec.tfReplicaSpecs", "MPIJob": "spec.mpiReplicaSpecs"}
+_SPEC_FIELDS = {
+    "PyTorchJob": "spec.pytorchReplicaSpecs",
+    "TFJob": "spec.tfReplicaSpecs",
+    "MPIJob": "spec.mpiReplicaSpecs",
+}
 # The MPI v1 launcher's init container (mpi/mpijob.go: initContainerCpu, ...Mem, ...EphStorage).
 _KUBECTL_DELIVERY = Container(
     name="kubectl-delivery",
-    resources=ResourceRequirements(requests={"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"},
-                                   limits={"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"}),
+    resources=ResourceRequirements(
+        requests={"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"},
+        limits={"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"},
+    ),
 )
 _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", re.ASCII)
 
 
-def expand_training_job(job: TrainingJob, *, priority_classes: PriorityValues | None = None, ordinal: int = 0,
-                        gang_scheduler: str | None = None) -> tuple[PodGroup | None, list[Pod]]:
+def expand_training_job(
+    job: TrainingJob,
+    *,
+    priority_classes: PriorityValues | None = None,
+    ordinal: int = 0,
+    gang_scheduler: str | None = None,
+) -> tuple[PodGroup | None, list[Pod]]:
     """The PodGroup (None without gang scheduling) and pods the operator makes from ``job``.
 
     ``gang_scheduler``: the operator's gang scheduler, ``None`` to infer it from the job (see
@@ -113,7 +124,9 @@ def expand_training_job(job: TrainingJob, *, priority_classes: PriorityValues | 
         return expand_mpi_job(job, gang=gang, priority_classes=priority_classes or {})
     if job.api_version != V1:
         expected = f"{V1} or {V2BETA1}" if isinstance(job, MPIJob) else V1
-        raise KubeflowError("apiVersion", job.api_version, f"{job.api_version!r} is not supported (expected {expected})")
+        raise KubeflowError(
+            "apiVersion", job.api_version, f"{job.api_version!r} is not supported (expected {expected})"
+        )
     replicas = defaulted_replicas(job)
     validate_training_job(job, replicas)
     if job.run_policy.suspend:
@@ -154,23 +167,33 @@ def validate_training_job(job: TrainingJob, replicas: Mapping[str, ReplicaSpec])
     validation refuse."""
     field = _SPEC_FIELDS[job.kind]
     if not isinstance(job, MPIJob) and not _DNS1035_LABEL.fullmatch(job.metadata.name):
-        raise KubeflowError("metadata.name", job.metadata.name, f"{job.metadata.name!r} is not a DNS-1035 label "
-                            "(expected lower-case letters, digits and '-', starting with a letter, at most 63 characters)")
+        raise KubeflowError(
+            "metadata.name",
+            job.metadata.name,
+            f"{job.metadata.name!r} is not a DNS-1035 label "
+            "(expected lower-case letters, digits and '-', starting with a letter, at most 63 characters)",
+        )
     if not replicas:
         raise KubeflowError(field, {}, f"no replica specs (expected some of {', '.join(REPLICA_TYPES[job.kind])})")
     chief_or_master = [t for t in replicas if t in ("Chief", "Master")]
     for rtype, spec in replicas.items():
         where = f"{field}.{rtype}"
         if not isinstance(job, TFJob) and rtype not in REPLICA_TYPES[job.kind]:
-            raise KubeflowError(where, rtype, f"{rtype!r} is not a replica type of a {job.kind} "
-                                f"(expected {', '.join(REPLICA_TYPES[job.kind])})")
+            raise KubeflowError(
+                where,
+                rtype,
+                f"{rtype!r} is not a replica type of a {job.kind} (expected {', '.join(REPLICA_TYPES[job.kind])})",
+            )
         containers = spec.template.spec.containers
         if not containers:
             raise KubeflowError(f"{where}.template.spec.containers", [], "no containers (expected at least one)")
         default = _DEFAULT_CONTAINERS.get(job.kind)
         if default is not None and all(c.name != default for c in containers):
-            raise KubeflowError(f"{where}.template.spec.containers", [c.name for c in containers],
-                                f"no container named {default!r} (the operator needs one)")
+            raise KubeflowError(
+                f"{where}.template.spec.containers",
+                [c.name for c in containers],
+                f"no container named {default!r} (the operator needs one)",
+            )
         if isinstance(job, MPIJob) and any(not c.name for c in containers):
             raise KubeflowError(f"{where}.template.spec.containers", [], "a container without a name")
         if (rtype == "Master" and isinstance(job, PyTorchJob) or rtype == "Launcher") and spec.replicas != 1:
@@ -195,12 +218,16 @@ def _is_master(job: TrainingJob, rtype: str, index: int, replicas: Mapping[str, 
     return rtype == "Worker" and index == 0
 
 
-def _replica_pods(job: TrainingJob, rtype: str, spec: ReplicaSpec, replicas: Mapping[str, ReplicaSpec],
-                  gang: bool) -> list[Pod]:
+def _replica_pods(
+    job: TrainingJob, rtype: str, spec: ReplicaSpec, replicas: Mapping[str, ReplicaSpec], gang: bool
+) -> list[Pod]:
     rt = rtype.lower()
     meta = job.metadata
-    base = {OPERATOR_NAME_LABEL: OPERATOR_NAMES[job.kind], JOB_NAME_LABEL: meta.name.replace("/", "-"),
-            REPLICA_TYPE_LABEL: rt}
+    base = {
+        OPERATOR_NAME_LABEL: OPERATOR_NAMES[job.kind],
+        JOB_NAME_LABEL: meta.name.replace("/", "-"),
+        REPLICA_TYPE_LABEL: rt,
+    }
     annotations = {GROUP_NAME_ANNOTATION: meta.name, TASK_SPEC_KEY: rt} if gang else {}
     template = spec.template
     pod_spec = template.spec
@@ -220,9 +247,20 @@ def _replica_pods(job: TrainingJob, rtype: str, spec: ReplicaSpec, replicas: Map
             labels[JOB_ROLE_LABEL] = "master"
         this_spec = pod_spec
         if isinstance(job, MPIJob) and rtype == "Launcher":
-            this_spec = msgspec.structs.replace(pod_spec, init_containers=[*pod_spec.init_containers, _KUBECTL_DELIVERY])
-        pods.append(stamp_pod(template, name=name, namespace=meta.namespace, labels=labels, annotations=annotations,
-                              spec=this_spec, creation_timestamp=meta.creation_timestamp))
+            this_spec = msgspec.structs.replace(
+                pod_spec, init_containers=[*pod_spec.init_containers, _KUBECTL_DELIVERY]
+            )
+        pods.append(
+            stamp_pod(
+                template,
+                name=name,
+                namespace=meta.namespace,
+                labels=labels,
+                annotations=annotations,
+                spec=this_spec,
+                creation_timestamp=meta.creation_timestamp,
+            )
+        )
     return pods
 
 
@@ -237,8 +275,12 @@ def _podgroup(job: TrainingJob, replicas: Mapping[str, ReplicaSpec], priorities:
         needed = first_pods_resources(replicas, min_member, priorities, _SPEC_FIELDS[job.kind])
     meta = job.metadata
     return PodGroup(
-        metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, annotations=dict(meta.annotations),
-                            creation_timestamp=meta.creation_timestamp),
+        metadata=ObjectMeta(
+            name=meta.name,
+            namespace=meta.namespace,
+            annotations=dict(meta.annotations),
+            creation_timestamp=meta.creation_timestamp,
+        ),
         spec=PodGroupSpec(
             min_member=min_member,
             queue=(policy.queue if policy is not None else "") or DEFAULT_QUEUE,
@@ -248,8 +290,9 @@ def _podgroup(job: TrainingJob, replicas: Mapping[str, ReplicaSpec], priorities:
     )
 
 
-def first_pods_resources(replicas: Mapping[str, ReplicaSpec], min_member: int, priorities: PriorityValues,
-                         field: str) -> Resources:
+def first_pods_resources(
+    replicas: Mapping[str, ReplicaSpec], min_member: int, priorities: PriorityValues, field: str
+) -> Resources:
     """The training operator's ``CalcPGMinResources``: the containers of the first ``min_member``
     pods, replica types highest PriorityClass value first (ties in ``replicas``' order)."""
     order = sorted(replicas.items(), key=lambda item: -priorities.get(item[1].template.spec.priority_class_name, 0))

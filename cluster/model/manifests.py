@@ -168,7 +168,9 @@ def _read(data: object, where: str, source: str, schemas: Schemas) -> tuple[Mani
     """
     at = f"{source}: {where}" if source else where
     if not isinstance(data, dict):
-        return None, [f"{at}: expected a Kubernetes object (a mapping with apiVersion and kind), got {type(data).__name__}"]
+        return None, [
+            f"{at}: expected a Kubernetes object (a mapping with apiVersion and kind), got {type(data).__name__}"
+        ]
     kind, api_version = data.get("kind"), data.get("apiVersion")
     for field, value in (("kind", kind), ("apiVersion", api_version)):
         if not isinstance(value, str) or not value:
@@ -206,8 +208,13 @@ def _read(data: object, where: str, source: str, schemas: Schemas) -> tuple[Mani
         return manifest, [manifest.line(p) for p in problems]
     if isinstance(obj, Queue):
         obj = mutated(obj)
-    manifest = msgspec.structs.replace(manifest, obj=obj, references=tuple(findings.references),
-                                       unhonoured=tuple(dict.fromkeys(unhonoured)), refused=False)
+    manifest = msgspec.structs.replace(
+        manifest,
+        obj=obj,
+        references=tuple(findings.references),
+        unhonoured=tuple(dict.fromkeys(unhonoured)),
+        refused=False,
+    )
     return manifest, []
 
 
@@ -286,8 +293,9 @@ def admit(manifests: Sequence[Manifest]) -> list[str]:
     classes = [(m, m.obj) for m in manifests if isinstance(m.obj, PriorityClass)]
     queues = [(m, m.obj) for m in manifests if isinstance(m.obj, Queue)]
     # A refused PriorityClass or Queue still counts as defined: its own error says what to fix.
-    registry = Registry([m.name for m in manifests if m.kind == "PriorityClass"],
-                        [m.name for m in manifests if m.kind == "Queue"])
+    registry = Registry(
+        [m.name for m in manifests if m.kind == "PriorityClass"], [m.name for m in manifests if m.kind == "Queue"]
+    )
     errors: list[str] = []
     for m in manifests:
         for ref in m.references:

@@ -74,11 +74,23 @@ def expand_mpi_job(job: MPIJob, *, gang: bool, priority_classes: PriorityValues)
     worker = replicas.get(WORKER)
     for index in range(worker.replicas or 0 if worker is not None else 0):
         assert worker is not None
-        labels = {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: meta.name, JOB_ROLE_LABEL: "worker",
-                  REPLICA_INDEX_LABEL: str(index + 1 if as_worker else index)}
-        pods.append(stamp_pod(worker.template, name=f"{meta.name}-worker-{index}", namespace=meta.namespace,
-                              labels=labels, annotations=group_annotations, spec=_scheduled(worker.template, gang),
-                              creation_timestamp=meta.creation_timestamp))
+        labels = {
+            OPERATOR_NAME_LABEL: OPERATOR_NAME,
+            JOB_NAME_LABEL: meta.name,
+            JOB_ROLE_LABEL: "worker",
+            REPLICA_INDEX_LABEL: str(index + 1 if as_worker else index),
+        }
+        pods.append(
+            stamp_pod(
+                worker.template,
+                name=f"{meta.name}-worker-{index}",
+                namespace=meta.namespace,
+                labels=labels,
+                annotations=group_annotations,
+                spec=_scheduled(worker.template, gang),
+                creation_timestamp=meta.creation_timestamp,
+            )
+        )
     pods += _launcher_pods(job, replicas[LAUNCHER], gang, as_worker)
     if not gang:
         return None, pods
@@ -92,14 +104,27 @@ def _scheduled(template: PodTemplate, gang: bool) -> PodSpec:
 def _launcher_pods(job: MPIJob, launcher: ReplicaSpec, gang: bool, as_worker: bool) -> list[Pod]:
     """The launcher's ``batch/v1`` Job, expanded as the Job controller would."""
     meta, template = job.metadata, launcher.template
-    labels = {**template.metadata.labels, OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: meta.name,
-              JOB_ROLE_LABEL: "launcher", **({REPLICA_INDEX_LABEL: "0"} if as_worker else {})}
+    labels = {
+        **template.metadata.labels,
+        OPERATOR_NAME_LABEL: OPERATOR_NAME,
+        JOB_NAME_LABEL: meta.name,
+        JOB_ROLE_LABEL: "launcher",
+        **({REPLICA_INDEX_LABEL: "0"} if as_worker else {}),
+    }
     annotations = {**template.metadata.annotations, **({GROUP_NAME_ANNOTATION: meta.name} if gang else {})}
-    launcher_template = PodTemplate(metadata=msgspec.structs.replace(template.metadata, labels=labels, annotations=annotations),
-                                    spec=msgspec.structs.replace(template.spec, scheduler_name=VOLCANO) if gang else template.spec)
-    batch = BatchJob(metadata=OwnerMeta(name=f"{meta.name}-launcher", namespace=meta.namespace, labels={"app": meta.name},
-                                        creation_timestamp=meta.creation_timestamp),
-                     spec=BatchJobSpec(template=launcher_template, backoff_limit=job.spec.run_policy.backoff_limit))
+    launcher_template = PodTemplate(
+        metadata=msgspec.structs.replace(template.metadata, labels=labels, annotations=annotations),
+        spec=msgspec.structs.replace(template.spec, scheduler_name=VOLCANO) if gang else template.spec,
+    )
+    batch = BatchJob(
+        metadata=OwnerMeta(
+            name=f"{meta.name}-launcher",
+            namespace=meta.namespace,
+            labels={"app": meta.name},
+            creation_timestamp=meta.creation_timestamp,
+        ),
+        spec=BatchJobSpec(template=launcher_template, backoff_limit=job.spec.run_policy.backoff_limit),
+    )
     _, pods = batch_job_pods(batch)
     return pods
 
@@ -110,20 +135,27 @@ def _defaulted(job: MPIJob) -> dict[str, ReplicaSpec]:
     for rtype, spec in job.spec.mpi_replica_specs.items():
         default = 1 if rtype == LAUNCHER else 0
         restart = spec.restart_policy or ("OnFailure" if rtype == LAUNCHER else "Never")
-        out[rtype] = msgspec.structs.replace(spec, replicas=default if spec.replicas is None else spec.replicas,
-                                             restart_policy=restart if rtype in (LAUNCHER, WORKER) else spec.restart_policy)
+        out[rtype] = msgspec.structs.replace(
+            spec,
+            replicas=default if spec.replicas is None else spec.replicas,
+            restart_policy=restart if rtype in (LAUNCHER, WORKER) else spec.restart_policy,
+        )
     return out
 
 
-def _validate(job: MPIJob, replicas: dict[str, ReplicaSpec]) -> None:
+def _validate(job: MPIJob, replicas: dict[str, ReplicaSpec]) -> None:  # noqa: C901 (a flat list of checks, one branch each)
     """``ValidateMPIJob``, after defaulting (the first problem)."""
     spec, policy = job.spec, job.spec.run_policy
     worker = replicas.get(WORKER)
     count = worker.replicas if worker is not None and worker.replicas else 1
     longest = f"{job.metadata.name}-worker-{count - 1}"
     if not _DNS1035_LABEL.fullmatch(longest):
-        raise KubeflowError("metadata.name", job.metadata.name, f"the pod name {longest!r} would not be a DNS-1035 label "
-                            "(expected lower-case letters, digits and '-', starting with a letter, at most 63 characters)")
+        raise KubeflowError(
+            "metadata.name",
+            job.metadata.name,
+            f"the pod name {longest!r} would not be a DNS-1035 label "
+            "(expected lower-case letters, digits and '-', starting with a letter, at most 63 characters)",
+        )
     if not replicas:
         raise KubeflowError(_FIELD, {}, "no replica specs (expected a Launcher, and Workers)")
     if LAUNCHER not in replicas:
@@ -134,8 +166,11 @@ def _validate(job: MPIJob, replicas: dict[str, ReplicaSpec]) -> None:
             continue
         where = f"{_FIELD}.{rtype}"
         if replica.restart_policy not in _RESTART_POLICIES:
-            raise KubeflowError(f"{where}.restartPolicy", replica.restart_policy,
-                                f"{replica.restart_policy!r} is not supported (expected {' or '.join(_RESTART_POLICIES)})")
+            raise KubeflowError(
+                f"{where}.restartPolicy",
+                replica.restart_policy,
+                f"{replica.restart_policy!r} is not supported (expected {' or '.join(_RESTART_POLICIES)})",
+            )
         if not replica.template.spec.containers:
             raise KubeflowError(f"{where}.template.spec.containers", [], "no containers (expected at least one)")
     launcher = replicas[LAUNCHER]
@@ -146,18 +181,30 @@ def _validate(job: MPIJob, replicas: dict[str, ReplicaSpec]) -> None:
     if spec.slots_per_worker is not None and spec.slots_per_worker < 0:
         raise KubeflowError("spec.slotsPerWorker", spec.slots_per_worker, "negative (expected 0 or more)")
     if spec.mpi_implementation and spec.mpi_implementation not in _IMPLEMENTATIONS:
-        raise KubeflowError("spec.mpiImplementation", spec.mpi_implementation,
-                            f"{spec.mpi_implementation!r} is not supported (expected one of {', '.join(_IMPLEMENTATIONS)})")
+        raise KubeflowError(
+            "spec.mpiImplementation",
+            spec.mpi_implementation,
+            f"{spec.mpi_implementation!r} is not supported (expected one of {', '.join(_IMPLEMENTATIONS)})",
+        )
     if policy.clean_pod_policy is not None and policy.clean_pod_policy not in _CLEAN_POD_POLICIES:
-        raise KubeflowError("spec.runPolicy.cleanPodPolicy", policy.clean_pod_policy,
-                            f"{policy.clean_pod_policy!r} is not supported (expected one of {', '.join(_CLEAN_POD_POLICIES)})")
-    for name, value in (("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished),
-                        ("activeDeadlineSeconds", policy.active_deadline_seconds), ("backoffLimit", policy.backoff_limit)):
+        raise KubeflowError(
+            "spec.runPolicy.cleanPodPolicy",
+            policy.clean_pod_policy,
+            f"{policy.clean_pod_policy!r} is not supported (expected one of {', '.join(_CLEAN_POD_POLICIES)})",
+        )
+    for name, value in (
+        ("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished),
+        ("activeDeadlineSeconds", policy.active_deadline_seconds),
+        ("backoffLimit", policy.backoff_limit),
+    ):
         if value is not None and value < 0:
             raise KubeflowError(f"spec.runPolicy.{name}", value, f"{value} is negative (expected 0 or more)")
     if policy.managed_by is not None and policy.managed_by not in _MANAGED_BY:
-        raise KubeflowError("spec.runPolicy.managedBy", policy.managed_by,
-                            f"{policy.managed_by!r} is not supported (expected one of {', '.join(_MANAGED_BY)})")
+        raise KubeflowError(
+            "spec.runPolicy.managedBy",
+            policy.managed_by,
+            f"{policy.managed_by!r} is not supported (expected one of {', '.join(_MANAGED_BY)})",
+        )
 
 
 def _podgroup(job: MPIJob, replicas: dict[str, ReplicaSpec], priorities: PriorityValues) -> PodGroup:
@@ -174,8 +221,12 @@ def _podgroup(job: MPIJob, replicas: dict[str, ReplicaSpec], priorities: Priorit
         needed = _min_resources(replicas, min_member, priorities)
     return PodGroup(
         metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, creation_timestamp=meta.creation_timestamp),
-        spec=PodGroupSpec(min_member=min_member, queue=queue or "default", priority_class_name=_priority_class(replicas, job),
-                          min_resources=dict(needed.to_quantities())),
+        spec=PodGroupSpec(
+            min_member=min_member,
+            queue=queue or "default",
+            priority_class_name=_priority_class(replicas, job),
+            min_resources=dict(needed.to_quantities()),
+        ),
     )
 
 
@@ -198,8 +249,9 @@ def _min_resources(replicas: dict[str, ReplicaSpec], min_member: int, priorities
     counts = {rtype: spec.replicas or 0 for rtype, spec in order}
     if len(order) > 1 and sum(counts[rtype] for rtype, _ in order[:2]) > min_member:
         first, second = order[0], order[1]
-        same = priorities.get(first[1].template.spec.priority_class_name, 0) == \
-            priorities.get(second[1].template.spec.priority_class_name, 0)
+        same = priorities.get(first[1].template.spec.priority_class_name, 0) == priorities.get(
+            second[1].template.spec.priority_class_name, 0
+        )
         cut = WORKER if same and WORKER in counts else second[0]
         counts[cut] = min_member - 1
     total = Resources()

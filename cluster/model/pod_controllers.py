@@ -52,9 +52,13 @@ LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
 LEGACY_JOB_NAME_LABEL = "job-name"
 JOB_COMPLETION_INDEX_KEY = "batch.kubernetes.io/job-completion-index"
 # Annotations the Deployment controller does not copy to its ReplicaSets (deployment/util).
-_NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration", "deployment.kubernetes.io/revision",
-               "deployment.kubernetes.io/revision-history", "deployment.kubernetes.io/desired-replicas",
-               "deployment.kubernetes.io/max-replicas")
+_NOT_COPIED = (
+    "kubectl.kubernetes.io/last-applied-configuration",
+    "deployment.kubernetes.io/revision",
+    "deployment.kubernetes.io/revision-history",
+    "deployment.kubernetes.io/desired-replicas",
+    "deployment.kubernetes.io/max-replicas",
+)
 _SAFE_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -85,8 +89,11 @@ class LabelSelector(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
                 "DoesNotExist": value is None,
             }.get(req.operator)
             if held is None:
-                raise WorkloadError("spec.selector.matchExpressions", req.operator, f"{req.operator!r} is not an "
-                                    "operator (expected In, NotIn, Exists or DoesNotExist)")
+                raise WorkloadError(
+                    "spec.selector.matchExpressions",
+                    req.operator,
+                    f"{req.operator!r} is not an operator (expected In, NotIn, Exists or DoesNotExist)",
+                )
             if not held:
                 return False
         return True
@@ -215,12 +222,17 @@ def _check_template(selector: LabelSelector | None, template: PodTemplate, repli
     if replicas is not None and replicas < 0:
         raise WorkloadError("spec.replicas", replicas, f"{replicas} is negative (expected 0 or more)")
     if selector is None:
-        raise WorkloadError("spec.selector", None, "missing (apps/v1 workloads need a selector matching the template's labels)")
+        raise WorkloadError(
+            "spec.selector", None, "missing (apps/v1 workloads need a selector matching the template's labels)"
+        )
     if not selector.match_labels and not selector.match_expressions:
         raise WorkloadError("spec.selector", {}, "empty (it would select every pod; expected the template's labels)")
     if not selector.matches(template.metadata.labels):
-        raise WorkloadError("spec.template.metadata.labels", template.metadata.labels,
-                            "do not match spec.selector (the controller would not own its own pods)")
+        raise WorkloadError(
+            "spec.template.metadata.labels",
+            template.metadata.labels,
+            "do not match spec.selector (the controller would not own its own pods)",
+        )
     _check_containers(template)
 
 
@@ -243,15 +255,27 @@ def _deployment(deployment: Deployment) -> tuple[Owner, list[Pod]]:
     _check_template(spec.selector, spec.template, spec.replicas)
     hash_ = template_hash(spec.template)
     labels = {**spec.template.metadata.labels, POD_TEMPLATE_HASH_LABEL: hash_}
-    template = msgspec.structs.replace(spec.template, metadata=msgspec.structs.replace(spec.template.metadata, labels=labels))
+    template = msgspec.structs.replace(
+        spec.template, metadata=msgspec.structs.replace(spec.template.metadata, labels=labels)
+    )
     annotations = {k: v for k, v in meta.annotations.items() if k not in _NOT_COPIED}
-    rs_meta = OwnerMeta(name=f"{meta.name}-{hash_}", namespace=meta.namespace, labels=labels,
-                        annotations=annotations, creation_timestamp=meta.creation_timestamp)
-    selector = LabelSelector(match_labels={**(spec.selector.match_labels if spec.selector else {}),
-                                           POD_TEMPLATE_HASH_LABEL: hash_},
-                             match_expressions=spec.selector.match_expressions if spec.selector else [])
-    replica_set = ReplicaSet(metadata=rs_meta, spec=ReplicaSetSpec(replicas=1 if spec.replicas is None else spec.replicas,
-                                                                   selector=selector, template=template))
+    rs_meta = OwnerMeta(
+        name=f"{meta.name}-{hash_}",
+        namespace=meta.namespace,
+        labels=labels,
+        annotations=annotations,
+        creation_timestamp=meta.creation_timestamp,
+    )
+    selector = LabelSelector(
+        match_labels={**(spec.selector.match_labels if spec.selector else {}), POD_TEMPLATE_HASH_LABEL: hash_},
+        match_expressions=spec.selector.match_expressions if spec.selector else [],
+    )
+    replica_set = ReplicaSet(
+        metadata=rs_meta,
+        spec=ReplicaSetSpec(
+            replicas=1 if spec.replicas is None else spec.replicas, selector=selector, template=template
+        ),
+    )
     return _replica_set(replica_set)
 
 
@@ -259,9 +283,17 @@ def _replica_set(replica_set: ReplicaSet) -> tuple[Owner, list[Pod]]:
     spec, meta = replica_set.spec, replica_set.metadata
     _check_template(spec.selector, spec.template, spec.replicas)
     count = 1 if spec.replicas is None else spec.replicas
-    pods = [stamp_pod(spec.template, name=controller_pod_name(f"{meta.name}-", meta.namespace, i),
-                      namespace=meta.namespace, labels={}, annotations={}, creation_timestamp=meta.creation_timestamp)
-            for i in range(count)]
+    pods = [
+        stamp_pod(
+            spec.template,
+            name=controller_pod_name(f"{meta.name}-", meta.namespace, i),
+            namespace=meta.namespace,
+            labels={},
+            annotations={},
+            creation_timestamp=meta.creation_timestamp,
+        )
+        for i in range(count)
+    ]
     return _owner("apps/ReplicaSet", meta), pods
 
 
@@ -273,14 +305,30 @@ def _stateful_set(stateful_set: StatefulSet) -> tuple[Owner, list[Pod]]:
     pods = []
     for ordinal in range(start, start + (1 if spec.replicas is None else spec.replicas)):
         name = f"{meta.name}-{ordinal}"
-        claims = [Volume(name=t.metadata.name, persistent_volume_claim={"claimName": f"{t.metadata.name}-{name}"})
-                  for t in spec.volume_claim_templates]
-        pod_spec = msgspec.structs.replace(spec.template.spec, volumes=[
-            *[v for v in spec.template.spec.volumes if v.name not in {c.name for c in claims}], *claims])
-        labels = {CONTROLLER_REVISION_HASH_LABEL: revision, STATEFULSET_POD_NAME_LABEL: name,
-                  POD_INDEX_LABEL: str(ordinal)}
-        pods.append(stamp_pod(spec.template, name=name, namespace=meta.namespace, labels=labels, annotations={},
-                              spec=pod_spec, creation_timestamp=meta.creation_timestamp))
+        claims = [
+            Volume(name=t.metadata.name, persistent_volume_claim={"claimName": f"{t.metadata.name}-{name}"})
+            for t in spec.volume_claim_templates
+        ]
+        pod_spec = msgspec.structs.replace(
+            spec.template.spec,
+            volumes=[*[v for v in spec.template.spec.volumes if v.name not in {c.name for c in claims}], *claims],
+        )
+        labels = {
+            CONTROLLER_REVISION_HASH_LABEL: revision,
+            STATEFULSET_POD_NAME_LABEL: name,
+            POD_INDEX_LABEL: str(ordinal),
+        }
+        pods.append(
+            stamp_pod(
+                spec.template,
+                name=name,
+                namespace=meta.namespace,
+                labels=labels,
+                annotations={},
+                spec=pod_spec,
+                creation_timestamp=meta.creation_timestamp,
+            )
+        )
     return _owner("apps/StatefulSet", meta), pods
 
 
@@ -291,15 +339,22 @@ def batch_job_pods(job: BatchJob) -> tuple[Owner, list[Pod]]:
         if value is not None and value < 0:
             raise WorkloadError(f"spec.{field}", value, f"{value} is negative (expected 0 or more)")
     if spec.completion_mode not in ("NonIndexed", "Indexed"):
-        raise WorkloadError("spec.completionMode", spec.completion_mode,
-                            f"{spec.completion_mode!r} is not a completion mode (expected NonIndexed or Indexed)")
+        raise WorkloadError(
+            "spec.completionMode",
+            spec.completion_mode,
+            f"{spec.completion_mode!r} is not a completion mode (expected NonIndexed or Indexed)",
+        )
     indexed = spec.completion_mode == "Indexed"
     if indexed and spec.completions is None:
         raise WorkloadError("spec.completions", None, "missing (an Indexed Job needs completions)")
     _check_containers(spec.template)
     owner = _owner("batch/Job", meta)
-    labels = {JOB_CONTROLLER_UID_LABEL: owner.uid, JOB_NAME_LABEL: meta.name,
-              LEGACY_CONTROLLER_UID_LABEL: owner.uid, LEGACY_JOB_NAME_LABEL: meta.name}
+    labels = {
+        JOB_CONTROLLER_UID_LABEL: owner.uid,
+        JOB_NAME_LABEL: meta.name,
+        LEGACY_CONTROLLER_UID_LABEL: owner.uid,
+        LEGACY_JOB_NAME_LABEL: meta.name,
+    }
     count = 1 if spec.parallelism is None else spec.parallelism
     if spec.completions is not None:
         count = min(count, spec.completions)
@@ -309,13 +364,28 @@ def batch_job_pods(job: BatchJob) -> tuple[Owner, list[Pod]]:
     for i in range(count):
         extra = {JOB_COMPLETION_INDEX_KEY: str(i)} if indexed else {}
         prefix = f"{meta.name}-{i}-" if indexed else f"{meta.name}-"
-        pods.append(stamp_pod(spec.template, name=controller_pod_name(prefix, meta.namespace, i), namespace=meta.namespace,
-                              labels={**labels, **extra}, annotations=extra, creation_timestamp=meta.creation_timestamp))
+        pods.append(
+            stamp_pod(
+                spec.template,
+                name=controller_pod_name(prefix, meta.namespace, i),
+                namespace=meta.namespace,
+                labels={**labels, **extra},
+                annotations=extra,
+                creation_timestamp=meta.creation_timestamp,
+            )
+        )
     return owner, pods
 
 
 def _owner(kind: str, meta: OwnerMeta) -> Owner:
-    return Owner(kind=kind, meta=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=owner_uid(kind, meta),
-                                            labels=meta.labels, annotations=meta.annotations,
-                                            creation_timestamp=meta.creation_timestamp))
-
+    return Owner(
+        kind=kind,
+        meta=ObjectMeta(
+            name=meta.name,
+            namespace=meta.namespace,
+            uid=owner_uid(kind, meta),
+            labels=meta.labels,
+            annotations=meta.annotations,
+            creation_timestamp=meta.creation_timestamp,
+        ),
+    )

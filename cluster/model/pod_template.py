@@ -101,7 +101,9 @@ def name_or_generated(meta: OwnerMeta, kind: str, ordinal: int) -> OwnerMeta:
     if meta.name:
         return meta
     if not meta.generate_name:
-        raise FieldError("metadata.name", "", "missing (give metadata.name, or metadata.generateName for a generated one)")
+        raise FieldError(
+            "metadata.name", "", "missing (give metadata.name, or metadata.generateName for a generated one)"
+        )
     seed = f"{kind}/{meta.namespace}/{meta.generate_name}/{ordinal}"
     return msgspec.structs.replace(meta, name=generated_name(meta.generate_name, seed))
 
@@ -135,9 +137,16 @@ def template_request(spec: PodSpec, field: str) -> Resources:
     return Resources({name: amount for name, amount in request.items() if name != PODS})
 
 
-def stamp_pod(template: PodTemplate, *, name: str, namespace: str, labels: Mapping[str, str],
-              annotations: Mapping[str, str], spec: PodSpec | None = None,
-              creation_timestamp: str | None = None) -> Pod:
+def stamp_pod(
+    template: PodTemplate,
+    *,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    spec: PodSpec | None = None,
+    creation_timestamp: str | None = None,
+) -> Pod:
     """A pod made from ``template``: its labels and annotations under the controller's (which win)."""
     return Pod(
         metadata=ObjectMeta(

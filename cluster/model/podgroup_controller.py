@@ -27,6 +27,7 @@ as a one-pod job, which is what the PodGroup Volcano would make for it amounts t
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import msgspec
@@ -67,8 +68,9 @@ class Owner(msgspec.Struct, frozen=True, kw_only=True):
         return self.meta.uid
 
 
-def group_pods(owner: Owner, pods: Sequence[Pod], *,
-               schedulers: Sequence[str] = VOLCANO_SCHEDULERS) -> tuple[PodGroup | None, list[Pod]]:
+def group_pods(
+    owner: Owner, pods: Sequence[Pod], *, schedulers: Sequence[str] = VOLCANO_SCHEDULERS
+) -> tuple[PodGroup | None, list[Pod]]:
     """The PodGroup the podgroup controller makes for ``owner``'s pods, and the pods annotated
     with it; ``(None, pods)`` when no pod needs one."""
     needing = {i for i, pod in enumerate(pods) if pod.scheduler_name in schedulers and not pod.group_name}
@@ -79,7 +81,9 @@ def group_pods(owner: Owner, pods: Sequence[Pod], *,
     out = []
     for i, pod in enumerate(pods):
         if i in needing:
-            meta = msgspec.structs.replace(pod.metadata, annotations={**pod.metadata.annotations, GROUP_NAME_ANNOTATION: name})
+            meta = msgspec.structs.replace(
+                pod.metadata, annotations={**pod.metadata.annotations, GROUP_NAME_ANNOTATION: name}
+            )
             pod = msgspec.structs.replace(pod, metadata=meta)
         out.append(pod)
     return group, out
@@ -98,9 +102,13 @@ def podgroup_for(owner: Owner, pod: Pod, name: str) -> PodGroup:
             break
     request = template_request(pod.spec, "spec.template.spec")
     return PodGroup(
-        metadata=ObjectMeta(name=name, namespace=pod.namespace, annotations=annotations,
-                            labels={k: pod_labels[k] for k in _COPIED_LABELS if k in pod_labels},
-                            creation_timestamp=owner.meta.creation_timestamp),
+        metadata=ObjectMeta(
+            name=name,
+            namespace=pod.namespace,
+            annotations=annotations,
+            labels={k: pod_labels[k] for k in _COPIED_LABELS if k in pod_labels},
+            creation_timestamp=owner.meta.creation_timestamp,
+        ),
         spec=PodGroupSpec(
             min_member=min_member,
             min_resources=dict(request.scaled(min_member).within_int64(field="minResources").to_quantities()),
@@ -126,8 +134,6 @@ def _network_topology(annotations: dict[str, str]) -> RawObject | None:
         return None
     out: RawObject = {"mode": mode.lower() if mode is not None and mode.lower() in ("hard", "soft") else "hard"}
     if tier is not None:
-        try:
+        with contextlib.suppress(ValueError):  # Volcano logs it and leaves the tier unset
             out["highestTierAllowed"] = int(tier)
-        except ValueError:
-            pass  # Volcano logs it and leaves the tier unset
     return out

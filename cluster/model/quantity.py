@@ -29,7 +29,18 @@ _NANO = 10**9
 
 _CPU = "cpu"
 
-_DECIMAL_SUFFIXES: dict[str, int] = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL_SUFFIXES: dict[str, int] = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
 _BINARY_SUFFIXES: dict[str, int] = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 
 # sign, integer digits, fraction digits, then a binary or decimal suffix or an exponent.
@@ -41,7 +52,9 @@ _QUANTITY = re.compile(
     re.ASCII,
 )
 
-ACCEPTED = "a number with an optional suffix: n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei, or an exponent like 1e3"
+ACCEPTED = (
+    "a number with an optional suffix: n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei, or an exponent like 1e3"
+)
 
 
 class QuantityError(ValueError):
@@ -70,7 +83,9 @@ def parse_quantity(value: str | int | float, *, field: str) -> Fraction:
     """
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         kind = type(value).__name__
-        raise QuantityError(field, value, f"invalid quantity {value!r} (a {kind}; expected {ACCEPTED}, as a string or a number)")
+        raise QuantityError(
+            field, value, f"invalid quantity {value!r} (a {kind}; expected {ACCEPTED}, as a string or a number)"
+        )
     text = value.strip() if isinstance(value, str) else repr(value)
     match = _QUANTITY.fullmatch(text)
     if match is None:
@@ -90,10 +105,8 @@ def parse_quantity(value: str | int | float, *, field: str) -> Fraction:
         size = len(str(mantissa))  # mantissa < 10**size
         if size - 1 + scale > 19:  # at least 10**20: no need to build a huge number
             raise _too_large(field, value)
-        if -scale > size + 9:  # below 1n: rounds up to 1n below
-            exact = Fraction(1, 10 * _NANO)
-        else:
-            exact = Fraction(mantissa) * Fraction(10) ** scale
+        # below 1n: rounds up to 1n below
+        exact = Fraction(1, 10 * _NANO) if -scale > size + 9 else Fraction(mantissa) * Fraction(10) ** scale
     nanos = math.ceil(exact * _NANO)
     if nanos > MAX_INT64 * _NANO:
         raise _too_large(field, value)

@@ -21,6 +21,7 @@ protection on update, deletion.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
@@ -74,10 +75,8 @@ def _amounts(values: ResourceList) -> Amounts:
     """The exact values of the quantities that parse (the others are refused on their own)."""
     out: Amounts = {}
     for name, value in values.items():
-        try:
+        with contextlib.suppress(QuantityError):
             out[name] = parse_quantity(value, field=name)
-        except QuantityError:
-            pass
     return out
 
 
@@ -89,27 +88,44 @@ def _single(q: Queue) -> list[Problem]:
     spec = q.spec
     problems: list[Problem] = []
     if not 0 <= spec.weight <= MAX_WEIGHT:
-        problems.append(Problem("spec.weight", f"{spec.weight} is out of range (expected 1 to {MAX_WEIGHT}; 0 means 1)"))
+        problems.append(
+            Problem("spec.weight", f"{spec.weight} is out of range (expected 1 to {MAX_WEIGHT}; 0 means 1)")
+        )
     if q.status.state not in STATES:
-        problems.append(Problem("status.state", f"{q.status.state!r} is not a state a queue may be given "
-                                                "(expected Open or Closed)"))
+        problems.append(
+            Problem("status.state", f"{q.status.state!r} is not a state a queue may be given (expected Open or Closed)")
+        )
     problems += resource_list_problems(spec.capability, "spec.capability")
     problems += resource_list_problems(spec.deserved, "spec.deserved")
     problems += resource_list_problems(spec.guarantee.resource, "spec.guarantee.resource")
     capability, deserved = _amounts(spec.capability), _amounts(spec.deserved)
     for name, g in _amounts(spec.guarantee.resource).items():
         if name not in deserved:
-            problems.append(Problem(f"spec.deserved.{name}", f"missing: the guarantee of {_show(name, g)} {name} "
-                                                             "needs a deserved share at least as large"))
+            problems.append(
+                Problem(
+                    f"spec.deserved.{name}",
+                    f"missing: the guarantee of {_show(name, g)} {name} needs a deserved share at least as large",
+                )
+            )
         elif deserved[name] < g:
-            problems.append(Problem(f"spec.deserved.{name}", f"{spec.deserved[name]!r} is less than the guarantee "
-                                                             f"{spec.guarantee.resource[name]!r} (the deserved share "
-                                                             "must cover the guarantee)"))
+            problems.append(
+                Problem(
+                    f"spec.deserved.{name}",
+                    f"{spec.deserved[name]!r} is less than the guarantee "
+                    f"{spec.guarantee.resource[name]!r} (the deserved share "
+                    "must cover the guarantee)",
+                )
+            )
     for name, d in deserved.items():
         if name in capability and d > capability[name]:
-            problems.append(Problem(f"spec.deserved.{name}", f"{spec.deserved[name]!r} is more than the capability "
-                                                             f"{spec.capability[name]!r} (a queue cannot deserve more "
-                                                             "than it may hold)"))
+            problems.append(
+                Problem(
+                    f"spec.deserved.{name}",
+                    f"{spec.deserved[name]!r} is more than the capability "
+                    f"{spec.capability[name]!r} (a queue cannot deserve more "
+                    "than it may hold)",
+                )
+            )
     return problems
 
 
@@ -126,13 +142,18 @@ def _parent(q: Queue, by_name: Mapping[str, Queue]) -> list[Problem]:
     chain = [q.name]
     while parent not in ("", ROOT) and parent in by_name:
         if parent in chain:
-            loop = " -> ".join([*chain[chain.index(parent):], parent])
+            loop = " -> ".join([*chain[chain.index(parent) :], parent])
             return [Problem("spec.parent", f"the queues' parents form a loop: {loop}")]
         chain.append(parent)
         parent = by_name[parent].spec.parent
     if len(chain) > MAX_DEPTH:
-        return [Problem("spec.parent", f"{q.name!r} is {len(chain)} levels below root "
-                                       f"({' -> '.join(reversed(chain))}; Volcano allows at most {MAX_DEPTH})")]
+        return [
+            Problem(
+                "spec.parent",
+                f"{q.name!r} is {len(chain)} levels below root "
+                f"({' -> '.join(reversed(chain))}; Volcano allows at most {MAX_DEPTH})",
+            )
+        ]
     return []
 
 
@@ -143,21 +164,35 @@ def _annotations(q: Queue, queues: Sequence[Queue]) -> list[Problem]:
     levels, parts = hierarchy.split("/"), weights.split("/")
     where = f"metadata.annotations.{HIERARCHY_ANNOTATION}"
     if len(levels) != len(parts):
-        return [Problem(where, f"{hierarchy!r} has {len(levels)} levels but {HIERARCHY_WEIGHTS_ANNOTATION} {weights!r} has "
-                               f"{len(parts)} weights (one weight per level)")]
+        return [
+            Problem(
+                where,
+                f"{hierarchy!r} has {len(levels)} levels but {HIERARCHY_WEIGHTS_ANNOTATION} {weights!r} has "
+                f"{len(parts)} weights (one weight per level)",
+            )
+        ]
     for part in parts:
         try:
             positive = float(part) > 0
         except ValueError:
             positive = False
         if not positive:
-            return [Problem(f"metadata.annotations.{HIERARCHY_WEIGHTS_ANNOTATION}",
-                            f"{weights!r}: {part!r} is not a positive number")]
+            return [
+                Problem(
+                    f"metadata.annotations.{HIERARCHY_WEIGHTS_ANNOTATION}",
+                    f"{weights!r}: {part!r} is not a positive number",
+                )
+            ]
     for other in queues:
         path, _ = _hierarchy(other)
         if other.name != q.name and path.startswith(hierarchy + "/"):
-            return [Problem(where, f"{hierarchy!r} is a prefix of the path {path!r} of queue {other.name!r} "
-                                   "(a queue's path may not lead on to another queue's)")]
+            return [
+                Problem(
+                    where,
+                    f"{hierarchy!r} is a prefix of the path {path!r} of queue {other.name!r} "
+                    "(a queue's path may not lead on to another queue's)",
+                )
+            ]
     return []
 
 
@@ -180,10 +215,14 @@ def _tree(queues: Sequence[Queue], by_name: Mapping[str, Queue]) -> dict[str, li
             found = _ancestor_capability(q, name, by_name)
             if found is not None and c > found[1]:
                 ancestor, limit = found
-                out.setdefault(q.name, []).append(Problem(
-                    f"spec.capability.{name}", f"{q.spec.capability[name]!r} is more than the capability of its "
-                                               f"ancestor {ancestor!r} ({_show(name, limit)}; a queue may hold at "
-                                               "most what its ancestors may)"))
+                out.setdefault(q.name, []).append(
+                    Problem(
+                        f"spec.capability.{name}",
+                        f"{q.spec.capability[name]!r} is more than the capability of its "
+                        f"ancestor {ancestor!r} ({_show(name, limit)}; a queue may hold at "
+                        "most what its ancestors may)",
+                    )
+                )
     children: dict[str, list[Queue]] = {}
     for q in queues:
         if q.spec.parent in by_name and q.spec.parent != ROOT:
@@ -191,9 +230,13 @@ def _tree(queues: Sequence[Queue], by_name: Mapping[str, Queue]) -> dict[str, li
     for parent_name, kids in children.items():
         parent = by_name[parent_name]
         out.setdefault(parent_name, []).extend(
-            _covers("spec.guarantee.resource", parent.spec.guarantee.resource,
-                    [(k.name, k.spec.guarantee.resource) for k in kids])
-            + _covers("spec.deserved", parent.spec.deserved, [(k.name, k.spec.deserved) for k in kids]))
+            _covers(
+                "spec.guarantee.resource",
+                parent.spec.guarantee.resource,
+                [(k.name, k.spec.guarantee.resource) for k in kids],
+            )
+            + _covers("spec.deserved", parent.spec.deserved, [(k.name, k.spec.deserved) for k in kids])
+        )
     return {name: problems for name, problems in out.items() if problems}
 
 
@@ -222,6 +265,10 @@ def _covers(field: str, parent: ResourceList, children: Sequence[tuple[str, Reso
     for name, total in totals.items():
         if total > have.get(name, Fraction(0)):
             stated = f"{parent[name]!r} is less than" if name in parent else "missing, below"
-            problems.append(Problem(f"{field}.{name}", f"{stated} its children's together ({_show(name, total)}: "
-                                                       f"{', '.join(shares[name])})"))
+            problems.append(
+                Problem(
+                    f"{field}.{name}",
+                    f"{stated} its children's together ({_show(name, total)}: {', '.join(shares[name])})",
+                )
+            )
     return problems

@@ -73,8 +73,11 @@ class Resources(Mapping[str, int]):
         ``field``, the resource and the limit (a sum of valid quantities can exceed int64)."""
         for name, amount in self._items.items():
             if abs(amount) > MAX_INT64:
-                raise QuantityError(f"{field}.{name}", amount, f"the total {amount} is too large "
-                                    f"(at most {MAX_INT64}{' millicores' if name == 'cpu' else ''})")
+                raise QuantityError(
+                    f"{field}.{name}",
+                    amount,
+                    f"the total {amount} is too large (at most {MAX_INT64}{' millicores' if name == 'cpu' else ''})",
+                )
         return self
 
     @classmethod
@@ -84,8 +87,10 @@ class Resources(Mapping[str, int]):
         Negative quantities are an error, as in Kubernetes' validation of requests, and so
         are amounts past int64 (the store keeps them in Redis integers).
         """
-        items = {name: parse_amount(name, value, field=f"{field}.{name}", negative=False)
-                 for name, value in (values or {}).items()}
+        items = {
+            name: parse_amount(name, value, field=f"{field}.{name}", negative=False)
+            for name, value in (values or {}).items()
+        }
         return cls._of(items)
 
     # -- Mapping ----------------------------------------------------------------------

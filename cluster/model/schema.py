@@ -45,8 +45,14 @@ _KUBERNETES_FIELD_TAGS: dict[tuple[str, str], dict[str, object]] = {
     ("io.k8s.api.core.v1.PodSpec", "priorityClassName"): {"x-caldera-refers-to": "PriorityClass"},
 }
 _TAGS = ("x-caldera-pod-template", "x-caldera-refers-to", "x-caldera-unhonoured")
-_TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
-               "number": "a number", "boolean": "true or false"}
+_TYPE_WORDS = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+}
 
 
 class SchemaError(RuntimeError):
@@ -236,8 +242,11 @@ def _value_problem(value: object, node: Node) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         low, high = node.get("minimum"), node.get("maximum")
         if (low is not None and value < low) or (high is not None and value > high):
-            expected = f"{low} to {high}" if low is not None and high is not None else (
-                f"{low} or more" if low is not None else f"at most {high}")
+            expected = (
+                f"{low} to {high}"
+                if low is not None and high is not None
+                else (f"{low} or more" if low is not None else f"at most {high}")
+            )
             return f"{value} is out of range (expected {expected})"
     return None
 
@@ -269,7 +278,8 @@ def _walk_struct(value: object, info: msgspec.inspect.Type, path: str, out: list
     if isinstance(info, inspect.UnionType):
         for member in info.types:  # the member a value of this shape decodes as
             if (isinstance(value, dict) and isinstance(member, (inspect.StructType, inspect.DictType))) or (
-                    isinstance(value, list) and isinstance(member, (inspect.ListType, inspect.TupleType))):
+                isinstance(value, list) and isinstance(member, (inspect.ListType, inspect.TupleType))
+            ):
                 _walk_struct(value, member, path, out)
                 return
     elif isinstance(info, inspect.StructType) and isinstance(value, dict):
@@ -305,7 +315,9 @@ def _kubernetes_definitions() -> dict[str, Node]:
     if spec is None or spec.origin is None:
         raise SchemaError(f"the {_KUBERNETES_PACKAGE} package is not installed (pip install kubernetes-validate)")
     root = Path(spec.origin).parent / "kubernetes-json-schema"
-    versions = sorted((d for d in root.glob("v*-local-strict") if (d / "_definitions.json").is_file()), key=_version_key)
+    versions = sorted(
+        (d for d in root.glob("v*-local-strict") if (d / "_definitions.json").is_file()), key=_version_key
+    )
     if not versions:
         raise SchemaError(f"no Kubernetes schemas under {root}")
     with open(versions[-1] / "_definitions.json", encoding="utf-8") as f:

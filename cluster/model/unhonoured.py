@@ -62,5 +62,9 @@ def _pod(pod: Pod) -> list[str]:
 
 
 def _host_ports(field: str, containers: list[Container]) -> list[str]:
-    return [f"{field}[{i}].ports[{j}].hostPort"
-            for i, c in enumerate(containers) for j, port in enumerate(c.ports) if port.host_port]
+    return [
+        f"{field}[{i}].ports[{j}].hostPort"
+        for i, c in enumerate(containers)
+        for j, port in enumerate(c.ports)
+        if port.host_port
+    ]

@@ -38,8 +38,16 @@ from cluster.model.volcano_job_api import (
 ROOT_QUEUE = "root"
 # The events and actions a policy may name (validate/util.go: the externally allowed ones).
 EVENTS = ("*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated")
-ACTIONS = ("AbortJob", "RestartJob", "RestartTask", "RestartPod", "RestartPartition", "TerminateJob",
-           "CompleteJob", "ResumeJob")
+ACTIONS = (
+    "AbortJob",
+    "RestartJob",
+    "RestartTask",
+    "RestartPod",
+    "RestartPartition",
+    "TerminateJob",
+    "CompleteJob",
+    "ResumeJob",
+)
 PLUGINS = ("ssh", "env", "svc", "tensorflow", "mpi", "pytorch", "hcclrank", "ray")  # plugins/factory.go
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 NETWORK_TOPOLOGY_MODES = ("hard", "soft")
@@ -85,8 +93,12 @@ def validate_job(job: Job) -> None:
         seen[task.name] = i
         _validate_policies(task.policies, f"{field}.policies")
         # Volcano checks the pod name with the task's position as the index (a quirk kept here).
-        _validate_qualified(f"{job.name}-{task.name}-{i}", f"{field}.name", task.name,
-                            f"the pod name {job.name}-{task.name}-{i} would be invalid")
+        _validate_qualified(
+            f"{job.name}-{task.name}-{i}",
+            f"{field}.name",
+            task.name,
+            f"the pod name {job.name}-{task.name}-{i} would be invalid",
+        )
         _validate_template(task, field)
         _validate_partition_policy(task, field)
     _validate_qualified(job.name, "metadata.name", job.name, "not a valid job name")
@@ -97,19 +109,26 @@ def validate_job(job: Job) -> None:
     _validate_policies(spec.policies, "spec.policies")
     for name in spec.plugins:
         if name not in PLUGINS:
-            raise JobError(f"spec.plugins.{name}", name, f"unknown job plugin {name!r} (expected one of {', '.join(PLUGINS)})")
+            raise JobError(
+                f"spec.plugins.{name}", name, f"unknown job plugin {name!r} (expected one of {', '.join(PLUGINS)})"
+            )
     _validate_volumes(job)
     _validate_dependencies(spec.tasks)
 
 
-def _validate_schema(job: Job) -> None:
+def _validate_schema(job: Job) -> None:  # noqa: C901 (a flat list of checks, one branch each)
     """What the Job CRD's OpenAPI schema refuses (minimums, patterns, enums)."""
     spec = job.spec
-    for field, value in (("spec.maxRetry", spec.max_retry), ("spec.ttlSecondsAfterFinished", spec.ttl_seconds_after_finished)):
+    for field, value in (
+        ("spec.maxRetry", spec.max_retry),
+        ("spec.ttlSecondsAfterFinished", spec.ttl_seconds_after_finished),
+    ):
         if value is not None and value < 0:
             raise JobError(field, value, f"{value} is negative (expected 0 or more)")
     if spec.min_success is not None and spec.min_success < 1:
-        raise JobError("spec.minSuccess", spec.min_success, f"{spec.min_success} is below 1 (expected 1 or more, or no minSuccess)")
+        raise JobError(
+            "spec.minSuccess", spec.min_success, f"{spec.min_success} is below 1 (expected 1 or more, or no minSuccess)"
+        )
     if len(spec.scheduler_name) > 63:
         raise JobError("spec.schedulerName", spec.scheduler_name, "longer than 63 characters")
     for field, name in (("spec.queue", spec.queue), ("spec.priorityClassName", spec.priority_class_name)):
@@ -120,8 +139,14 @@ def _validate_schema(job: Job) -> None:
     for i, task in enumerate(spec.tasks):
         field = f"spec.tasks[{i}]"
         if not _DNS1123_LABEL.fullmatch(task.name):
-            raise JobError(f"{field}.name", task.name, f"{task.name!r} is not a valid task name (expected {_DNS1123_ACCEPTED})")
-        for name, value in (("replicas", task.replicas), ("minAvailable", task.min_available), ("maxRetry", task.max_retry)):
+            raise JobError(
+                f"{field}.name", task.name, f"{task.name!r} is not a valid task name (expected {_DNS1123_ACCEPTED})"
+            )
+        for name, value in (
+            ("replicas", task.replicas),
+            ("minAvailable", task.min_available),
+            ("maxRetry", task.max_retry),
+        ):
             if value is not None and value < 0:
                 if name == "minAvailable":
                     problem = f"{value} is out of range (expected 0 to the task's replicas, {task.replicas})"
@@ -129,15 +154,21 @@ def _validate_schema(job: Job) -> None:
                     problem = f"{value} is negative (expected 0 or more)"
                 raise JobError(f"{field}.{name}", value, problem)
         if task.topology_policy and task.topology_policy not in TOPOLOGY_POLICIES:
-            problem = f"{task.topology_policy!r} is not a topology policy (expected one of {', '.join(TOPOLOGY_POLICIES)})"
+            problem = (
+                f"{task.topology_policy!r} is not a topology policy (expected one of {', '.join(TOPOLOGY_POLICIES)})"
+            )
             raise JobError(f"{field}.topologyPolicy", task.topology_policy, problem)
         partition = task.partition_policy
         if partition is not None:
-            for name, value, least in (("totalPartitions", partition.total_partitions, 1),
-                                       ("partitionSize", partition.partition_size, 1),
-                                       ("minPartitions", partition.min_partitions, 0)):
+            for name, value, least in (
+                ("totalPartitions", partition.total_partitions, 1),
+                ("partitionSize", partition.partition_size, 1),
+                ("minPartitions", partition.min_partitions, 0),
+            ):
                 if value < least:
-                    raise JobError(f"{field}.partitionPolicy.{name}", value, f"{value} is below {least} (expected {least} or more)")
+                    raise JobError(
+                        f"{field}.partitionPolicy.{name}", value, f"{value} is below {least} (expected {least} or more)"
+                    )
             _validate_topology_schema(partition.network_topology, f"{field}.partitionPolicy.networkTopology")
         for j, policy in enumerate(task.policies):
             _validate_policy_schema(policy, f"{field}.policies[{j}]")
@@ -165,14 +196,19 @@ def _validate_policy_schema(policy: LifecyclePolicy, field: str) -> None:
         try:
             parse_duration(policy.timeout)
         except ValueError:
-            raise JobError(f"{field}.timeout", policy.timeout,
-                           f"{policy.timeout!r} is not a duration (expected e.g. 30s, 5m, 1h30m)") from None
+            raise JobError(
+                f"{field}.timeout",
+                policy.timeout,
+                f"{policy.timeout!r} is not a duration (expected e.g. 30s, 5m, 1h30m)",
+            ) from None
 
 
 def _validate_network_topology(topology: NetworkTopologySpec | None, field: str) -> None:
     if topology is not None and topology.highest_tier_allowed is not None and topology.highest_tier_name:
-        problem = (f"both highestTierAllowed ({topology.highest_tier_allowed}) and highestTierName "
-                   f"({topology.highest_tier_name!r}) are set (expected at most one of them)")
+        problem = (
+            f"both highestTierAllowed ({topology.highest_tier_allowed}) and highestTierName "
+            f"({topology.highest_tier_name!r}) are set (expected at most one of them)"
+        )
         raise JobError(field, topology.highest_tier_name, problem)
 
 
@@ -185,8 +221,10 @@ def _validate_mpi_plugin(job: Job) -> None:
     for role, default in (("master", "master"), ("worker", "worker")):
         task = _flag(args, role, default)
         if task not in names:
-            problem = (f"the mpi plugin's {role} task {task!r} is not a task of the job "
-                       f"(name it with --{role}=<task>; tasks: {', '.join(sorted(names))})")
+            problem = (
+                f"the mpi plugin's {role} task {task!r} is not a task of the job "
+                f"(name it with --{role}=<task>; tasks: {', '.join(sorted(names))})"
+            )
             raise JobError("spec.plugins.mpi", args, problem)
 
 
@@ -210,20 +248,34 @@ def _validate_policies(policies: Sequence[LifecyclePolicy], field: str) -> None:
         where = f"{field}[{i}]"
         events = policy.event_list()
         if events and policy.exit_code is not None:
-            raise JobError(where, events, f"both event {', '.join(events)} and exitCode {policy.exit_code} are set "
-                                          "(expected one of them)")
+            raise JobError(
+                where,
+                events,
+                f"both event {', '.join(events)} and exitCode {policy.exit_code} are set (expected one of them)",
+            )
         if not events and policy.exit_code is None:
             raise JobError(where, policy, "neither an event nor an exitCode (a policy needs one of them)")
         if events:
             for event in events:
                 if event not in EVENTS:
-                    raise JobError(f"{where}.event", event, f"{event!r} is not a policy event (expected one of {', '.join(EVENTS)})")
+                    raise JobError(
+                        f"{where}.event",
+                        event,
+                        f"{event!r} is not a policy event (expected one of {', '.join(EVENTS)})",
+                    )
                 if policy.action not in ACTIONS:
-                    raise JobError(f"{where}.action", policy.action,
-                                   f"{policy.action!r} is not a policy action (expected one of {', '.join(ACTIONS)})")
+                    raise JobError(
+                        f"{where}.action",
+                        policy.action,
+                        f"{policy.action!r} is not a policy action (expected one of {', '.join(ACTIONS)})",
+                    )
                 if event in seen_events:
-                    raise JobError(f"{where}.event", event, f"duplicated policy event {event!r}: "
-                                   f"{field}[{seen_events[event]}] names it too (each event at most once per list)")
+                    raise JobError(
+                        f"{where}.event",
+                        event,
+                        f"duplicated policy event {event!r}: "
+                        f"{field}[{seen_events[event]}] names it too (each event at most once per list)",
+                    )
                 seen_events[event] = i
         else:
             code = policy.exit_code
@@ -231,13 +283,20 @@ def _validate_policies(policies: Sequence[LifecyclePolicy], field: str) -> None:
             if code == 0:
                 raise JobError(f"{where}.exitCode", code, "0 is not an error code (expected a non-zero exit code)")
             if code in seen_codes:
-                raise JobError(f"{where}.exitCode", code, f"duplicated exitCode {code}: "
-                               f"{field}[{seen_codes[code]}] names it too (each exit code at most once per list)")
+                raise JobError(
+                    f"{where}.exitCode",
+                    code,
+                    f"duplicated exitCode {code}: "
+                    f"{field}[{seen_codes[code]}] names it too (each exit code at most once per list)",
+                )
             seen_codes[code] = i
     if "*" in seen_events and len(seen_events) > 1:
         others = ", ".join(e for e in seen_events if e != "*")
-        raise JobError(f"{field}[{seen_events['*']}].event", "*",
-                       f"'*' (any event) is used beside {others} (with '*', no other event may be named)")
+        raise JobError(
+            f"{field}[{seen_events['*']}].event",
+            "*",
+            f"'*' (any event) is used beside {others} (with '*', no other event may be named)",
+        )
 
 
 def _validate_qualified(name: str, field: str, value: str, what: str) -> None:
@@ -263,8 +322,12 @@ def _validate_template(task: TaskSpec, field: str) -> None:
             except QuantityError:
                 amount = Fraction(0)  # a bad quantity is refused with its own message elsewhere
             if amount < 1 or amount.denominator != 1:
-                raise JobError(where, cpu, f"topologyPolicy {task.topology_policy} needs a whole number of CPUs "
-                                           f"in every container, got {cpu!r}")
+                raise JobError(
+                    where,
+                    cpu,
+                    f"topologyPolicy {task.topology_policy} needs a whole number of CPUs "
+                    f"in every container, got {cpu!r}",
+                )
 
 
 def _validate_partition_policy(task: TaskSpec, field: str) -> None:
@@ -274,15 +337,21 @@ def _validate_partition_policy(task: TaskSpec, field: str) -> None:
     where = f"{field}.partitionPolicy"
     expected = partition.total_partitions * partition.partition_size
     if task.replicas != expected:
-        raise JobError(f"{field}.replicas", task.replicas,
-                       f"{task.replicas} is not totalPartitions × partitionSize = {partition.total_partitions} × "
-                       f"{partition.partition_size} = {expected}")
+        raise JobError(
+            f"{field}.replicas",
+            task.replicas,
+            f"{task.replicas} is not totalPartitions × partitionSize = {partition.total_partitions} × "
+            f"{partition.partition_size} = {expected}",
+        )
     if partition.min_partitions > 0 and task.min_available is not None:
         least = partition.min_partitions * partition.partition_size
         if task.min_available != least:
-            raise JobError(f"{field}.minAvailable", task.min_available,
-                           f"{task.min_available} is not minPartitions × partitionSize = {partition.min_partitions} × "
-                           f"{partition.partition_size} = {least}")
+            raise JobError(
+                f"{field}.minAvailable",
+                task.min_available,
+                f"{task.min_available} is not minPartitions × partitionSize = {partition.min_partitions} × "
+                f"{partition.partition_size} = {least}",
+            )
     _validate_network_topology(partition.network_topology, f"{where}.networkTopology")
 
 
@@ -291,21 +360,36 @@ def _validate_volumes(job: Job) -> None:
     for i, volume in enumerate(job.spec.volumes):
         field = f"spec.volumes[{i}]"
         if not volume.mount_path or ":" in volume.mount_path:
-            raise JobError(f"{field}.mountPath", volume.mount_path, "missing or containing ':' (every volume needs a mount path)")
+            raise JobError(
+                f"{field}.mountPath", volume.mount_path, "missing or containing ':' (every volume needs a mount path)"
+            )
         if volume.mount_path in mounts:
-            raise JobError(f"{field}.mountPath", volume.mount_path,
-                           f"{volume.mount_path!r} is also the mount path of spec.volumes[{mounts[volume.mount_path]}]")
+            raise JobError(
+                f"{field}.mountPath",
+                volume.mount_path,
+                f"{volume.mount_path!r} is also the mount path of spec.volumes[{mounts[volume.mount_path]}]",
+            )
         mounts[volume.mount_path] = i
         if volume.volume_claim is None and not volume.volume_claim_name:
-            raise JobError(field, volume, "neither volumeClaim nor volumeClaimName (expected one: a new claim or an existing one)")
+            raise JobError(
+                field, volume, "neither volumeClaim nor volumeClaimName (expected one: a new claim or an existing one)"
+            )
         if volume.volume_claim_name:
             if volume.volume_claim is not None:
-                raise JobError(field, volume, "both volumeClaim and volumeClaimName are set (expected volumeClaimName for "
-                                              "an existing claim, or volumeClaim for a new one)")
+                raise JobError(
+                    field,
+                    volume,
+                    "both volumeClaim and volumeClaimName are set (expected volumeClaimName for "
+                    "an existing claim, or volumeClaim for a new one)",
+                )
             name = volume.volume_claim_name
             if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
-                raise JobError(f"{field}.volumeClaimName", name, f"{name!r} is not a valid claim name "
-                               "(expected lower-case letters, digits, '-' and '.', at most 253 characters)")
+                raise JobError(
+                    f"{field}.volumeClaimName",
+                    name,
+                    f"{name!r} is not a valid claim name "
+                    "(expected lower-case letters, digits, '-' and '.', at most 253 characters)",
+                )
 
 
 def _validate_dependencies(tasks: Sequence[TaskSpec]) -> None:
@@ -316,18 +400,25 @@ def _validate_dependencies(tasks: Sequence[TaskSpec]) -> None:
     for i, task in enumerate(tasks):
         for dep in graph[task.name]:
             if dep not in graph:  # Volcano's topological sort never reaches such a task: not a DAG
-                raise JobError(f"spec.tasks[{i}].dependsOn.name", dep, f"{dep!r} is not a task of the job, so the "
-                               f"dependencies do not form a directed acyclic graph (DAG) (tasks: {', '.join(graph)})")
+                raise JobError(
+                    f"spec.tasks[{i}].dependsOn.name",
+                    dep,
+                    f"{dep!r} is not a task of the job, so the "
+                    f"dependencies do not form a directed acyclic graph (DAG) (tasks: {', '.join(graph)})",
+                )
     state: dict[str, int] = {}  # 1 on the path, 2 done
 
     def visit(name: str, path: list[str]) -> None:
         state[name] = 1
         for dep in graph.get(name, []):
             if state.get(dep) == 1:
-                cycle = " → ".join([*path[path.index(dep):], dep]) if dep in path else f"{name} → {dep}"
+                cycle = " → ".join([*path[path.index(dep) :], dep]) if dep in path else f"{name} → {dep}"
                 index = next(i for i, t in enumerate(tasks) if t.name == name)
-                raise JobError(f"spec.tasks[{index}].dependsOn.name", dep,
-                               f"the tasks' dependencies do not form a directed acyclic graph (DAG): {cycle}")
+                raise JobError(
+                    f"spec.tasks[{index}].dependsOn.name",
+                    dep,
+                    f"the tasks' dependencies do not form a directed acyclic graph (DAG): {cycle}",
+                )
             if state.get(dep) is None:
                 visit(dep, [*path, dep])
         state[name] = 2
@@ -373,5 +464,8 @@ def admit_queue(job: Job, queues: Mapping[str, Queue]) -> None:
         raise JobError("spec.queue", name, "the root queue takes no jobs (expected a leaf queue)")
     children = sorted(q.name for q in queues.values() if q.spec.parent == name)
     if children:
-        raise JobError("spec.queue", name, f"queue {name!r} has child queues ({', '.join(children)}); "
-                                           "a job can only be submitted to a leaf queue")
+        raise JobError(
+            "spec.queue",
+            name,
+            f"queue {name!r} has child queues ({', '.join(children)}); a job can only be submitted to a leaf queue",
+        )

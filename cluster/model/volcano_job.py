@@ -101,10 +101,28 @@ from cluster.model.volcano_job_api import (
 from cluster.model.volcano_mutation import mutate_job
 
 __all__ = [
-    "DEFAULT_QUEUE", "DEFAULT_SCHEDULER", "JOB_NAME_LABEL", "KUBE_DEFAULT_SCHEDULER", "QUEUE_NAME_LABEL",
-    "TASK_SPEC_LABEL", "DependsOn", "Job", "JobError", "JobSpec", "LifecyclePolicy", "NetworkTopologySpec",
-    "PartitionPolicy", "PodTemplate", "TaskSpec", "TemplateMeta", "VolumeSpec", "KIND",
-    "admit_queue", "admitted_job", "expand_job", "min_resources",
+    "DEFAULT_QUEUE",
+    "DEFAULT_SCHEDULER",
+    "JOB_NAME_LABEL",
+    "KUBE_DEFAULT_SCHEDULER",
+    "QUEUE_NAME_LABEL",
+    "TASK_SPEC_LABEL",
+    "DependsOn",
+    "Job",
+    "JobError",
+    "JobSpec",
+    "LifecyclePolicy",
+    "NetworkTopologySpec",
+    "PartitionPolicy",
+    "PodTemplate",
+    "TaskSpec",
+    "TemplateMeta",
+    "VolumeSpec",
+    "KIND",
+    "admit_queue",
+    "admitted_job",
+    "expand_job",
+    "min_resources",
 ]
 
 KIND = "batch.volcano.sh/Job"
@@ -126,7 +144,9 @@ def admitted_job(job: Job, *, ordinal: int = 0) -> Job:
     return mutated
 
 
-def expand_job(job: Job, *, priority_classes: PriorityValues | None = None, ordinal: int = 0) -> tuple[PodGroup, list[Pod]]:
+def expand_job(
+    job: Job, *, priority_classes: PriorityValues | None = None, ordinal: int = 0
+) -> tuple[PodGroup, list[Pod]]:
     """The PodGroup and pods Volcano's admission and job controller make from ``job``.
 
     Pods are ``<job>-<task>-<index>``, in task order. ``priority_classes`` (name → value)
@@ -140,11 +160,16 @@ def expand_job(job: Job, *, priority_classes: PriorityValues | None = None, ordi
     requests = [template_request(task.template.spec, f"spec.tasks[{i}].template") for i, task in enumerate(tasks)]
     pods = [_pod(job, task, index) for task in tasks for index in range(task.replicas)]
     needed = min_resources(tasks, requests, job.spec.min_available, priority_classes or {}).within_int64(
-        field="spec.tasks (minResources, the sum of the minimum tasks' requests)")
+        field="spec.tasks (minResources, the sum of the minimum tasks' requests)"
+    )
     group = PodGroup(
-        metadata=ObjectMeta(name=job.name, namespace=job.namespace, labels=dict(job.metadata.labels),
-                            annotations=dict(job.metadata.annotations),
-                            creation_timestamp=job.metadata.creation_timestamp),
+        metadata=ObjectMeta(
+            name=job.name,
+            namespace=job.namespace,
+            labels=dict(job.metadata.labels),
+            annotations=dict(job.metadata.annotations),
+            creation_timestamp=job.metadata.creation_timestamp,
+        ),
         spec=PodGroupSpec(
             min_member=job.spec.min_available,
             min_task_member={task.name: _min_task_member(task) for task in tasks},
@@ -195,7 +220,9 @@ def _volumes(job: Job) -> list[Volume]:
     volumes: dict[str, Volume] = {}
     for i, volume in enumerate(job.spec.volumes):
         seed = f"{KIND}/{job.namespace}/{job.name}/volumes/{i}"
-        claim = volume.volume_claim_name or f"{job.name}-pvc-{generated_suffix(seed, length=12, alphabet=_VOLCANO_RANDOM)}"
+        claim = (
+            volume.volume_claim_name or f"{job.name}-pvc-{generated_suffix(seed, length=12, alphabet=_VOLCANO_RANDOM)}"
+        )
         if claim not in volumes:
             name = f"{job.name}-{generated_suffix(seed + '/mount', length=12, alphabet=_VOLCANO_RANDOM)}"
             volumes[claim] = Volume(name=name, persistent_volume_claim={"claimName": claim})
@@ -212,8 +239,9 @@ def _min_task_member(task: TaskSpec) -> int:
     return task.replicas
 
 
-def min_resources(tasks: list[TaskSpec], requests: list[Resources], min_available: int,
-                  priorities: PriorityValues) -> Resources:
+def min_resources(
+    tasks: list[TaskSpec], requests: list[Resources], min_available: int, priorities: PriorityValues
+) -> Resources:
     """What the gang needs before it may start, as Volcano's job controller computes it.
 
     ``requests[i]`` is one pod of ``tasks[i]``. Tasks go highest PriorityClass value first
@@ -257,19 +285,30 @@ def _pod(job: Job, task: TaskSpec, index: int) -> Pod:
     template, spec = task.template, task.template.spec
     job_meta, queue = job.metadata, job.spec.queue
     labels = {
-        TASK_INDEX_KEY: str(index), JOB_NAME_KEY: job.name, TASK_SPEC_KEY: task.name,
-        JOB_NAMESPACE_KEY: job.namespace, QUEUE_NAME_KEY: queue,
+        TASK_INDEX_KEY: str(index),
+        JOB_NAME_KEY: job.name,
+        TASK_SPEC_KEY: task.name,
+        JOB_NAMESPACE_KEY: job.namespace,
+        QUEUE_NAME_KEY: queue,
         **{key: job_meta.labels[key] for key in (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY) if key in job_meta.labels},
     }
     partition = task.partition_policy
     if partition is not None:
         labels[PARTITION_ID_KEY] = str(index // partition.partition_size if partition.partition_size > 0 else 0)
     annotations = {
-        TASK_INDEX_KEY: str(index), TASK_SPEC_KEY: task.name, GROUP_NAME_ANNOTATION: job.name,
-        JOB_NAME_KEY: job.name, QUEUE_NAME_KEY: queue, JOB_VERSION_KEY: "0",
-        TEMPLATE_UID_KEY: f"{job.name}-{task.name}", JOB_RETRY_COUNT_KEY: "0",
-        **{key: job_meta.annotations[key] for key in (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY, REVOCABLE_ZONE_KEY)
-           if key in job_meta.annotations},
+        TASK_INDEX_KEY: str(index),
+        TASK_SPEC_KEY: task.name,
+        GROUP_NAME_ANNOTATION: job.name,
+        JOB_NAME_KEY: job.name,
+        QUEUE_NAME_KEY: queue,
+        JOB_VERSION_KEY: "0",
+        TEMPLATE_UID_KEY: f"{job.name}-{task.name}",
+        JOB_RETRY_COUNT_KEY: "0",
+        **{
+            key: job_meta.annotations[key]
+            for key in (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY, REVOCABLE_ZONE_KEY)
+            if key in job_meta.annotations
+        },
     }
     if task.topology_policy:
         annotations[NUMA_POLICY_KEY] = task.topology_policy
@@ -283,5 +322,12 @@ def _pod(job: Job, task: TaskSpec, index: int) -> Pod:
         priority_class_name=spec.priority_class_name or job.spec.priority_class_name,
         volumes=[*spec.volumes, *_volumes(job)],
     )
-    return stamp_pod(template, name=f"{job.name}-{task.name}-{index}", namespace=job.namespace, labels=labels,
-                     annotations=annotations, spec=pod_spec, creation_timestamp=job_meta.creation_timestamp)
+    return stamp_pod(
+        template,
+        name=f"{job.name}-{task.name}-{index}",
+        namespace=job.namespace,
+        labels=labels,
+        annotations=annotations,
+        spec=pod_spec,
+        creation_timestamp=job_meta.creation_timestamp,
+    )

@@ -87,8 +87,9 @@ class Assumed:
                 else:
                     self._refreshed(name, record.version)
 
-    def set_figures(self, name: str, allocatable: Resources, allocated: Resources, version: int,
-                    unschedulable: bool) -> bool:
+    def set_figures(
+        self, name: str, allocatable: Resources, allocated: Resources, version: int, unschedulable: bool
+    ) -> bool:
         """Refresh one node's figures (a binder answer's), then hold its placements over them."""
         if not self.table.set_figures(name, allocatable, allocated, version, unschedulable):
             return False

@@ -40,7 +40,9 @@ def shortages(table: NodeTable, request: Mapping[str, int], rows: Rows | None = 
     return out
 
 
-def resources_fit(table: NodeTable, request: Mapping[str, int], rows: Rows | None = None) -> tuple[Mask, dict[str, Mask]]:
+def resources_fit(
+    table: NodeTable, request: Mapping[str, int], rows: Rows | None = None
+) -> tuple[Mask, dict[str, Mask]]:
     """Where the request fits in every resource, and per requested resource where it is short."""
     short = shortages(table, request, rows)
     any_short = np.zeros(len(table) if rows is None else len(rows), dtype=np.bool_)

@@ -77,8 +77,11 @@ class Predicates:
     sharding: ShardingMode
 
     def filter(self, table: NodeTable, pod: Pod, request: Resources) -> Filtered:
-        allowed = _standing(table, ("shard-feasible", self.scheduler, self.sharding),
-                            lambda: shard_feasible(table, self.scheduler, self.sharding))
+        allowed = _standing(
+            table,
+            ("shard-feasible", self.scheduler, self.sharding),
+            lambda: shard_feasible(table, self.scheduler, self.sharding),
+        )
         return filter_nodes(table, pod, request, allowed=allowed)
 
 
@@ -103,8 +106,11 @@ class LabelBonus:
     weight: float
 
     def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values:
-        bonus = _standing(table, ("label-bonus", self.key, self.value, self.weight),
-                          lambda: label_bonus(table, self.key, self.value) * self.weight)
+        bonus = _standing(
+            table,
+            ("label-bonus", self.key, self.value, self.weight),
+            lambda: label_bonus(table, self.key, self.value) * self.weight,
+        )
         return bonus[rows]
 
 
@@ -153,8 +159,11 @@ class Profile:
         rows = np.flatnonzero(filtered.mask)
         if not len(rows):
             return filtered
-        penalty = _standing(table, ("shard-penalty", self.scheduler, self.sharding),
-                            lambda: preference_penalty(shard_rank(table, self.scheduler, self.sharding)))
+        penalty = _standing(
+            table,
+            ("shard-penalty", self.scheduler, self.sharding),
+            lambda: preference_penalty(shard_rank(table, self.scheduler, self.sharding)),
+        )
         best = penalty[rows]
         rows = rows[best == best.min()]
         values = self.scores[0].score(table, pod, request, rows)
@@ -166,11 +175,26 @@ class Profile:
         return self.select.select(rows, values, rng)
 
 
-def agent_profile(*, scheduler: str, sharding: ShardingMode, binpack: bool, weights: Mapping[str, float],
-                  warmup_bonus: float, worker: int, workers: int, partition_bonus: float, candidates: int) -> Profile:
+def agent_profile(
+    *,
+    scheduler: str,
+    sharding: ShardingMode,
+    binpack: bool,
+    weights: Mapping[str, float],
+    warmup_bonus: float,
+    worker: int,
+    workers: int,
+    partition_bonus: float,
+    candidates: int,
+) -> Profile:
     """The agent scheduler's profile (see the module docstring)."""
     scores: list[Score] = [Allocated(weights=weights, most=binpack), LabelBonus(WARMUP_LABEL, "true", warmup_bonus)]
     if workers > 1:
         scores.append(PartitionBonus(worker=worker, workers=workers, weight=partition_bonus))
-    return Profile(filter=Predicates(scheduler, sharding), scores=tuple(scores), select=TopK(candidates),
-                   scheduler=scheduler, sharding=sharding)
+    return Profile(
+        filter=Predicates(scheduler, sharding),
+        scores=tuple(scores),
+        select=TopK(candidates),
+        scheduler=scheduler,
+        sharding=sharding,
+    )

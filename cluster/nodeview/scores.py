@@ -25,8 +25,9 @@ Scores = npt.NDArray[np.float64]
 Index = npt.NDArray[np.intp]
 
 
-def least_allocated(columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float],
-                    nodes: Index | None = None) -> Scores:
+def least_allocated(
+    columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float], nodes: Index | None = None
+) -> Scores:
     """Spreading: the weighted mean over ``weights``' resources of free-after-placing ÷ allocatable.
 
     ``nodes``: score only these node rows (in that order); None scores every node.
@@ -34,8 +35,9 @@ def least_allocated(columns: NodeTable, request: Mapping[str, int], weights: Map
     return _weighted_fraction(columns, request, weights, free=True, nodes=nodes)
 
 
-def most_allocated(columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float],
-                   nodes: Index | None = None) -> Scores:
+def most_allocated(
+    columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float], nodes: Index | None = None
+) -> Scores:
     """Binpack: the weighted mean over ``weights``' resources of used-after-placing ÷ allocatable.
 
     Every weighted resource counts, requested or not; for Volcano's binpack (only the
@@ -44,8 +46,9 @@ def most_allocated(columns: NodeTable, request: Mapping[str, int], weights: Mapp
     return _weighted_fraction(columns, request, weights, free=False, nodes=nodes)
 
 
-def _weighted_fraction(columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float], *,
-                       free: bool, nodes: Index | None) -> Scores:
+def _weighted_fraction(
+    columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float], *, free: bool, nodes: Index | None
+) -> Scores:
     sel: slice | Index = slice(0, len(columns)) if nodes is None else nodes
     n = len(columns) if nodes is None else len(nodes)
     total = np.zeros(n, dtype=np.float64)
@@ -75,8 +78,12 @@ def _weighted_fraction(columns: NodeTable, request: Mapping[str, int], weights: 
     return total
 
 
-def balanced_allocation(columns: NodeTable, request: Mapping[str, int],
-                        resources: Sequence[str] = ("cpu", "memory"), nodes: Index | None = None) -> Scores:
+def balanced_allocation(
+    columns: NodeTable,
+    request: Mapping[str, int],
+    resources: Sequence[str] = ("cpu", "memory"),
+    nodes: Index | None = None,
+) -> Scores:
     """1 − the standard deviation of the used-after-placing fractions (each capped at 1).
 
     As in kube-scheduler, a resource a node has none of is left out of that node's
@@ -165,8 +172,14 @@ DEFAULT_MEMORY = 200 * 1024 * 1024
 _PLAIN = frozenset({"cpu", "memory"})  # the resources kube-scheduler scores even when the pod asks for none
 
 
-def requested_score(columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, int], *, most: bool,
-                    nodes: Index | None = None) -> Scores:
+def requested_score(
+    columns: NodeTable,
+    request: Mapping[str, int],
+    weights: Mapping[str, int],
+    *,
+    most: bool,
+    nodes: Index | None = None,
+) -> Scores:
     """kube-scheduler's ``LeastAllocated`` (``most=False``: free after placing) or ``MostAllocated``
     score: per resource ``(capacity − requested) × 100 // capacity`` (0 past capacity) or
     ``min(requested, capacity) × 100 // capacity``, then the integer weighted mean over the
@@ -197,9 +210,12 @@ def requested_score(columns: NodeTable, request: Mapping[str, int], weights: Map
     return out
 
 
-def balanced_resource_score(columns: NodeTable, request: Mapping[str, int],
-                            resources: Sequence[str] = ("cpu", "memory", "nvidia.com/gpu"),
-                            nodes: Index | None = None) -> Scores:
+def balanced_resource_score(
+    columns: NodeTable,
+    request: Mapping[str, int],
+    resources: Sequence[str] = ("cpu", "memory", "nvidia.com/gpu"),
+    nodes: Index | None = None,
+) -> Scores:
     """kube-scheduler's ``BalancedAllocation`` score: ``int((1 − std) × 100)`` of the
     used-after-placing fractions (each capped at 1) of ``resources`` the node has — the
     standard deviation of two is half their difference; a best-effort pod scores 0, and a
@@ -216,8 +232,7 @@ def balanced_resource_score(columns: NodeTable, request: Mapping[str, int],
             continue
         capacity = columns.allocatable[r, sel]
         has = capacity > 0
-        fraction = np.divide(columns.allocated[r, sel] + amount, capacity, out=np.zeros(n, dtype=np.float64),
-                             where=has)
+        fraction = np.divide(columns.allocated[r, sel] + amount, capacity, out=np.zeros(n, dtype=np.float64), where=has)
         np.minimum(fraction, 1.0, out=fraction)
         fractions.append((fraction, has))
     count = np.zeros(n, dtype=np.int64)

@@ -155,7 +155,9 @@ class NodeTable:
         self.labels[i] = labels
         self.taints[i] = taints
 
-    def set_figures(self, name: str, allocatable: Resources, allocated: Resources, version: int, unschedulable: bool) -> bool:
+    def set_figures(
+        self, name: str, allocatable: Resources, allocated: Resources, version: int, unschedulable: bool
+    ) -> bool:
         """Refresh a node's figures (e.g. from a binder Conflict) without its spec; False
         when the node is unknown or these figures are older than the ones held."""
         i = self.index.get(name)
@@ -254,7 +256,8 @@ class NodeTable:
         index: dict[str, int] = {}
         codes = np.fromiter(
             (-1 if (v := lab.get(key)) is None else index.setdefault(v, len(index)) for lab in self.labels),
-            dtype=np.int32, count=n,
+            dtype=np.int32,
+            count=n,
         )
         cached = LabelCodes(codes=codes, index=index)
         self._label_codes[key] = cached
@@ -268,9 +271,12 @@ class NodeTable:
             return cached
         index: dict[tuple[Taint, ...], int] = {(): 0}
         group = np.fromiter(
-            (index.setdefault(tuple(t for t in taints if t.effect in FILTERING_EFFECTS), len(index))
-             for taints in self.taints),
-            dtype=np.int32, count=n,
+            (
+                index.setdefault(tuple(t for t in taints if t.effect in FILTERING_EFFECTS), len(index))
+                for taints in self.taints
+            ),
+            dtype=np.int32,
+            count=n,
         )
         self._taint_groups = TaintGroups(sets=tuple(index), group=group)
         return self._taint_groups

@@ -43,14 +43,24 @@ async def beats(client: Client, keys: Keys) -> list[Beat]:
     return sorted((decoder.decode(v) for v in raw.values()), key=lambda b: (b.component, b.holder))
 
 
-async def run(client: Client, keys: Keys, component: str, holder: str, leading: Callable[[], bool],
-              stats: Callable[[], Mapping[str, Any]], stop: asyncio.Event,
-              wall: Callable[[], float] = time.time) -> None:
+async def run(
+    client: Client,
+    keys: Keys,
+    component: str,
+    holder: str,
+    leading: Callable[[], bool],
+    stats: Callable[[], Mapping[str, Any]],
+    stop: asyncio.Event,
+    wall: Callable[[], float] = time.time,
+) -> None:
     """Beat every :data:`EVERY_S` until ``stop``; the last record says the process stopped (not leading, old)."""
     while not stop.is_set():
         with contextlib.suppress(OSError, StoreError):
-            await beat(client, keys, Beat(component=component, holder=holder, leading=leading(), at=wall(),
-                                          stats=dict(stats())))
+            await beat(
+                client,
+                keys,
+                Beat(component=component, holder=holder, leading=leading(), at=wall(), stats=dict(stats())),
+            )
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(EVERY_S):
                 await stop.wait()

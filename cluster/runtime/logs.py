@@ -24,9 +24,15 @@ class LogFormat(enum.StrEnum):
 
 
 def add_log_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log-level", default="info", choices=LEVELS, help="the least severe lines logged (default: info)")
-    parser.add_argument("--log-format", default="text", choices=[f.value for f in LogFormat],
-                        help="text lines or one JSON object per line (default: text)")
+    parser.add_argument(
+        "--log-level", default="info", choices=LEVELS, help="the least severe lines logged (default: info)"
+    )
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        choices=[f.value for f in LogFormat],
+        help="text lines or one JSON object per line (default: text)",
+    )
 
 
 class _Text(logging.Formatter):
@@ -49,9 +55,13 @@ class _Json(logging.Formatter):
         self.component = component
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-                "level": record.levelname.lower(), "logger": record.name, "component": self.component,
-                "msg": record.getMessage()}
+        line = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "component": self.component,
+            "msg": record.getMessage(),
+        }
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return json.dumps(line)

@@ -42,24 +42,53 @@ T = TypeVar("T")
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--redis-url", default=None,
-                        help=f"the store, redis:// or rediss:// (default: ${REDIS_URL_ENV}, else the file in "
-                             f"--redis-url-file, else {DEFAULT_REDIS_URL})")
-    parser.add_argument("--redis-url-file", default=None,
-                        help=f"read the store's URL from this file, e.g. a mounted Secret, so a password never sits on "
-                             f"the command line (default: ${REDIS_URL_FILE_ENV})")
+    parser.add_argument(
+        "--redis-url",
+        default=None,
+        help=f"the store, redis:// or rediss:// (default: ${REDIS_URL_ENV}, else the file in "
+        f"--redis-url-file, else {DEFAULT_REDIS_URL})",
+    )
+    parser.add_argument(
+        "--redis-url-file",
+        default=None,
+        help=f"read the store's URL from this file, e.g. a mounted Secret, so a password never sits on "
+        f"the command line (default: ${REDIS_URL_FILE_ENV})",
+    )
     parser.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
-    parser.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics and /healthz; 0 picks a free one (default: 8080)")
-    parser.add_argument("--leader-elect", action="store_true", help="act only while holding the leader lease, so replicas never both act")
-    parser.add_argument("--leader-elect-lease-duration", default="15s",
-                        help="how long a lease lasts unrenewed before another replica may take it (default: 15s)")
-    parser.add_argument("--leader-elect-renew-deadline", default="10s",
-                        help="a leader that could not renew for this long stops acting (default: 10s)")
-    parser.add_argument("--leader-elect-retry-period", default="2s", help="how often to renew or try to acquire (default: 2s)")
-    parser.add_argument("--leader-elect-resource-name", default="",
-                        help="the lease's name (default: the process's name, e.g. batch-scheduler)")
-    parser.add_argument("--leader-elect-resource-namespace", default="caldera-system",
-                        help="the Lease's namespace in Kubernetes (default: caldera-system)")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=8080,
+        help="port of /metrics and /healthz; 0 picks a free one (default: 8080)",
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="act only while holding the leader lease, so replicas never both act",
+    )
+    parser.add_argument(
+        "--leader-elect-lease-duration",
+        default="15s",
+        help="how long a lease lasts unrenewed before another replica may take it (default: 15s)",
+    )
+    parser.add_argument(
+        "--leader-elect-renew-deadline",
+        default="10s",
+        help="a leader that could not renew for this long stops acting (default: 10s)",
+    )
+    parser.add_argument(
+        "--leader-elect-retry-period", default="2s", help="how often to renew or try to acquire (default: 2s)"
+    )
+    parser.add_argument(
+        "--leader-elect-resource-name",
+        default="",
+        help="the lease's name (default: the process's name, e.g. batch-scheduler)",
+    )
+    parser.add_argument(
+        "--leader-elect-resource-namespace",
+        default="caldera-system",
+        help="the Lease's namespace in Kubernetes (default: caldera-system)",
+    )
     add_log_flags(parser)
 
 
@@ -84,12 +113,19 @@ def lease_config(args: argparse.Namespace) -> LeaseConfig:
         except ValueError as e:
             raise ValueError(f"--leader-elect-{flag.replace('_', '-')}: {e}") from None
     if not 0 < values["retry_period"] < values["renew_deadline"] < values["lease_duration"]:
-        raise ValueError(f"--leader-elect-retry-period {args.leader_elect_retry_period} < --leader-elect-renew-deadline "
-                         f"{args.leader_elect_renew_deadline} < --leader-elect-lease-duration "
-                         f"{args.leader_elect_lease_duration} must hold")
-    return LeaseConfig(enabled=args.leader_elect, duration=values["lease_duration"],
-                       renew_deadline=values["renew_deadline"], retry_period=values["retry_period"],
-                       name=args.leader_elect_resource_name, namespace=args.leader_elect_resource_namespace)
+        raise ValueError(
+            f"--leader-elect-retry-period {args.leader_elect_retry_period} < --leader-elect-renew-deadline "
+            f"{args.leader_elect_renew_deadline} < --leader-elect-lease-duration "
+            f"{args.leader_elect_lease_duration} must hold"
+        )
+    return LeaseConfig(
+        enabled=args.leader_elect,
+        duration=values["lease_duration"],
+        renew_deadline=values["renew_deadline"],
+        retry_period=values["retry_period"],
+        name=args.leader_elect_resource_name,
+        namespace=args.leader_elect_resource_namespace,
+    )
 
 
 def resolve_redis_url(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
@@ -128,13 +164,20 @@ class ProcessConfig(msgspec.Struct, frozen=True, kw_only=True):
 def process_config(component: str, args: argparse.Namespace, environ: Mapping[str, str]) -> ProcessConfig:
     """The shared flags, checked (ValueError with one line)."""
     Keys(args.cluster)
-    return ProcessConfig(component=component, redis_url=resolve_redis_url(args, environ), cluster=args.cluster,
-                         metrics_port=args.metrics_port, lease=lease_config(args), log_level=args.log_level,
-                         log_format=LogFormat(args.log_format))
+    return ProcessConfig(
+        component=component,
+        redis_url=resolve_redis_url(args, environ),
+        cluster=args.cluster,
+        metrics_port=args.metrics_port,
+        lease=lease_config(args),
+        log_level=args.log_level,
+        log_format=LogFormat(args.log_format),
+    )
 
 
-def configs_or_none(prog: str, component: str, args: argparse.Namespace,
-                    build: Callable[[argparse.Namespace], T]) -> tuple[ProcessConfig, T] | None:
+def configs_or_none(
+    prog: str, component: str, args: argparse.Namespace, build: Callable[[argparse.Namespace], T]
+) -> tuple[ProcessConfig, T] | None:
     """The shared config and the process's own, from its flags; on a bad value, None after one
     line on stderr (the caller exits 2). ``args`` is only read."""
     try:
@@ -175,8 +218,13 @@ Elect = Callable[[LeaseConfig, str, str], Lease]
 """Builds a lease: (settings, lease name, holder) -> Lease. Default: a key in the store."""
 
 
-async def run_process(config: ProcessConfig, registry: CollectorRegistry, build: Callable[[Deps], Component],
-                      *, elect: Elect | None = None) -> None:
+async def run_process(
+    config: ProcessConfig,
+    registry: CollectorRegistry,
+    build: Callable[[Deps], Component],
+    *,
+    elect: Elect | None = None,
+) -> None:
     """Connect, serve /metrics and /healthz, take the lease if asked, run the component until SIGTERM/SIGINT.
 
     The component acts only while ``deps.leading()`` (checked before each decision, so a lost
@@ -199,7 +247,9 @@ async def run_process(config: ProcessConfig, registry: CollectorRegistry, build:
         if elect is not None:
             lease = elect(settings, name, holder)
         else:
-            lease = RedisLease(client, keys.lease(name), holder, ttl=settings.duration, renew_every=settings.retry_period)
+            lease = RedisLease(
+                client, keys.lease(name), holder, ttl=settings.duration, renew_every=settings.retry_period
+            )
     leading = (lambda: lease.leading) if lease is not None else (lambda: True)
     endpoint = HttpEndpoint(registry, healthy=lambda: not stop.is_set(), port=config.metrics_port)
     log.info("serving /metrics and /healthz on port %d", endpoint.port)
@@ -208,8 +258,10 @@ async def run_process(config: ProcessConfig, registry: CollectorRegistry, build:
         async with asyncio.TaskGroup() as tg:
             if lease is not None:
                 tg.create_task(lease.run(stop), name=f"{config.component}-lease")
-            tg.create_task(heartbeat.run(client, keys, config.component, holder, leading, component.stats, stop),
-                           name=f"{config.component}-beat")
+            tg.create_task(
+                heartbeat.run(client, keys, config.component, holder, leading, component.stats, stop),
+                name=f"{config.component}-beat",
+            )
             tg.create_task(component.run(stop), name=config.component)
     finally:
         endpoint.close()

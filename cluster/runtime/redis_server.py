@@ -46,8 +46,23 @@ class RedisServer:
         self.port = free_port()
         self._dir = tempfile.TemporaryDirectory(prefix="caldera-redis-")
         self.process = subprocess.Popen(
-            [path, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self._dir.name, "--daemonize", "no", "--loglevel", "warning"],
+            [
+                path,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self._dir.name,
+                "--daemonize",
+                "no",
+                "--loglevel",
+                "warning",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             preexec_fn=_die_with_parent,

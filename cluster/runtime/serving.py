@@ -18,7 +18,9 @@ class _Quiet(WSGIRequestHandler):
 class HttpEndpoint:
     """Serves in a daemon thread; ``port=0`` picks a free port (see ``.port``)."""
 
-    def __init__(self, registry: CollectorRegistry, healthy: Callable[[], bool], *, host: str = "0.0.0.0", port: int = 0) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, healthy: Callable[[], bool], *, host: str = "0.0.0.0", port: int = 0
+    ) -> None:
         metrics = make_wsgi_app(registry)
 
         def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:

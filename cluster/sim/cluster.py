@@ -98,8 +98,9 @@ class SimBindTarget:
     async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
         if not bindings:
             return []
-        nodes = await self._nodes.call(self.store.client, [self.store.keys.rv],
-                                       [self.store.keys.prefix, 0, *(b.uid for b in bindings)])
+        nodes = await self._nodes.call(
+            self.store.client, [self.store.keys.rv], [self.store.keys.prefix, 0, *(b.uid for b in bindings)]
+        )
         out: list[Failure | None] = []
         for b, node in zip(bindings, nodes):
             if node is None:

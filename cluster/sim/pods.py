@@ -44,7 +44,9 @@ def make_pod(
         annotations[GROUP_NAME_ANNOTATION] = group
     affinity: dict[str, object] | None = None
     if node_affinity:
-        terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": list(v)} for k, v in node_affinity.items()]}]
+        terms = [
+            {"matchExpressions": [{"key": k, "operator": "In", "values": list(v)} for k, v in node_affinity.items()]}
+        ]
         affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
     return msgspec.convert(
         {
@@ -73,8 +75,9 @@ def make_pod(
     )
 
 
-def make_podgroup(name: str, *, min_member: int, queue: str = "default", namespace: str = "default",
-                  priority_class: str = "") -> PodGroup:
+def make_podgroup(
+    name: str, *, min_member: int, queue: str = "default", namespace: str = "default", priority_class: str = ""
+) -> PodGroup:
     return msgspec.convert(
         {
             "apiVersion": "scheduling.volcano.sh/v1beta1",

@@ -59,8 +59,13 @@ def pool_nodes(pool: NodePool, *, start: int = 0) -> list[Node]:
     """The nodes of a pool, named ``<pool>-<index>``; ``pods`` defaults to the kubelet's 110."""
     labels = {"caldera.io/pool": pool.name, **pool.labels}
     return [
-        make_node(f"{pool.name}-{i:05d}", allocatable=pool.resources, labels=labels, taints=pool.taints,
-                  unschedulable=pool.unschedulable)
+        make_node(
+            f"{pool.name}-{i:05d}",
+            allocatable=pool.resources,
+            labels=labels,
+            taints=pool.taints,
+            unschedulable=pool.unschedulable,
+        )
         for i in range(start, start + pool.count)
     ]
 

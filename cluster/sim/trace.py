@@ -131,8 +131,10 @@ def _rows(path: str | Path, required: Sequence[str]) -> Iterator[_Row]:
             if not fields:
                 continue  # a blank line
             if len(fields) != len(header):
-                raise ValueError(f"{path} line {reader.line_num}: {len(fields)} values, but the header has "
-                                 f"{len(header)} columns (expected one value per column)")
+                raise ValueError(
+                    f"{path} line {reader.line_num}: {len(fields)} values, but the header has "
+                    f"{len(header)} columns (expected one value per column)"
+                )
             yield _Row(str(path), reader.line_num, dict(zip(header, (v.strip() for v in fields))))
 
 
@@ -167,8 +169,17 @@ def read_pods(path: str | Path) -> list[TracePod]:
         if deleted is not None and deleted < created:
             since = row.values["creation_time"]
             raise row.error("deletion_time", f'is before creation_time "{since}" (expected empty or no earlier)')
-        pods.append(TracePod(name=name, created=created, deleted=deleted, requests=_requests(row),
-                             gpu_models=_gpu_models(row), qos=row.text("qos"), phase=row.text("pod_phase")))
+        pods.append(
+            TracePod(
+                name=name,
+                created=created,
+                deleted=deleted,
+                requests=_requests(row),
+                gpu_models=_gpu_models(row),
+                qos=row.text("qos"),
+                phase=row.text("pod_phase"),
+            )
+        )
     pods.sort(key=lambda p: (p.created, p.name))
     return pods
 
@@ -197,8 +208,9 @@ def _gpu_models(row: _Row) -> tuple[str, ...]:
 def to_pod(tp: TracePod, scheduler: str, *, duration: float | None = None, uid: str | None = None) -> Pod:
     """The trace pod as a pending Pod for ``scheduler``, tied to its GPU models by required node affinity."""
     affinity = {GPU_MODEL_LABEL: tp.gpu_models} if tp.gpu_models else None
-    return make_pod(tp.name, requests=tp.requests, scheduler=scheduler, duration=duration, uid=uid,
-                    node_affinity=affinity)
+    return make_pod(
+        tp.name, requests=tp.requests, scheduler=scheduler, duration=duration, uid=uid, node_affinity=affinity
+    )
 
 
 # -- which scheduler ----------------------------------------------------------------------

@@ -20,7 +20,7 @@ def _text(v: bytes | str) -> str:
     return v.decode() if isinstance(v, bytes) else v
 
 
-async def audit(store: Store) -> list[str]:
+async def audit(store: Store) -> list[str]:  # noqa: C901 (one check per invariant, in turn)
     """Every violation of the invariant, one line each; empty when the store is sound."""
     script = Script("cluster.store", "audit_dump")
     raw_nodes, raw_pods, raw_bynode, raw_pending = await script.call(
@@ -56,7 +56,9 @@ async def audit(store: Store) -> list[str]:
         actual = Resources(used[name])
         if actual != expected[name]:
             diff = actual - expected[name]
-            problems.append(f"node {name}: allocated {dict(actual)} != sum of its pods' requests {dict(expected[name])} (off by {dict(diff)})")
+            problems.append(
+                f"node {name}: allocated {dict(actual)} != sum of its pods' requests {dict(expected[name])} (off by {dict(diff)})"
+            )
         for res, amount in used[name].items():
             if amount > alloc[name].get(res, 0):
                 problems.append(f"node {name}: {res} allocated {amount} > allocatable {alloc[name].get(res, 0)}")

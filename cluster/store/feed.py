@@ -65,8 +65,9 @@ class FeedReader:
 class Informer:
     """Keeps a consumer current: yields one full :class:`Update`, then deltas, forever."""
 
-    def __init__(self, store: Store, kinds: Iterable[Kind], *, block_ms: int = 500, count: int = 2000,
-                 settle_s: float = 0.0) -> None:
+    def __init__(
+        self, store: Store, kinds: Iterable[Kind], *, block_ms: int = 500, count: int = 2000, settle_s: float = 0.0
+    ) -> None:
         self.store = store
         self.kinds = frozenset(kinds)
         self.block_ms = block_ms

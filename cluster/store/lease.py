@@ -24,8 +24,16 @@ return 0
 
 
 class RedisLease:
-    def __init__(self, client: Client, key: str, holder: str, *, ttl: float = 10.0,
-                 renew_every: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        client: Client,
+        key: str,
+        holder: str,
+        *,
+        ttl: float = 10.0,
+        renew_every: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if renew_every >= ttl:
             raise ValueError(f"leader election: renew period {renew_every}s must be shorter than the lease {ttl}s")
         self.client = client
@@ -70,6 +78,10 @@ class RedisLease:
             except TimeoutError:
                 pass
         if self.leading:
-            await self.client.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-                                   1, self.key, self.holder)
+            await self.client.eval(
+                "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+                1,
+                self.key,
+                self.holder,
+            )
         self._valid_until = 0.0

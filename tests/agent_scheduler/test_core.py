@@ -16,9 +16,18 @@ from tests.builders import node, pod
 
 def columns(*specs: tuple[str, int, int, str]) -> NodeTable:
     """(name, cpu millicores allocatable, cpu used, owner)."""
-    return NodeTable(NodeRecord(name=n, allocatable=Resources({"cpu": a, "memory": 2**36, "pods": 110}),
-                                  allocated=Resources({"cpu": u}), version=7, owner=o, unschedulable=False, node=node(n))
-                       for n, a, u, o in specs)
+    return NodeTable(
+        NodeRecord(
+            name=n,
+            allocatable=Resources({"cpu": a, "memory": 2**36, "pods": 110}),
+            allocated=Resources({"cpu": u}),
+            version=7,
+            owner=o,
+            unschedulable=False,
+            node=node(n),
+        )
+        for n, a, u, o in specs
+    )
 
 
 def task(name: str, cpu: str = "1") -> Task:
@@ -31,7 +40,9 @@ def test_binpack_fills_the_fullest_node_least_allocated_the_emptiest() -> None:
     one = CoreConfig(candidates=1, sharding=ShardingMode.NONE)
     [c] = decide(cols.snapshot(), [task("a")], one, random.Random(0))
     assert isinstance(c, Choice) and c.node == "full" and c.version == 7
-    [c] = decide(cols.snapshot(), [task("a")], msgspec.structs.replace(one, score=ScoreKind.LEAST_ALLOCATED), random.Random(0))
+    [c] = decide(
+        cols.snapshot(), [task("a")], msgspec.structs.replace(one, score=ScoreKind.LEAST_ALLOCATED), random.Random(0)
+    )
     assert isinstance(c, Choice) and c.node == "empty"
 
 
@@ -46,7 +57,10 @@ def test_choices_are_applied_before_the_next_pod() -> None:
 
 def test_top_k_draw_is_seeded_and_spreads_ties() -> None:
     cols = columns(*[(f"n{i}", 8000, 0, "") for i in range(10)])
-    picks = {decide(cols.snapshot(), [task("x")], CoreConfig(candidates=5), random.Random(seed))[0].node for seed in range(40)}  # type: ignore[union-attr]
+    picks = {
+        decide(cols.snapshot(), [task("x")], CoreConfig(candidates=5), random.Random(seed))[0].node
+        for seed in range(40)
+    }  # type: ignore[union-attr]
     assert len(picks) == 5
     again = [decide(cols.snapshot(), [task("x")], CoreConfig(candidates=5), random.Random(3))[0] for _ in range(3)]
     assert again[0] == again[1] == again[2]
@@ -76,9 +90,15 @@ def test_a_replica_kept_across_batches_follows_owner_label_and_node_changes() ->
     cols.set_owner("b", "agent-scheduler")  # the sharding controller moved both nodes
     [c] = decide(cols, [task("p2")], hard, random.Random(0))
     assert isinstance(c, Choice) and c.node == "b"
-    warm = NodeRecord(name="c", allocatable=Resources({"cpu": 8000, "memory": 2**36, "pods": 110}), allocated=Resources(),
-                      version=1, owner="agent-scheduler", unschedulable=False,
-                      node=node("c", labels={"node.volcano.sh/warmup": "true"}))
+    warm = NodeRecord(
+        name="c",
+        allocatable=Resources({"cpu": 8000, "memory": 2**36, "pods": 110}),
+        allocated=Resources(),
+        version=1,
+        owner="agent-scheduler",
+        unschedulable=False,
+        node=node("c", labels={"node.volcano.sh/warmup": "true"}),
+    )
     cols.upsert(warm)  # a new warmup node: both are empty-ish, the warmup bonus decides
     least = CoreConfig(candidates=1, sharding=ShardingMode.HARD, score=ScoreKind.LEAST_ALLOCATED)
     [c] = decide(cols, [task("p3")], least, random.Random(0))

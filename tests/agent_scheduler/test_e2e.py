@@ -64,21 +64,34 @@ async def run_until(loop: AgentLoop, store: Store, done, timeout: float, during=
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
 
 
-
-async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(local_ray: None, store: Store,
-                                                                               redis_server: RedisServer) -> None:
+async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
+    local_ray: None, store: Store, redis_server: RedisServer
+) -> None:
     await store.upsert_nodes([node(f"n{i:03d}", cpu="16", memory="64Gi") for i in range(200)])
     await store.write([Own(f"n{i:03d}", AGENT if i < 150 else "volcano") for i in range(200)])
     pods = [pod(f"a{i}", cpu="500m", memory="1Gi", scheduler=AGENT) for i in range(2000)]
     await store.upsert_pods(pods)
     await store.upsert_pods([picky(f"picky{i}") for i in range(3)])
-    handles = [RayWorker(f"w{i}", ActorSpec(redis_url=redis_server.url, cluster=store.keys.cluster,
-                                            worker=WorkerConfig(core=CoreConfig(sharding=ShardingMode.HARD), seed=i)))
-               for i in range(2)]
+    handles = [
+        RayWorker(
+            f"w{i}",
+            ActorSpec(
+                redis_url=redis_server.url,
+                cluster=store.keys.cluster,
+                worker=WorkerConfig(core=CoreConfig(sharding=ShardingMode.HARD), seed=i),
+            ),
+        )
+        for i in range(2)
+    ]
     await asyncio.gather(*(h.start() for h in handles))
     registry = CollectorRegistry()
-    loop = AgentLoop(store, handles, LoopConfig(batch_size=64), metrics=AgentMetrics(registry),
-                     binder_metrics=BinderMetrics(registry))
+    loop = AgentLoop(
+        store,
+        handles,
+        LoopConfig(batch_size=64),
+        metrics=AgentMetrics(registry),
+        binder_metrics=BinderMetrics(registry),
+    )
 
     async def all_bound() -> bool:
         return len(loop.bound) >= 2000
@@ -109,8 +122,12 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(l
 async def test_a_worker_killed_mid_run_loses_nothing(local_ray: None, store: Store, redis_server: RedisServer) -> None:
     await store.upsert_nodes([node(f"n{i:03d}", cpu="16", memory="64Gi") for i in range(100)])
     await store.upsert_pods([pod(f"k{i}", cpu="250m", memory="512Mi", scheduler=AGENT) for i in range(3000)])
-    handles = [RayWorker(f"w{i}", ActorSpec(redis_url=redis_server.url, cluster=store.keys.cluster,
-                                            worker=WorkerConfig(seed=i))) for i in range(3)]
+    handles = [
+        RayWorker(
+            f"w{i}", ActorSpec(redis_url=redis_server.url, cluster=store.keys.cluster, worker=WorkerConfig(seed=i))
+        )
+        for i in range(3)
+    ]
     await asyncio.gather(*(h.start() for h in handles))
     loop = AgentLoop(store, handles, LoopConfig(batch_size=16))
     killed = []
@@ -137,14 +154,34 @@ async def test_a_worker_killed_mid_run_loses_nothing(local_ray: None, store: Sto
 
 def test_sigterm_stops_the_process_ray_and_every_child(redis_server: RedisServer) -> None:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    proc = subprocess.Popen([sys.executable, "-m", "caldera", "agent-scheduler", "--redis-url", redis_server.url,
-                             "--cluster", "sigterm", "--metrics-port", "0", "--workers", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "caldera",
+            "agent-scheduler",
+            "--redis-url",
+            redis_server.url,
+            "--cluster",
+            "sigterm",
+            "--metrics-port",
+            "0",
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 90
         seen = ""
         while "workers ready" not in seen:
-            assert time.monotonic() < deadline and proc.poll() is None, seen + (proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+            assert time.monotonic() < deadline and proc.poll() is None, seen + (
+                proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
+            )
             seen += proc.stdout.readline()  # type: ignore[union-attr]
         children = psutil.Process(proc.pid).children(recursive=True)
         assert children, "Ray's processes should be children of the scheduler"

@@ -8,19 +8,24 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize(("flags", "needle"), [
-    (["--workers", "0"], "--workers"),
-    (["--batch-size", "-1"], "--batch-size"),
-    (["--candidates", "0"], "--candidates"),
-    (["--score", "random"], "invalid choice"),
-    (["--score-weights", "cpu=one"], "--score-weights"),
-    (["--score-weights", "cpu=0"], "no positive weight"),
-    (["--sharding-mode", "strict"], "invalid choice"),
-    (["--max-retries", "-2"], "--max-retries"),
-    (["--cluster", "a:b"], "cluster"),
-])
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--workers", "0"], "--workers"),
+        (["--batch-size", "-1"], "--batch-size"),
+        (["--candidates", "0"], "--candidates"),
+        (["--score", "random"], "invalid choice"),
+        (["--score-weights", "cpu=one"], "--score-weights"),
+        (["--score-weights", "cpu=0"], "no positive weight"),
+        (["--sharding-mode", "strict"], "invalid choice"),
+        (["--max-retries", "-2"], "--max-retries"),
+        (["--cluster", "a:b"], "cluster"),
+    ],
+)
 def test_malformed_flags_exit_2_with_one_line(flags: list[str], needle: str) -> None:
-    r = subprocess.run([sys.executable, "-m", "caldera", "agent-scheduler", *flags], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "caldera", "agent-scheduler", *flags], capture_output=True, text=True, timeout=60
+    )
     lines = (r.stdout + r.stderr).strip().splitlines()
     assert r.returncode == 2, lines
     assert len(lines) == 1 and needle in lines[0], lines

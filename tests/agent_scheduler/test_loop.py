@@ -57,7 +57,8 @@ async def test_a_batch_of_old_records_binds_a_pod_committed_meanwhile_and_drops_
         await store.upsert_pods([early, gone])
         old = await store.get_pods([early.uid, gone.uid])  # pending, as the loop saw them
         [done] = await Binder(store.client, store.keys, "agent-scheduler").commit(
-            [Placement(uid=early.uid, node="n1", request=early.request(), version=0)])  # by a worker that then died
+            [Placement(uid=early.uid, node="n1", request=early.request(), version=0)]
+        )  # by a worker that then died
         assert isinstance(done, Committed)
         await store.delete_pods([gone.uid])
         deadline = time.monotonic() + 10
@@ -108,7 +109,9 @@ async def test_a_pod_with_scheduling_gates_waits_until_they_are_removed(store: S
     runner = asyncio.create_task(loop.run(stop))
     try:
         pod = make_pod("gated", requests={"cpu": "1"}, scheduler="agent-scheduler")
-        gated = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, scheduling_gates=[{"name": "wait"}]))
+        gated = msgspec.structs.replace(
+            pod, spec=msgspec.structs.replace(pod.spec, scheduling_gates=[{"name": "wait"}])
+        )
         await store.upsert_pods([gated])
         await asyncio.sleep(1.0)
         assert not loop.bound and (await store.get_pods([pod.uid]))[pod.uid].node == ""

@@ -35,37 +35,80 @@ def load(path: str | None) -> SchedulerConf:
     return load_conf(path, REGISTRY)
 
 
-def task(name: str, *, cpu: str | int = "1", memory: str | int = "1Gi", gpu: int = 0, group: str = "",
-         node: str = "", phase: str = "", namespace: str = "default", priority: int | None = None,
-         priority_class: str = "", labels: Mapping[str, str] | None = None,
-         annotations: Mapping[str, str] | None = None, created: str | None = None, **spec: Any) -> PodRecord:
+def task(
+    name: str,
+    *,
+    cpu: str | int = "1",
+    memory: str | int = "1Gi",
+    gpu: int = 0,
+    group: str = "",
+    node: str = "",
+    phase: str = "",
+    namespace: str = "default",
+    priority: int | None = None,
+    priority_class: str = "",
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    created: str | None = None,
+    **spec: Any,
+) -> PodRecord:
     """A pod of this scheduler as the store holds it; ``spec`` takes extra camelCase spec fields
     (``nodeSelector``, ``tolerations``, ``affinity``)."""
     requests: dict[str, str] = {"cpu": str(cpu), "memory": str(memory)}
     if gpu:
         requests["nvidia.com/gpu"] = str(gpu)
     body: dict[str, Any] = {
-        "schedulerName": SCHEDULER, "nodeName": node, "priorityClassName": priority_class,
-        "containers": [{"name": "main", "resources": {"requests": requests}}], **spec,
+        "schedulerName": SCHEDULER,
+        "nodeName": node,
+        "priorityClassName": priority_class,
+        "containers": [{"name": "main", "resources": {"requests": requests}}],
+        **spec,
     }
     if priority is not None:
         body["priority"] = priority
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": dict(labels or {}),
-                            "annotations": dict(annotations or {})}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{name}",
+        "labels": dict(labels or {}),
+        "annotations": dict(annotations or {}),
+    }
     if created is not None:
         meta["creationTimestamp"] = created
     phase = phase or ("Running" if node else "Pending")
     pod = msgspec.convert({"metadata": meta, "spec": body, "status": {"phase": phase}}, Pod)
-    return PodRecord(uid=pod.uid, pod=pod, request=pod.request(), scheduler=SCHEDULER,
-                     group=f"{namespace}/{group}" if group else "", priority=pod.priority, node=node,
-                     accounted=node, phase=phase, version=1)
+    return PodRecord(
+        uid=pod.uid,
+        pod=pod,
+        request=pod.request(),
+        scheduler=SCHEDULER,
+        group=f"{namespace}/{group}" if group else "",
+        priority=pod.priority,
+        node=node,
+        accounted=node,
+        phase=phase,
+        version=1,
+    )
 
 
-def podgroup(name: str, *, min_member: int = 1, queue: str = "default", namespace: str = "default",
-             min_resources: Mapping[str, str | int] | None = None, min_task_member: Mapping[str, int] | None = None,
-             priority_class: str = "", phase: str = "Pending", created: str | None = None) -> PodGroup:
-    spec: dict[str, Any] = {"minMember": min_member, "queue": queue, "priorityClassName": priority_class,
-                            "minTaskMember": dict(min_task_member or {})}
+def podgroup(
+    name: str,
+    *,
+    min_member: int = 1,
+    queue: str = "default",
+    namespace: str = "default",
+    min_resources: Mapping[str, str | int] | None = None,
+    min_task_member: Mapping[str, int] | None = None,
+    priority_class: str = "",
+    phase: str = "Pending",
+    created: str | None = None,
+) -> PodGroup:
+    spec: dict[str, Any] = {
+        "minMember": min_member,
+        "queue": queue,
+        "priorityClassName": priority_class,
+        "minTaskMember": dict(min_task_member or {}),
+    }
     if min_resources is not None:
         spec["minResources"] = {k: str(v) for k, v in min_resources.items()}
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
@@ -74,49 +117,93 @@ def podgroup(name: str, *, min_member: int = 1, queue: str = "default", namespac
     return msgspec.convert({"metadata": meta, "spec": spec, "status": {"phase": phase}}, PodGroup)
 
 
-def queue(name: str, *, weight: int = 1, capability: Mapping[str, str | int] | None = None,
-          guarantee: Mapping[str, str | int] | None = None, deserved: Mapping[str, str | int] | None = None,
-          parent: str = "", reclaimable: bool = True, state: str = "Open") -> Queue:
+def queue(
+    name: str,
+    *,
+    weight: int = 1,
+    capability: Mapping[str, str | int] | None = None,
+    guarantee: Mapping[str, str | int] | None = None,
+    deserved: Mapping[str, str | int] | None = None,
+    parent: str = "",
+    reclaimable: bool = True,
+    state: str = "Open",
+) -> Queue:
     def quantities(values: Mapping[str, str | int] | None) -> dict[str, str]:
         return {k: str(v) for k, v in (values or {}).items()}
-    return msgspec.convert({
-        "metadata": {"name": name},
-        "spec": {"weight": weight, "capability": quantities(capability), "deserved": quantities(deserved),
-                 "guarantee": {"resource": quantities(guarantee)}, "parent": parent, "reclaimable": reclaimable},
-        "status": {"state": state},
-    }, Queue)
+
+    return msgspec.convert(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "weight": weight,
+                "capability": quantities(capability),
+                "deserved": quantities(deserved),
+                "guarantee": {"resource": quantities(guarantee)},
+                "parent": parent,
+                "reclaimable": reclaimable,
+            },
+            "status": {"state": state},
+        },
+        Queue,
+    )
 
 
 def priority_class(name: str, value: int, *, global_default: bool = False) -> PriorityClass:
     return msgspec.convert({"metadata": {"name": name}, "value": value, "globalDefault": global_default}, PriorityClass)
 
 
-def columns(nodes: Iterable[Node], pods: Iterable[PodRecord] = (),
-            used: Mapping[str, Mapping[str, int]] | None = None) -> NodeTable:
+def columns(
+    nodes: Iterable[Node], pods: Iterable[PodRecord] = (), used: Mapping[str, Mapping[str, int]] | None = None
+) -> NodeTable:
     """Columns over ``nodes``; a node's allocated figure is its bound pods' requests plus ``used[node]``
     (what other schedulers placed there)."""
     allocated: dict[str, Resources] = {name: Resources(extra) for name, extra in (used or {}).items()}
     for p in pods:
         if p.node and p.phase not in ("Succeeded", "Failed"):
             allocated[p.node] = allocated.get(p.node, Resources()) + p.request
-    return NodeTable([NodeRecord(name=n.name, allocatable=n.allocatable_resources(),
-                                   allocated=allocated.get(n.name, Resources()), version=1, owner="",
-                                   unschedulable=n.unschedulable, node=n) for n in nodes])
+    return NodeTable(
+        [
+            NodeRecord(
+                name=n.name,
+                allocatable=n.allocatable_resources(),
+                allocated=allocated.get(n.name, Resources()),
+                version=1,
+                owner="",
+                unschedulable=n.unschedulable,
+                node=n,
+            )
+            for n in nodes
+        ]
+    )
 
 
 def conf(*tiers: Sequence[str | Mapping[str, Any]], actions: str = "enqueue, allocate, backfill") -> SchedulerConf:
     """A conf from tiers of plugin names or plugin entries (``{"name": "gang", "enablePreemptable": False}``)."""
-    raw = {"actions": actions,
-           "tiers": [{"plugins": [{"name": p} if isinstance(p, str) else dict(p) for p in tier]} for tier in tiers]}
+    raw = {
+        "actions": actions,
+        "tiers": [{"plugins": [{"name": p} if isinstance(p, str) else dict(p) for p in tier]} for tier in tiers],
+    }
     return parse(yaml.safe_dump(raw))
 
 
-def session(scheduler_conf: SchedulerConf, nodes: Iterable[Node], pods: Sequence[PodRecord] = (), *,
-            podgroups: Iterable[PodGroup] = (), queues: Iterable[Queue] = (),
-            priority_classes: Iterable[PriorityClass] = (), used: Mapping[str, Mapping[str, int]] | None = None,
-            phases: Mapping[str, str] | None = None, default_queue: str = "default") -> Session:
-    inp = SessionInput(columns=columns(nodes, pods, used), pods=list(pods),
-                       podgroups={f"{pg.namespace}/{pg.name}": pg for pg in podgroups},
-                       queues={q.name: q for q in queues},
-                       priority_classes={pc.name: pc for pc in priority_classes}, phases=dict(phases or {}))
+def session(
+    scheduler_conf: SchedulerConf,
+    nodes: Iterable[Node],
+    pods: Sequence[PodRecord] = (),
+    *,
+    podgroups: Iterable[PodGroup] = (),
+    queues: Iterable[Queue] = (),
+    priority_classes: Iterable[PriorityClass] = (),
+    used: Mapping[str, Mapping[str, int]] | None = None,
+    phases: Mapping[str, str] | None = None,
+    default_queue: str = "default",
+) -> Session:
+    inp = SessionInput(
+        columns=columns(nodes, pods, used),
+        pods=list(pods),
+        podgroups={f"{pg.namespace}/{pg.name}": pg for pg in podgroups},
+        queues={q.name: q for q in queues},
+        priority_classes={pc.name: pc for pc in priority_classes},
+        phases=dict(phases or {}),
+    )
     return Session(scheduler_conf, SessionConfig(scheduler=SCHEDULER, default_queue=default_queue), inp)

@@ -16,12 +16,18 @@ from tests.builders import node
 
 CONFS = {
     "default": conf(["priority", "gang"], ["predicates", "proportion", "nodeorder", "binpack"]),
-    "binpack": conf(["gang"], ["predicates", {"name": "binpack", "arguments": {"binpack.weight": 5,
-                                                                                "binpack.resources": "nvidia.com/gpu"}}]),
+    "binpack": conf(
+        ["gang"],
+        ["predicates", {"name": "binpack", "arguments": {"binpack.weight": 5, "binpack.resources": "nvidia.com/gpu"}}],
+    ),
     "spread": conf(["gang"], ["predicates", {"name": "nodeorder", "arguments": {"balancedresource.weight": 0}}]),
 }
-TEMPLATES = [dict(cpu="1", memory="2Gi"), dict(cpu="2", memory="1Gi", gpu=1), dict(cpu="500m", memory="4Gi"),
-             dict(cpu="1", memory="2Gi", tolerations=[{"key": "gpu", "operator": "Exists"}])]
+TEMPLATES = [
+    dict(cpu="1", memory="2Gi"),
+    dict(cpu="2", memory="1Gi", gpu=1),
+    dict(cpu="500m", memory="4Gi"),
+    dict(cpu="1", memory="2Gi", tolerations=[{"key": "gpu", "operator": "Exists"}]),
+]
 
 
 def from_scratch(ssn: Session, t: TaskInfo) -> np.ndarray:  # type: ignore[type-arg]
@@ -34,14 +40,24 @@ def from_scratch(ssn: Session, t: TaskInfo) -> np.ndarray:  # type: ignore[type-
 
 
 @settings(max_examples=60, deadline=None)
-@given(conf_name=st.sampled_from(sorted(CONFS)),
-       sizes=st.lists(st.tuples(st.integers(2, 16), st.integers(0, 3), st.booleans()), min_size=3, max_size=8),
-       steps=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 7), st.booleans()), min_size=5, max_size=60))
-def test_every_choice_is_the_best_node_as_if_scored_from_scratch(conf_name: str, sizes: list[tuple[int, int, bool]],
-                                                                  steps: list[tuple[int, int, bool]]) -> None:
-    nodes = [node(f"n{i}", cpu=str(cpu), memory=f"{4 * cpu}Gi", gpu=gpu,
-                  taints=[{"key": "gpu", "effect": "NoSchedule"}] if tainted else None)
-             for i, (cpu, gpu, tainted) in enumerate(sizes)]
+@given(
+    conf_name=st.sampled_from(sorted(CONFS)),
+    sizes=st.lists(st.tuples(st.integers(2, 16), st.integers(0, 3), st.booleans()), min_size=3, max_size=8),
+    steps=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 7), st.booleans()), min_size=5, max_size=60),
+)
+def test_every_choice_is_the_best_node_as_if_scored_from_scratch(
+    conf_name: str, sizes: list[tuple[int, int, bool]], steps: list[tuple[int, int, bool]]
+) -> None:
+    nodes = [
+        node(
+            f"n{i}",
+            cpu=str(cpu),
+            memory=f"{4 * cpu}Gi",
+            gpu=gpu,
+            taints=[{"key": "gpu", "effect": "NoSchedule"}] if tainted else None,
+        )
+        for i, (cpu, gpu, tainted) in enumerate(sizes)
+    ]
     pods = [task(f"p{k}-{i}", **TEMPLATES[k]) for k in range(len(TEMPLATES)) for i in range(8)]
     ssn = session(CONFS[conf_name], nodes, pods)
     by_template = [[t for t in ssn.tasks.values() if t.name.startswith(f"p{k}-")] for k in range(len(TEMPLATES))]
@@ -69,7 +85,10 @@ def test_soft_sharding_prefers_own_nodes_over_better_scores() -> None:
     cols = columns([node("mine", cpu="4"), node("theirs", cpu="64")])
     cols.set_owner("mine", "volcano")
     cols.set_owner("theirs", "agent-scheduler")
-    ssn = Session(CONFS["spread"], SessionConfig(scheduler="volcano", sharding=ShardingMode.SOFT),
-                  SessionInput(columns=cols, pods=[task("p")], podgroups={}, queues={}))
+    ssn = Session(
+        CONFS["spread"],
+        SessionConfig(scheduler="volcano", sharding=ShardingMode.SOFT),
+        SessionInput(columns=cols, pods=[task("p")], podgroups={}, queues={}),
+    )
     row = ssn.chooser.choose(ssn.tasks["uid-p"])
     assert row is not None and ssn.columns.names[row] == "mine"

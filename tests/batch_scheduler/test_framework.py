@@ -34,15 +34,34 @@ def created(order: int) -> str:
 
 
 def job(name: str, order: int = 0) -> JobInfo:
-    return JobInfo(key=f"default/{name}", namespace="default", name=name, queue="default", priority=0, min_member=1,
-                   min_resources=None, podgroup=None, phase="Pending", order=order, created=created(order))
+    return JobInfo(
+        key=f"default/{name}",
+        namespace="default",
+        name=name,
+        queue="default",
+        priority=0,
+        min_member=1,
+        min_resources=None,
+        podgroup=None,
+        phase="Pending",
+        order=order,
+        created=created(order),
+    )
 
 
 def task(name: str, order: int = 0) -> TaskInfo:
     p = pod(name)
     p = msgspec.structs.replace(p, metadata=msgspec.structs.replace(p.metadata, creation_timestamp=created(order)))
-    return TaskInfo(uid=p.uid, pod=p, job="default/j", request=p.request(), priority=0, status=TaskStatus.BOUND,
-                    node="n", order=order)
+    return TaskInfo(
+        uid=p.uid,
+        pod=p,
+        job="default/j",
+        request=p.request(),
+        priority=0,
+        status=TaskStatus.BOUND,
+        node="n",
+        order=order,
+    )
 
 
 def queue(name: str, order: int = 0) -> QueueInfo:
@@ -160,15 +179,18 @@ def compare(key: Any, a: object, b: object) -> int:
     return -1 if ka < kb else (1 if kb < ka else 0)
 
 
-@pytest.mark.parametrize(("answers", "expected"), [
-    ([[0, 0], [0]], 0),
-    ([[0, -1], [1]], -1),  # a later plugin of the first tier decides
-    ([[1, -1], [-1]], 1),  # the first plugin wins within a tier
-    ([[0], [0, 1]], 1),  # all of tier 1 abstain: tier 2 decides
-    ([[-1], [1]], -1),  # an earlier tier wins over a later one
-    ([[], [0], [0, 0, -1]], -1),  # empty tiers are skipped
-    ([[0], [7]], 1),  # any positive means b first
-])
+@pytest.mark.parametrize(
+    ("answers", "expected"),
+    [
+        ([[0, 0], [0]], 0),
+        ([[0, -1], [1]], -1),  # a later plugin of the first tier decides
+        ([[1, -1], [-1]], 1),  # the first plugin wins within a tier
+        ([[0], [0, 1]], 1),  # all of tier 1 abstain: tier 2 decides
+        ([[-1], [1]], -1),  # an earlier tier wins over a later one
+        ([[], [0], [0, 0, -1]], -1),  # empty tiers are skipped
+        ([[0], [7]], 1),  # any positive means b first
+    ],
+)
 def test_first_non_zero_order_wins(answers: list[list[int]], expected: int) -> None:
     t = tiers(*[[Order(a) for a in tier] for tier in answers])
     # No plugin decides: Volcano's defaults, by creation then name (jobs, queues) or uid (tasks).
@@ -207,18 +229,21 @@ def test_task_key_without_plugins_keeps_creation_order() -> None:
 P, A, R = PERMIT, ABSTAIN, REJECT
 
 
-@pytest.mark.parametrize(("votes", "expected"), [
-    ([[A, A], [A]], PERMIT),  # all abstain: admitted
-    ([], PERMIT),  # nobody votes: admitted
-    ([[P]], PERMIT),
-    ([[R]], REJECT),
-    ([[P, R]], REJECT),  # a reject fails even beside a permit
-    ([[R, P]], REJECT),
-    ([[A], [A, R]], REJECT),  # a reject in a later tier fails when no earlier tier permitted
-    ([[A, A], [P, A]], PERMIT),
-    ([[P], [R]], PERMIT),  # a tier with a permit passes: later tiers are not asked (Volcano)
-    ([[A, P, A]], PERMIT),
-])
+@pytest.mark.parametrize(
+    ("votes", "expected"),
+    [
+        ([[A, A], [A]], PERMIT),  # all abstain: admitted
+        ([], PERMIT),  # nobody votes: admitted
+        ([[P]], PERMIT),
+        ([[R]], REJECT),
+        ([[P, R]], REJECT),  # a reject fails even beside a permit
+        ([[R, P]], REJECT),
+        ([[A], [A, R]], REJECT),  # a reject in a later tier fails when no earlier tier permitted
+        ([[A, A], [P, A]], PERMIT),
+        ([[P], [R]], PERMIT),  # a tier with a permit passes: later tiers are not asked (Volcano)
+        ([[A, P, A]], PERMIT),
+    ],
+)
 def test_enqueueable(votes: list[list[Vote]], expected: Vote) -> None:
     t = tiers(*[[Voter(v) for v in tier] for tier in votes])
     assert t.enqueueable(job("j")) == expected
@@ -242,19 +267,22 @@ def test_enqueue_does_not_ask_later_tiers_after_a_permit() -> None:
 CANDIDATES = ["x", "y", "z"]
 
 
-@pytest.mark.parametrize(("answers", "expected"), [
-    ([[None]], []),  # all abstain: no victims
-    ([[{"x", "y"}]], ["x", "y"]),
-    ([[{"x", "y"}, {"y", "z"}]], ["y"]),  # intersected within a tier
-    ([[{"x", "y"}, None, {"y", "z"}]], ["y"]),  # an abstaining plugin does not narrow it
-    ([[{"x"}, {"y"}], [{"z"}]], ["z"]),  # empty intersection: the next tier decides
-    ([[set(), {"x"}], [{"y", "z"}]], ["y", "z"]),  # an empty answer makes the tier give nothing
-    ([[{"x"}, set()], [{"z"}]], ["z"]),
-    ([[None], [{"z"}]], ["z"]),  # a tier of abstainers gives nothing
-    ([[{"x"}], [{"y", "z"}]], ["x"]),  # the first tier with victims wins
-    ([[set()], [set()]], []),
-    ([[{"x", "y"}], [{"x"}, {"y"}]], ["x", "y"]),
-])
+@pytest.mark.parametrize(
+    ("answers", "expected"),
+    [
+        ([[None]], []),  # all abstain: no victims
+        ([[{"x", "y"}]], ["x", "y"]),
+        ([[{"x", "y"}, {"y", "z"}]], ["y"]),  # intersected within a tier
+        ([[{"x", "y"}, None, {"y", "z"}]], ["y"]),  # an abstaining plugin does not narrow it
+        ([[{"x"}, {"y"}], [{"z"}]], ["z"]),  # empty intersection: the next tier decides
+        ([[set(), {"x"}], [{"y", "z"}]], ["y", "z"]),  # an empty answer makes the tier give nothing
+        ([[{"x"}, set()], [{"z"}]], ["z"]),
+        ([[None], [{"z"}]], ["z"]),  # a tier of abstainers gives nothing
+        ([[{"x"}], [{"y", "z"}]], ["x"]),  # the first tier with victims wins
+        ([[set()], [set()]], []),
+        ([[{"x", "y"}], [{"x"}, {"y"}]], ["x", "y"]),
+    ],
+)
 def test_preemptable_and_reclaimable(answers: list[list[set[str] | None]], expected: list[str]) -> None:
     t = tiers(*[[Victims(a) for a in tier] for tier in answers])
     cands = [task(n) for n in CANDIDATES]
@@ -289,13 +317,16 @@ def test_switch_off_removes_the_plugin_from_that_point_only() -> None:
     assert t.tiers == [[p]]  # still opened with the session
 
 
-@pytest.mark.parametrize(("switch", "attribute"), [
-    ("enableJobOrder", "job_orders"),
-    ("enableQueueOrder", "queue_orders"),
-    ("enableTaskOrder", "task_orders"),
-    ("enableReclaimable", "reclaim_voters"),
-    ("enableJobEnqueued", "enqueue_voters"),
-])
+@pytest.mark.parametrize(
+    ("switch", "attribute"),
+    [
+        ("enableJobOrder", "job_orders"),
+        ("enableQueueOrder", "queue_orders"),
+        ("enableTaskOrder", "task_orders"),
+        ("enableReclaimable", "reclaim_voters"),
+        ("enableJobEnqueued", "enqueue_voters"),
+    ],
+)
 def test_each_tiered_switch_turns_off_its_point(switch: str, attribute: str) -> None:
     p = Everything()
     t = tiers([(p, frozenset({switch}))], [Order(0)])
@@ -304,12 +335,15 @@ def test_each_tiered_switch_turns_off_its_point(switch: str, attribute: str) -> 
     assert getattr(on, attribute) == [[p]]
 
 
-@pytest.mark.parametrize(("switch", "attribute"), [
-    ("enableJobReady", "ready_checks"),
-    ("enableNodeOrder", "node_orders"),
-    ("enabledAllocatable", "allocatable_checks"),
-    ("enabledOverused", "overuse_checks"),
-])
+@pytest.mark.parametrize(
+    ("switch", "attribute"),
+    [
+        ("enableJobReady", "ready_checks"),
+        ("enableNodeOrder", "node_orders"),
+        ("enabledAllocatable", "allocatable_checks"),
+        ("enabledOverused", "overuse_checks"),
+    ],
+)
 def test_each_flat_switch_turns_off_its_point(switch: str, attribute: str) -> None:
     p = Everything()
     assert getattr(tiers([(p, frozenset({switch}))]), attribute) == []
@@ -353,7 +387,9 @@ class Ready(Base):
 
 
 def test_job_ready_needs_every_plugin_starving_the_first_tier_with_a_plugin_and_valid_takes_the_first_refusal() -> None:
-    t = tiers([Ready(True, invalid=None)], [Ready(False, starving=False, invalid="first"), Ready(True, invalid="second")])
+    t = tiers(
+        [Ready(True, invalid=None)], [Ready(False, starving=False, invalid="first"), Ready(True, invalid="second")]
+    )
     j = job("j")
     assert not t.job_ready(j)
     assert t.job_starving(j)  # tier 1 decides starving (Volcano); tier 2 is not asked
@@ -393,15 +429,23 @@ def test_check_arguments_names_what_is_accepted() -> None:
         check_arguments("p", {"b": "1"})
 
 
-@pytest.mark.parametrize(("text", "minimum", "expected"), [
-    (None, 0.0, 7.0), ("2", 0.0, 2.0), ("0", 0.0, 0.0), ("1.5", 1.0, 1.5),
-])
+@pytest.mark.parametrize(
+    ("text", "minimum", "expected"),
+    [
+        (None, 0.0, 7.0),
+        ("2", 0.0, 2.0),
+        ("0", 0.0, 0.0),
+        ("1.5", 1.0, 1.5),
+    ],
+)
 def test_number_reads_a_value(text: str | None, minimum: float, expected: float) -> None:
     args = {} if text is None else {"w": text}
     assert number(args, "w", 7.0, minimum=minimum) == expected
 
 
-@pytest.mark.parametrize(("text", "minimum"), [("-1", 0.0), ("abc", 0.0), ("nan", 0.0), ("inf", 0.0), ("0.9", 1.0), ("", 0.0)])
+@pytest.mark.parametrize(
+    ("text", "minimum"), [("-1", 0.0), ("abc", 0.0), ("nan", 0.0), ("inf", 0.0), ("0.9", 1.0), ("", 0.0)]
+)
 def test_number_refuses_a_bad_value(text: str, minimum: float) -> None:
     with pytest.raises(ValueError, match=rf"^w: '{text}' \(expected a number >= {minimum:g}\)$"):
         number({"w": text}, "w", 1.0, minimum=minimum)
@@ -409,12 +453,14 @@ def test_number_refuses_a_bad_value(text: str, minimum: float) -> None:
 
 def test_sorting_tasks_by_key_gives_the_order_the_comparisons_give() -> None:
     from batch_scheduler.plugins.priority import PriorityPlugin
+
     prio = PriorityPlugin("priority", Arguments())
 
     def t(name: str, priority: int, order: int) -> TaskInfo:
         x = task(name, order)
         x.priority = priority
         return x
+
     indexed = [t("j-w-2", 1, 0), t("j-w-10", 1, 0), t("j-w-1", 5, 1), t("j-w-3", 1, 2)]
     plain = [t("b", 1, 1), t("a", 1, 1), t("c", 3, 0)]
     mixed = [t("j-w-1", 1, 2), t("solo", 1, 1), t("j-w-0", 1, 3)]

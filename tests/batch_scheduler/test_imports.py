@@ -34,7 +34,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
         path.append(mod)
         for target in sorted(graph.get(mod, ())):
             if state.get(target) == 1:
-                return path[path.index(target):] + [target]
+                return path[path.index(target) :] + [target]
             if target not in state:
                 found = visit(target)
                 if found:
@@ -61,11 +61,12 @@ def test_a_cycle_behind_type_checking_is_found(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "a.py").write_text("from pkg.b import B\n")
-    (tmp_path / "pkg" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import c\n")
+    (tmp_path / "pkg" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import c\n"
+    )
     (tmp_path / "pkg" / "c.py").write_text("import pkg.a\n")
     graph = import_graph(tmp_path, "pkg")
     assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": {"pkg.a"}}
     assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.c", "pkg.a"]
     (tmp_path / "pkg" / "c.py").write_text("")
     assert find_cycle(import_graph(tmp_path, "pkg")) == []
-

@@ -21,44 +21,93 @@ from tests.kubeapi.server import KubeAPIServer
 
 
 def caldera(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "caldera", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "caldera", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def node_body(name: str) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2", "pods": "110"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2", "pods": "110"}},
+    }
 
 
 def pod_body(name: str, group: str, gpu: int, **spec: object) -> dict[str, object]:
     annotations = {"scheduling.k8s.io/group-name": group} if group else {}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ml", "annotations": annotations},
-            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x", "resources": {
-                "requests": {"cpu": "1", "nvidia.com/gpu": str(gpu)}, "limits": {"nvidia.com/gpu": str(gpu)}}}], **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "annotations": annotations},
+        "spec": {
+            "schedulerName": "volcano",
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "x",
+                    "resources": {
+                        "requests": {"cpu": "1", "nvidia.com/gpu": str(gpu)},
+                        "limits": {"nvidia.com/gpu": str(gpu)},
+                    },
+                }
+            ],
+            **spec,
+        },
+    }
 
 
-ANTI_AFFINITY = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-    {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]
+    }
+}
 
 
 async def test_gangs_created_with_the_official_client_are_bound_through_the_binding_subresource(
-        store: Store, redis_server: RedisServer, kube_api: KubeAPIServer) -> None:  # noqa: F811
+    store: Store, redis_server: RedisServer, kube_api: KubeAPIServer
+) -> None:  # noqa: F811
     api = kubernetes.client.ApiClient(kube_api.configuration())
     core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
     for name in ("n1", "n2"):
         core.create_node(node_body(name))
     for group, size, gpu in (("fits", 3, 1), ("too-big", 2, 3)):
-        custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "ml", "podgroups", {
-            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": group, "namespace": "ml"}, "spec": {"minMember": size}})
+        custom.create_namespaced_custom_object(
+            "scheduling.volcano.sh",
+            "v1beta1",
+            "ml",
+            "podgroups",
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": group, "namespace": "ml"},
+                "spec": {"minMember": size},
+            },
+        )
         for i in range(size):
             extra = {"affinity": ANTI_AFFINITY} if (group, i) == ("fits", 0) else {}
             core.create_namespaced_pod("ml", pod_body(f"{group}-{i}", group, gpu, **extra))
-    common = ["--master", kube_api.url, "--redis-url", redis_server.url, "--cluster", store.keys.cluster,
-              "--metrics-port", "0"]
-    procs = [caldera("mirror", *common, "--watch-timeout", "5s"),
-             caldera("batch-scheduler", *common, "--schedule-period", "200ms")]
+    common = [
+        "--master",
+        kube_api.url,
+        "--redis-url",
+        redis_server.url,
+        "--cluster",
+        store.keys.cluster,
+        "--metrics-port",
+        "0",
+    ]
+    procs = [
+        caldera("mirror", *common, "--watch-timeout", "5s"),
+        caldera("batch-scheduler", *common, "--schedule-period", "200ms"),
+    ]
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -66,7 +115,9 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
             if all(pods[f"fits-{i}"] for i in range(3)):
                 break
             assert time.monotonic() < deadline and all(p.poll() is None for p in procs), (
-                pods, [p.stderr.read() if p.poll() is not None and p.stderr else "" for p in procs])
+                pods,
+                [p.stderr.read() if p.poll() is not None and p.stderr else "" for p in procs],
+            )
             await asyncio.sleep(0.2)
         await asyncio.sleep(1.0)  # a few more sessions: the gang that cannot fit must stay unbound
         pods = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod("ml").items}
@@ -75,19 +126,31 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
         records = {r.name: r for r in await store.list_pods()}
         why = reasons[records["too-big-0"].uid]
         assert why.startswith("gang: 0/2 tasks placeable, 2 short: ") and "nvidia.com/gpu" in why, why
-        assert {n: r.node for n, r in records.items()} == {n: (node or "") for n, node in pods.items()}  # store == server
+        assert {n: r.node for n, r in records.items()} == {
+            n: (node or "") for n, node in pods.items()
+        }  # store == server
         assert await audit(store) == []
 
         def written_back() -> bool:
-            groups = {g["metadata"]["name"]: g.get("status") or {} for g in custom.list_namespaced_custom_object(
-                "scheduling.volcano.sh", "v1beta1", "ml", "podgroups")["items"]}
+            groups = {
+                g["metadata"]["name"]: g.get("status") or {}
+                for g in custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "ml", "podgroups")[
+                    "items"
+                ]
+            }
             listed = core.list_namespaced_event("ml").items
             events = [(e.involved_object.kind, e.involved_object.name, e.reason) for e in listed]
             noted = [e.message for e in listed if e.reason == "NotHonoured"]
-            return (groups["fits"].get("phase") == "Running" and groups["too-big"].get("phase") == "Inqueue"
-                    and ("Pod", "fits-0", "Scheduled") in events and ("Pod", "too-big-0", "FailedScheduling") in events
-                    and ("PodGroup", "too-big", "FailedScheduling") in events
-                    and len(noted) == 1 and "spec.affinity.podAntiAffinity is not honoured" in noted[0])
+            return (
+                groups["fits"].get("phase") == "Running"
+                and groups["too-big"].get("phase") == "Inqueue"
+                and ("Pod", "fits-0", "Scheduled") in events
+                and ("Pod", "too-big-0", "FailedScheduling") in events
+                and ("PodGroup", "too-big", "FailedScheduling") in events
+                and len(noted) == 1
+                and "spec.affinity.podAntiAffinity is not honoured" in noted[0]
+            )
+
         deadline = time.monotonic() + 20
         while not written_back():
             assert time.monotonic() < deadline, "status and events were not written back"
@@ -107,15 +170,31 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
 
 
 async def test_two_replicas_with_leader_election_one_acts_and_the_other_takes_over_when_it_dies(
-        store: Store, redis_server: RedisServer, kube_api: KubeAPIServer) -> None:  # noqa: F811
+    store: Store, redis_server: RedisServer, kube_api: KubeAPIServer
+) -> None:  # noqa: F811
     api = kubernetes.client.ApiClient(kube_api.configuration())
     core, coordination = kubernetes.client.CoreV1Api(api), kubernetes.client.CoordinationV1Api(api)
     for name in ("n1", "n2"):
         core.create_node(node_body(name))
-    common = ["--master", kube_api.url, "--redis-url", redis_server.url, "--cluster", store.keys.cluster,
-              "--metrics-port", "0"]
-    lease = ["--leader-elect", "--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
-             "--leader-elect-retry-period", "500ms"]
+    common = [
+        "--master",
+        kube_api.url,
+        "--redis-url",
+        redis_server.url,
+        "--cluster",
+        store.keys.cluster,
+        "--metrics-port",
+        "0",
+    ]
+    lease = [
+        "--leader-elect",
+        "--leader-elect-lease-duration",
+        "3s",
+        "--leader-elect-renew-deadline",
+        "2s",
+        "--leader-elect-retry-period",
+        "500ms",
+    ]
     mirror = caldera("mirror", *common, "--watch-timeout", "5s")
     replicas = [caldera("batch-scheduler", *common, *lease, "--schedule-period", "200ms") for _ in range(2)]
 
@@ -133,8 +212,11 @@ async def test_two_replicas_with_leader_election_one_acts_and_the_other_takes_ov
         other = next(p for p in replicas if p is not leader)
         port = int(other.stdout.readline().split("port")[1])  # type: ignore[union-attr]
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-        sessions = next(line for line in metrics.splitlines()
-                        if line.startswith("volcano_e2e_scheduling_latency_milliseconds_count"))
+        sessions = next(
+            line
+            for line in metrics.splitlines()
+            if line.startswith("volcano_e2e_scheduling_latency_milliseconds_count")
+        )
         assert float(sessions.split()[-1]) == 0  # the follower has not run a single session
         os.killpg(leader.pid, signal.SIGKILL)  # dies without giving the lease up
         died = time.monotonic()

@@ -34,8 +34,14 @@ LOAD_SECONDS = 120.0
 
 def caldera(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    return subprocess.Popen([sys.executable, "-m", "caldera", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "caldera", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 async def _wait_line(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
@@ -65,13 +71,28 @@ class Load:
                 n += 1
                 queue = self.rng.choice(["research", "prod"])
                 duration = self.rng.uniform(15, 30)
-                pods = [make_pod(f"{name}-{i}", requests={"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1},
-                                 scheduler="volcano", group=name, duration=duration) for i in range(size)]
+                pods = [
+                    make_pod(
+                        f"{name}-{i}",
+                        requests={"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1},
+                        scheduler="volcano",
+                        group=name,
+                        duration=duration,
+                    )
+                    for i in range(size)
+                ]
                 await self.store.write([Put(make_podgroup(name, min_member=size, queue=queue))])
                 await self.store.upsert_pods(pods)
                 self.gangs[f"default/{name}"] = (size, [p.uid for p in pods])
-            burst = [make_pod(f"agent-{n}-{i}", requests={"cpu": "500m", "memory": "512Mi"}, scheduler="agent-scheduler",
-                              duration=self.rng.uniform(1, 3)) for i in range(self.rng.randint(50, 150))]
+            burst = [
+                make_pod(
+                    f"agent-{n}-{i}",
+                    requests={"cpu": "500m", "memory": "512Mi"},
+                    scheduler="agent-scheduler",
+                    duration=self.rng.uniform(1, 3),
+                )
+                for i in range(self.rng.randint(50, 150))
+            ]
             await self.store.upsert_pods(burst)
             self.agent += [p.uid for p in burst]
             await asyncio.sleep(1.0)
@@ -91,16 +112,25 @@ async def _check_gangs(store: Store, load: Load) -> int:
 
 
 async def test_batch_and_agent_schedulers_share_a_cluster_in_soft_mode_under_mixed_load(
-        store: Store, redis_server: RedisServer) -> None:
+    store: Store, redis_server: RedisServer
+) -> None:
     nodes = pool_nodes(NodePool(name="gpu", count=24, resources={"cpu": 64, "memory": "256Gi", "nvidia.com/gpu": 8}))
     nodes += pool_nodes(NodePool(name="cpu", count=24, resources={"cpu": 32, "memory": "128Gi"}))
     await store.upsert_nodes(nodes)
-    await store.write([Put(msgspec.convert({"metadata": {"name": q}, "spec": {"weight": w}}, Queue))
-                       for q, w in (("research", 1), ("prod", 2))])
+    await store.write(
+        [
+            Put(msgspec.convert({"metadata": {"name": q}, "spec": {"weight": w}}, Queue))
+            for q, w in (("research", 1), ("prod", 2))
+        ]
+    )
     common = ["--redis-url", redis_server.url, "--cluster", store.keys.cluster, "--metrics-port", "0"]
     procs = {
-        "sharding": caldera("sharding", *common, "--scheduler-configs",
-                            "volcano:volcano:0.0:0.6:false:4:48,agent-scheduler:agent:0.7:1.0:false:4:48"),
+        "sharding": caldera(
+            "sharding",
+            *common,
+            "--scheduler-configs",
+            "volcano:volcano:0.0:0.6:false:4:48,agent-scheduler:agent:0.7:1.0:false:4:48",
+        ),
         "batch": caldera("batch-scheduler", *common, "--sharding-mode", "soft", "--schedule-period", "500ms"),
         "agent": caldera("agent-scheduler", *common, "--sharding-mode", "soft", "--workers", "2"),
     }
@@ -120,7 +150,8 @@ async def test_batch_and_agent_schedulers_share_a_cluster_in_soft_mode_under_mix
         await asyncio.sleep(3)
         whole = max(whole, await _check_gangs(store, load))
         metrics = await asyncio.to_thread(
-            lambda: urllib.request.urlopen(f"http://127.0.0.1:{batch_port}/metrics", timeout=5).read().decode())
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{batch_port}/metrics", timeout=5).read().decode()
+        )
         start = time.monotonic()
         for proc in procs.values():
             proc.send_signal(signal.SIGTERM)
@@ -137,26 +168,35 @@ async def test_batch_and_agent_schedulers_share_a_cluster_in_soft_mode_under_mix
     assert whole > 0, "no gang ever ran"
     assert sim.started > len(load.agent) // 2, (sim.started, len(load.agent))
     assert 'volcano_queue_pod_group_running_count{queue_name="prod"}' in metrics
-    count = next(line for line in metrics.splitlines() if line.startswith("volcano_e2e_scheduling_latency_milliseconds_count"))
+    count = next(
+        line for line in metrics.splitlines() if line.startswith("volcano_e2e_scheduling_latency_milliseconds_count")
+    )
     assert float(count.split()[-1]) > 10
-    verdict = subprocess.run([sys.executable, "-m", "caldera", "audit", "--redis-url", redis_server.url,
-                              "--cluster", store.keys.cluster], capture_output=True, text=True, timeout=60)
+    verdict = subprocess.run(
+        [sys.executable, "-m", "caldera", "audit", "--redis-url", redis_server.url, "--cluster", store.keys.cluster],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert verdict.returncode == 0 and "audit: ok" in verdict.stdout, verdict
 
 
-@pytest.mark.parametrize(("flags", "needle"), [
-    (["--schedule-period", "soon"], "--schedule-period"),
-    (["--schedule-period", "0"], "--schedule-period"),
-    (["--scheduler-conf", "/nonexistent/volcano.conf"], "--scheduler-conf: /nonexistent/volcano.conf"),
-    (["--scheduler-name", ""], "--scheduler-name"),
-    (["--default-queue", " "], "--default-queue"),
-    (["--sharding-mode", "loose"], "invalid choice"),
-    (["--cluster", "a b"], "invalid name"),
-    (["--leader-elect-renew-deadline", "20s"], "must hold"),
-    (["--leader-elect-retry-period", "soon"], "--leader-elect-retry-period"),
-    (["--master", "127.0.0.1:6443"], "--master"),
-    (["--kubeconfig", "/nonexistent/kubeconfig"], "--kubeconfig: /nonexistent/kubeconfig"),
-])
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--schedule-period", "soon"], "--schedule-period"),
+        (["--schedule-period", "0"], "--schedule-period"),
+        (["--scheduler-conf", "/nonexistent/volcano.conf"], "--scheduler-conf: /nonexistent/volcano.conf"),
+        (["--scheduler-name", ""], "--scheduler-name"),
+        (["--default-queue", " "], "--default-queue"),
+        (["--sharding-mode", "loose"], "invalid choice"),
+        (["--cluster", "a b"], "invalid name"),
+        (["--leader-elect-renew-deadline", "20s"], "must hold"),
+        (["--leader-elect-retry-period", "soon"], "--leader-elect-retry-period"),
+        (["--master", "127.0.0.1:6443"], "--master"),
+        (["--kubeconfig", "/nonexistent/kubeconfig"], "--kubeconfig: /nonexistent/kubeconfig"),
+    ],
+)
 def test_malformed_flags_exit_2_with_one_line(flags: list[str], needle: str) -> None:
     proc = caldera("batch-scheduler", "--metrics-port", "0", *flags)
     out, err = proc.communicate(timeout=60)
@@ -171,16 +211,24 @@ def test_a_broken_conf_file_is_refused_at_start(tmp_path: Path) -> None:
     proc = caldera("batch-scheduler", "--metrics-port", "0", "--scheduler-conf", str(conf))
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
-    assert (out + err).strip() == ("caldera batch-scheduler: error: scheduler conf: actions: unknown action 'teleport' "
-                                   "(known: allocate, backfill, enqueue, preempt, reclaim)")
+    assert (out + err).strip() == (
+        "caldera batch-scheduler: error: scheduler conf: actions: unknown action 'teleport' "
+        "(known: allocate, backfill, enqueue, preempt, reclaim)"
+    )
 
 
-async def test_the_conf_is_reloaded_when_the_file_changes_and_a_broken_one_keeps_the_old(store: Store, tmp_path: Path,
-                                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+async def test_the_conf_is_reloaded_when_the_file_changes_and_a_broken_one_keeps_the_old(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "volcano.conf"
     path.write_text(DEFAULT_CONF)
-    scheduler = BatchScheduler(store, load(str(path)), SchedulerConfig(conf_path=str(path)),
-                               bind_target=SimBindTarget(store), evictor=SimEvictor(store))
+    scheduler = BatchScheduler(
+        store,
+        load(str(path)),
+        SchedulerConfig(conf_path=str(path)),
+        bind_target=SimBindTarget(store),
+        evictor=SimEvictor(store),
+    )
     assert scheduler.conf.actions == ("enqueue", "allocate", "backfill")
 
     def rewrite(text: str, stamp: float) -> None:
@@ -206,14 +254,24 @@ async def test_the_conf_is_reloaded_when_the_file_changes_and_a_broken_one_keeps
 
 
 async def test_the_store_url_can_come_from_a_file_so_no_password_is_on_the_command_line(
-        store: Store, redis_server: RedisServer, tmp_path: Path) -> None:
+    store: Store, redis_server: RedisServer, tmp_path: Path
+) -> None:
     secret = tmp_path / "redis-url"
     secret.write_text(redis_server.url + "\n")
     await store.upsert_nodes(pool_nodes(NodePool(name="n", count=1, resources={"cpu": 8, "memory": "32Gi"})))
     await store.write([Put(make_podgroup("g", min_member=1))])
     await store.upsert_pods([make_pod("p", requests={"cpu": "1"}, scheduler="volcano", group="g")])
-    proc = caldera("batch-scheduler", "--redis-url-file", str(secret), "--cluster", store.keys.cluster,
-                   "--metrics-port", "0", "--schedule-period", "200ms")
+    proc = caldera(
+        "batch-scheduler",
+        "--redis-url-file",
+        str(secret),
+        "--cluster",
+        store.keys.cluster,
+        "--metrics-port",
+        "0",
+        "--schedule-period",
+        "200ms",
+    )
     try:
         await _wait_line(proc, "serving", 30)
         assert redis_server.url not in " ".join(str(a) for a in proc.args)  # only the file's path is

@@ -15,21 +15,31 @@ from tests.builders import node
 
 
 def gang_session() -> Session:
-    pods = [task("p0", group="g", cpu="2", memory="2Gi"), task("p1", group="g", cpu="3", memory="1Gi"),
-            task("run", group="old", cpu="1", memory="1Gi", node="n2")]
-    return session(conf(["gang", "predicates", "binpack"]), [node("n1"), node("n2")], pods,
-                   podgroups=[podgroup("g", min_member=2, queue="q"), podgroup("old", queue="q", phase="Running")],
-                   queues=[queue("q")])
+    pods = [
+        task("p0", group="g", cpu="2", memory="2Gi"),
+        task("p1", group="g", cpu="3", memory="1Gi"),
+        task("run", group="old", cpu="1", memory="1Gi", node="n2"),
+    ]
+    return session(
+        conf(["gang", "predicates", "binpack"]),
+        [node("n1"), node("n2")],
+        pods,
+        podgroups=[podgroup("g", min_member=2, queue="q"), podgroup("old", queue="q", phase="Running")],
+        queues=[queue("q")],
+    )
 
 
 State = tuple[Any, dict[str, Resources], dict[str, Resources], dict[str, tuple[TaskStatus, str]], dict[str, Resources]]
 
 
 def state(ssn: Session) -> State:
-    return (ssn.columns.allocated.copy(), {k: j.allocated.to_amounts() for k, j in ssn.jobs.items()},
-            {k: q.allocated.to_amounts() for k, q in ssn.queues.items()},
-            {u: (t.status, t.node) for u, t in ssn.tasks.items()},
-            {n: r for n, r in ssn.releasing.items() if not r.is_empty})  # an emptied entry frees nothing
+    return (
+        ssn.columns.allocated.copy(),
+        {k: j.allocated.to_amounts() for k, j in ssn.jobs.items()},
+        {k: q.allocated.to_amounts() for k, q in ssn.queues.items()},
+        {u: (t.status, t.node) for u, t in ssn.tasks.items()},
+        {n: r for n, r in ssn.releasing.items() if not r.is_empty},
+    )  # an emptied entry frees nothing
 
 
 def same(a: State, b: State) -> bool:
@@ -46,7 +56,9 @@ def test_allocate_then_discard_restores_everything_exactly() -> None:
     n1 = ssn.columns.index["n1"]
     cpu = ssn.columns.resource_index["cpu"]
     assert ssn.columns.allocated[cpu, n1] == 5000
-    assert ssn.jobs["default/g"].allocated.to_amounts() == Resources({"cpu": 5000, "memory": 3 * 2**30, "pods": 2})  # a pod slot each
+    assert ssn.jobs["default/g"].allocated.to_amounts() == Resources(
+        {"cpu": 5000, "memory": 3 * 2**30, "pods": 2}
+    )  # a pod slot each
     assert ssn.queues["q"].allocated.to_amounts() == Resources({"cpu": 6000, "memory": 4 * 2**30, "pods": 3})
     assert (p0.status, p0.node) == (TaskStatus.ALLOCATED, "n1")
     assert ssn.tiers.job_ready(ssn.jobs["default/g"])
@@ -127,8 +139,11 @@ def test_pipeline_then_discard_gives_the_room_back() -> None:
 
 def test_discard_lets_the_session_place_on_the_freed_node_again() -> None:
     # binpack prefers the fuller node; after a discard the scores must see the node as it is again.
-    ssn = session(conf(["predicates", "binpack"]), [node("a", cpu=4), node("b", cpu=8)],
-                  [task("x", cpu="3", memory="0"), task("y", cpu="3", memory="0")])
+    ssn = session(
+        conf(["predicates", "binpack"]),
+        [node("a", cpu=4), node("b", cpu=8)],
+        [task("x", cpu="3", memory="0"), task("y", cpu="3", memory="0")],
+    )
     x, y = ssn.tasks["uid-x"], ssn.tasks["uid-y"]
     first = ssn.best_node(x)
     assert first == (ssn.columns.index["a"], False)  # 3/4 beats 3/8; room now, not pipelined

@@ -64,8 +64,14 @@ async def test_refusals_leave_the_store_unchanged(store: Store) -> None:
         "unknown node": (Placement(uid="uid-b", node="nope", request=b.request, version=1), Reason.UNKNOWN_NODE),
         "unknown pod": (Placement(uid="ghost", node="n1", request=b.request, version=b.version), Reason.UNKNOWN_POD),
         "already bound": (a_elsewhere, Reason.ALREADY_BOUND),
-        "request differs": (Placement(uid="uid-b", node="n1", request=b.request + Resources({"cpu": 1}), version=b.version), Reason.REQUEST_MISMATCH),
-        "negative request": (Placement(uid="uid-b", node="n1", request=Resources({"cpu": -1000, "pods": 1}), version=b.version), Reason.INVALID_REQUEST),
+        "request differs": (
+            Placement(uid="uid-b", node="n1", request=b.request + Resources({"cpu": 1}), version=b.version),
+            Reason.REQUEST_MISMATCH,
+        ),
+        "negative request": (
+            Placement(uid="uid-b", node="n1", request=Resources({"cpu": -1000, "pods": 1}), version=b.version),
+            Reason.INVALID_REQUEST,
+        ),
         "does not fit": (Placement(uid="uid-b", node="n1", request=b.request, version=b.version), None),
     }
     await store.client.hset(store.keys.node("n1"), "a:cpu", 1500)  # leave room for less than b

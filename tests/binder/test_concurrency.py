@@ -57,8 +57,15 @@ async def race(url: str, cluster: str, index: int, seconds: float, out: str) -> 
             bound_by_me = [u for u in bound_by_me if u not in victims]
             continue
         if op < 0.3 or len(mine) < 10:
-            new = [pod(f"c{index}-{made + k}", cpu=f"{rng.choice([250, 500, 1000, 2000])}m",
-                       memory=f"{rng.choice([1, 2, 4])}Gi", gpu=rng.choice([0, 0, 1])) for k in range(20)]
+            new = [
+                pod(
+                    f"c{index}-{made + k}",
+                    cpu=f"{rng.choice([250, 500, 1000, 2000])}m",
+                    memory=f"{rng.choice([1, 2, 4])}Gi",
+                    gpu=rng.choice([0, 0, 1]),
+                )
+                for k in range(20)
+            ]
             made += 20
             await store.upsert_pods(new)
             mine += [p.uid for p in new]
@@ -91,10 +98,14 @@ async def race(url: str, cluster: str, index: int, seconds: float, out: str) -> 
                 conflicts += 1
                 figures[p.node] = (r.free, r.version)
         if gang:
-            gangs.append([type(r).__name__ + ("-idem" if isinstance(r, Committed) and r.idempotent else "") for r in results])
+            gangs.append(
+                [type(r).__name__ + ("-idem" if isinstance(r, Committed) and r.idempotent else "") for r in results]
+            )
         mine = [u for u in mine if u not in {p.uid for p, r in zip(placements, results) if isinstance(r, Committed)}]
     await client.aclose()
-    Path(out).write_text(json.dumps({"committed": committed, "gangs": gangs, "resolved": resolved, "conflicts": conflicts}))
+    Path(out).write_text(
+        json.dumps({"committed": committed, "gangs": gangs, "resolved": resolved, "conflicts": conflicts})
+    )
 
 
 def racer(url: str, cluster: str, index: int, seconds: float, out: str) -> None:
@@ -121,7 +132,9 @@ def test_eight_processes_never_over_commit(redis_server: RedisServer, tmp_path: 
     asyncio.run(setup(redis_server.url, keys))
     ctx = multiprocessing.get_context("spawn")
     outs = [str(tmp_path / f"racer{i}.json") for i in range(PROCESSES)]
-    procs = [ctx.Process(target=racer, args=(redis_server.url, keys.cluster, i, SECONDS, outs[i])) for i in range(PROCESSES)]
+    procs = [
+        ctx.Process(target=racer, args=(redis_server.url, keys.cluster, i, SECONDS, outs[i])) for i in range(PROCESSES)
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -129,8 +142,12 @@ def test_eight_processes_never_over_commit(redis_server: RedisServer, tmp_path: 
         assert p.exitcode == 0
     reports = [json.loads(Path(o).read_text()) for o in outs]
 
-    audit = subprocess.run([sys.executable, "-m", "caldera", "audit", "--redis-url", redis_server.url, "--cluster", keys.cluster],
-                           capture_output=True, text=True, timeout=60)
+    audit = subprocess.run(
+        [sys.executable, "-m", "caldera", "audit", "--redis-url", redis_server.url, "--cluster", keys.cluster],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert audit.stdout.strip() == "audit: ok"
     assert asyncio.run(over_allocatable(redis_server.url, keys)) == []

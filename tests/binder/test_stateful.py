@@ -92,8 +92,10 @@ class Machine(RuleBasedStateMachine):
         self.run(self.client.aclose())
         self.loop.close()
 
-    @initialize(cpus=st.lists(st.integers(1, 6), min_size=len(NODES), max_size=len(NODES)),
-                pods=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1)), min_size=4, max_size=len(PODS)))
+    @initialize(
+        cpus=st.lists(st.integers(1, 6), min_size=len(NODES), max_size=len(NODES)),
+        pods=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1)), min_size=4, max_size=len(PODS)),
+    )
     def populate(self, cpus: list[int], pods: list[tuple[int, int]]) -> None:
         """Start every run with all nodes and some pending pods, so that most steps commit."""
         for name, cpu in zip(NODES, cpus):
@@ -101,8 +103,13 @@ class Machine(RuleBasedStateMachine):
         for name, (cpu, gpu) in zip(PODS, pods):
             self.add_pod(name, cpu, gpu, "s", None)
 
-    @rule(name=st.sampled_from(NODES), cpu=st.integers(1, 6), gpu=st.integers(0, 2), pods=st.integers(1, 4),
-          unsched=st.booleans())
+    @rule(
+        name=st.sampled_from(NODES),
+        cpu=st.integers(1, 6),
+        gpu=st.integers(0, 2),
+        pods=st.integers(1, 4),
+        unsched=st.booleans(),
+    )
     def upsert_node(self, name: str, cpu: int, gpu: int, pods: int, unsched: bool) -> None:
         n = node(name, cpu=cpu, memory="8Gi", gpu=gpu, pods=pods, unschedulable=unsched)
         self.run(self.store.upsert_nodes([n]))
@@ -127,14 +134,26 @@ class Machine(RuleBasedStateMachine):
         for d in (self.model.alloc, self.model.used, self.model.unsched, self.model.owner):
             del d[name]
 
-    @rule(name=st.sampled_from(PODS), cpu=st.integers(0, 3), gpu=st.integers(0, 1),
-          scheduler=st.sampled_from(["s", "t"]), bound=st.one_of(st.none(), st.sampled_from(NODES)))
+    @rule(
+        name=st.sampled_from(PODS),
+        cpu=st.integers(0, 3),
+        gpu=st.integers(0, 1),
+        scheduler=st.sampled_from(["s", "t"]),
+        bound=st.one_of(st.none(), st.sampled_from(NODES)),
+    )
     def add_pod(self, name: str, cpu: int, gpu: int, scheduler: str, bound: str | None) -> None:
         uid = f"uid-{name}"
         if uid in self.model.pods:
             return
-        p = pod(name, cpu=f"{cpu * 500}m", memory="1Gi", gpu=gpu, scheduler=scheduler, node=bound or "",
-                phase="Running" if bound else "Pending")
+        p = pod(
+            name,
+            cpu=f"{cpu * 500}m",
+            memory="1Gi",
+            gpu=gpu,
+            scheduler=scheduler,
+            node=bound or "",
+            phase="Running" if bound else "Pending",
+        )
         self.run(self.store.upsert_pods([p]))
         mp = ModelPod(p.request(), scheduler)
         self.model.pods[uid] = mp
@@ -185,7 +204,9 @@ class Machine(RuleBasedStateMachine):
             version = versions.get(target, 0) - (1 if is_stale else 0)
             placements.append(Placement(uid=uid, node=target, request=self.model.pods[uid].req, version=version))
             stale.append(is_stale or target not in versions)
-        binder = Binder(self.client, self.keys, "s", sharding=ShardingMode.HARD if hard else ShardingMode.SOFT, coarse=coarse)
+        binder = Binder(
+            self.client, self.keys, "s", sharding=ShardingMode.HARD if hard else ShardingMode.SOFT, coarse=coarse
+        )
         results = self.run(binder.commit(placements, gang=gang))
         expected = self.predict(placements, stale, gang, hard, coarse)
         for p, r, e in zip(placements, results, expected):
@@ -210,7 +231,9 @@ class Machine(RuleBasedStateMachine):
         results = self.run(Binder(self.client, self.keys, "s").commit(placements, gang=True))
         assert [type(r) for r in results] == [type(e) for e in expected], (results, expected)
 
-    def predict(self, placements: list[Placement], stale: list[bool], gang: bool, hard: bool, coarse: bool) -> list[object]:
+    def predict(
+        self, placements: list[Placement], stale: list[bool], gang: bool, hard: bool, coarse: bool
+    ) -> list[object]:
         m = self.model
         extra: dict[str, Resources] = {}
         out: list[object] = []
@@ -229,11 +252,15 @@ class Machine(RuleBasedStateMachine):
             elif hard and m.owner[p.node] != "s":
                 r = Rejected(reason=Reason.NOT_OWNER)
             elif is_stale and coarse:
-                r = Conflict(node=p.node, version=0, allocatable=m.alloc[p.node], allocated=m.used[p.node], unschedulable=False)
+                r = Conflict(
+                    node=p.node, version=0, allocatable=m.alloc[p.node], allocated=m.used[p.node], unschedulable=False
+                )
             elif m.fits(p.uid, p.node, extra.get(p.node, Resources()) if gang else Resources()):
                 r, ok = Committed(node=p.node, version=0, resolved=is_stale), True
             elif is_stale:
-                r = Conflict(node=p.node, version=0, allocatable=m.alloc[p.node], allocated=m.used[p.node], unschedulable=False)
+                r = Conflict(
+                    node=p.node, version=0, allocatable=m.alloc[p.node], allocated=m.used[p.node], unschedulable=False
+                )
             elif m.unsched[p.node]:
                 r = Rejected(reason=Reason.UNSCHEDULABLE)
             else:
@@ -255,9 +282,7 @@ class Machine(RuleBasedStateMachine):
                     out[i] = Rejected(reason=Reason.GANG_MEMBER_FAILED)
         # A node that moved under the scheduler is described as the call leaves it.
         for i, (p, r) in enumerate(zip(placements, out)):
-            if isinstance(r, Conflict):
-                out[i] = msgspec.structs.replace(r, allocatable=m.alloc[p.node], allocated=m.used[p.node])
-            elif isinstance(r, Committed) and r.resolved:
+            if isinstance(r, Conflict) or isinstance(r, Committed) and r.resolved:
                 out[i] = msgspec.structs.replace(r, allocatable=m.alloc[p.node], allocated=m.used[p.node])
         return out
 
@@ -288,7 +313,9 @@ class Machine(RuleBasedStateMachine):
             assert (rec.node, rec.accounted) == (mp.node, mp.acct), uid
         for sched in ("s", "t"):
             pending = set(self.run(self.store.pending(sched)))
-            assert pending == {u for u, p in self.model.pods.items() if p.scheduler == sched and not p.node and p.phase not in TERMINAL}
+            assert pending == {
+                u for u, p in self.model.pods.items() if p.scheduler == sched and not p.node and p.phase not in TERMINAL
+            }
         over = {n for n in self.model.alloc if not self.model.used[n].fits_in(self.model.alloc[n])}
         problems = self.run(audit(self.store))
         assert all(" > allocatable " in line for line in problems), problems
@@ -302,6 +329,7 @@ def test_commit_release_sequences_match_the_model(redis_server: RedisServer) -> 
     Machine.url = redis_server.url
     run_state_machine_as_test(
         Machine,
-        settings=settings(max_examples=100, stateful_step_count=40, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow]),
+        settings=settings(
+            max_examples=100, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+        ),
     )

@@ -52,7 +52,9 @@ def test_bad_flags_exit_2_with_one_line() -> None:
 
 
 def test_bench_binder_reports_commits_beside_the_ceiling(redis_server: RedisServer) -> None:
-    r = caldera("bench", "binder", "--redis-url", redis_server.url, "--pods", "800", "--nodes", "50", "--repeat", "1", "--json")
+    r = caldera(
+        "bench", "binder", "--redis-url", redis_server.url, "--pods", "800", "--nodes", "50", "--repeat", "1", "--json"
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     for figures in (report, report["single"], report["gang8"]):
@@ -66,17 +68,28 @@ def test_bench_sharding_reports_sync_percentiles(redis_server: RedisServer) -> N
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["nodes"] == 500 and report["syncs"] == 5
-    assert 0 < report["policy_ms_p50"] and 0 < report["sync_ms_p50"] <= report["sync_ms_p99"]
+    assert report["policy_ms_p50"] > 0 and 0 < report["sync_ms_p50"] <= report["sync_ms_p99"]
     assert report["moves_per_sync"] > 0
 
 
 def test_bench_agent_reports_its_figures_beside_the_baselines(redis_server: RedisServer) -> None:
-    r = caldera("bench", "agent", "--redis-url", redis_server.url, "--nodes", "40", "--pods", "400", "--workers", "2", "--json")
+    r = caldera(
+        "bench", "agent", "--redis-url", redis_server.url, "--nodes", "40", "--pods", "400", "--workers", "2", "--json"
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)
     assert report["placed"] == 400 and report["audit"] == "ok"
-    for key in ("pods_per_s", "p50_ms", "p99_ms", "attempts_per_pod", "conflict_rate", "resolved_conflicts",
-                "baseline_one_worker_pods_per_s", "coarse_conflict_rate", "coarse_attempts_per_pod"):
+    for key in (
+        "pods_per_s",
+        "p50_ms",
+        "p99_ms",
+        "attempts_per_pod",
+        "conflict_rate",
+        "resolved_conflicts",
+        "baseline_one_worker_pods_per_s",
+        "coarse_conflict_rate",
+        "coarse_attempts_per_pod",
+    ):
         assert key in report, key
     assert report["pods_per_s"] > 0 and report["baseline_one_worker_pods_per_s"] > 0
     assert report["p50_ms"] <= report["p99_ms"] and report["attempts_per_pod"] >= 1.0
@@ -84,8 +97,12 @@ def test_bench_agent_reports_its_figures_beside_the_baselines(redis_server: Redi
 
 def test_sigterm_stops_a_command_as_ctrl_c_does_with_what_it_started() -> None:
     """SIGTERM cancels the command's run, whose clean-up stops the private redis-server; exit 130."""
-    proc = subprocess.Popen([sys.executable, "-m", "caldera", "bench", "sharding", "--nodes", "50000", "--syncs", "1000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "caldera", "bench", "sharding", "--nodes", "50000", "--syncs", "1000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (children := {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}):

@@ -32,33 +32,69 @@ current-context: test
 
 def caldera(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    return subprocess.Popen([sys.executable, "-m", "caldera", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "caldera", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def pod(name: str, scheduler: str, cpu: str, gpu: int = 0, group: str = "") -> dict[str, object]:
     requests: dict[str, str] = {"cpu": cpu, "memory": "1Gi"}
     if gpu:
         requests["nvidia.com/gpu"] = str(gpu)
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "work",
-                         "annotations": {"scheduling.k8s.io/group-name": group} if group else {}},
-            "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "image": "x", "resources": {
-                "requests": requests, "limits": {"nvidia.com/gpu": str(gpu)} if gpu else {}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "work",
+            "annotations": {"scheduling.k8s.io/group-name": group} if group else {},
+        },
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "x",
+                    "resources": {"requests": requests, "limits": {"nvidia.com/gpu": str(gpu)} if gpu else {}},
+                }
+            ],
+        },
+    }
 
 
 async def test_all_four_processes_bind_gangs_and_agent_pods_in_kubernetes(
-        store: Store, redis_server: RedisServer, kube_api: KubeAPIServer, tmp_path: Path) -> None:  # noqa: F811
+    store: Store, redis_server: RedisServer, kube_api: KubeAPIServer, tmp_path: Path
+) -> None:  # noqa: F811
     config = tmp_path / "kubeconfig"
     config.write_text(KUBECONFIG % kube_api.url)
     api = kubernetes.client.ApiClient(kube_api.configuration())
     core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
     for i in range(4):
-        core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"}, "status": {
-            "allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "4", "pods": "110"}}})
-    custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "work", "podgroups", {
-        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "train", "namespace": "work"},
-        "spec": {"minMember": 4}})
+        core.create_node(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{i}"},
+                "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "4", "pods": "110"}},
+            }
+        )
+    custom.create_namespaced_custom_object(
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "work",
+        "podgroups",
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "work"},
+            "spec": {"minMember": 4},
+        },
+    )
     names = []
     for i in range(4):
         core.create_namespaced_pod("work", pod(f"train-{i}", "volcano", "2", gpu=2, group="train"))
@@ -66,12 +102,22 @@ async def test_all_four_processes_bind_gangs_and_agent_pods_in_kubernetes(
     for i in range(20):
         core.create_namespaced_pod("work", pod(f"agent-{i}", "agent-scheduler", "500m"))
         names.append(f"agent-{i}")
-    common = ["--kubeconfig", str(config), "--redis-url", redis_server.url, "--cluster", store.keys.cluster,
-              "--metrics-port", "0"]
-    procs = {"mirror": caldera("mirror", *common, "--watch-timeout", "5s"),
-             "sharding": caldera("sharding", *common, "--shard-sync-period", "2s"),
-             "batch": caldera("batch-scheduler", *common, "--schedule-period", "300ms"),
-             "agent": caldera("agent-scheduler", *common, "--workers", "1")}
+    common = [
+        "--kubeconfig",
+        str(config),
+        "--redis-url",
+        redis_server.url,
+        "--cluster",
+        store.keys.cluster,
+        "--metrics-port",
+        "0",
+    ]
+    procs = {
+        "mirror": caldera("mirror", *common, "--watch-timeout", "5s"),
+        "sharding": caldera("sharding", *common, "--shard-sync-period", "2s"),
+        "batch": caldera("batch-scheduler", *common, "--schedule-period", "300ms"),
+        "agent": caldera("agent-scheduler", *common, "--workers", "1"),
+    }
     try:
         deadline = time.monotonic() + 150
         while True:
@@ -83,7 +129,9 @@ async def test_all_four_processes_bind_gangs_and_agent_pods_in_kubernetes(
             await asyncio.sleep(0.3)
         deadline = time.monotonic() + 30
         while True:
-            group = custom.get_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "work", "podgroups", "train")
+            group = custom.get_namespaced_custom_object(
+                "scheduling.volcano.sh", "v1beta1", "work", "podgroups", "train"
+            )
             shards = custom.list_cluster_custom_object("shard.volcano.sh", "v1alpha1", "nodeshards")["items"]
             if (group.get("status") or {}).get("phase") == "Running" and len(shards) == 2:
                 break
@@ -115,24 +163,52 @@ async def test_all_four_processes_bind_gangs_and_agent_pods_in_kubernetes(
 
 
 async def test_two_agent_scheduler_replicas_one_binds_and_the_other_takes_over(
-        store: Store, redis_server: RedisServer, kube_api: KubeAPIServer, tmp_path: Path) -> None:  # noqa: F811
+    store: Store, redis_server: RedisServer, kube_api: KubeAPIServer, tmp_path: Path
+) -> None:  # noqa: F811
     config = tmp_path / "kubeconfig"
     config.write_text(KUBECONFIG % kube_api.url)
     api = kubernetes.client.ApiClient(kube_api.configuration())
     core, coordination = kubernetes.client.CoreV1Api(api), kubernetes.client.CoordinationV1Api(api)
-    core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"},
-                      "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}})
-    common = ["--kubeconfig", str(config), "--redis-url", redis_server.url, "--cluster", store.keys.cluster,
-              "--metrics-port", "0"]
-    lease = ["--leader-elect", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
-             "--leader-elect-retry-period", "500ms"]
+    core.create_node(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n0"},
+            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}},
+        }
+    )
+    common = [
+        "--kubeconfig",
+        str(config),
+        "--redis-url",
+        redis_server.url,
+        "--cluster",
+        store.keys.cluster,
+        "--metrics-port",
+        "0",
+    ]
+    lease = [
+        "--leader-elect",
+        "--leader-elect-lease-duration",
+        "4s",
+        "--leader-elect-renew-deadline",
+        "3s",
+        "--leader-elect-retry-period",
+        "500ms",
+    ]
     mirror = caldera("mirror", *common, "--watch-timeout", "5s")
     replicas = [caldera("agent-scheduler", *common, *lease, "--workers", "1") for _ in range(2)]
 
     async def bound(prefix: str, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while sum(1 for p in core.list_namespaced_pod("work").items if p.metadata.name.startswith(prefix)
-                  and p.spec.node_name) < count:
+        while (
+            sum(
+                1
+                for p in core.list_namespaced_pod("work").items
+                if p.metadata.name.startswith(prefix) and p.spec.node_name
+            )
+            < count
+        ):
             assert time.monotonic() < deadline, f"{prefix} pods not bound"
             await asyncio.sleep(0.2)
 
@@ -153,7 +229,8 @@ async def test_two_agent_scheduler_replicas_one_binds_and_the_other_takes_over(
         await bound("second-", 10, 4 + 30)
         assert time.monotonic() - died < 4 + 10
         assert coordination.read_namespaced_lease("agent-scheduler", "caldera-system").spec.holder_identity.endswith(
-            f"-{other.pid}")
+            f"-{other.pid}"
+        )
         assert await audit(store) == []  # no pod bound twice, no node over-committed
         for p in (mirror, other):
             p.send_signal(signal.SIGTERM)

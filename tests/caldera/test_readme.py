@@ -19,11 +19,13 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def test_the_readme_flag_tables_are_what_the_parsers_render() -> None:
     assert flag_docs.block(README.read_text()) == flag_docs.render(), (
-        f"README.md's flag tables are out of date: run `{flag_docs.COMMAND}`")
+        f"README.md's flag tables are out of date: run `{flag_docs.COMMAND}`"
+    )
 
 
-@pytest.mark.parametrize("parser", [sharding_parser(), agent_parser(), batch_parser(), mirror_parser()],
-                         ids=lambda p: p.prog)
+@pytest.mark.parametrize(
+    "parser", [sharding_parser(), agent_parser(), batch_parser(), mirror_parser()], ids=lambda p: p.prog
+)
 def test_every_process_flag_is_in_its_readme_table(parser: argparse.ArgumentParser) -> None:
     table = flag_docs.block(README.read_text()).split(f"`{parser.prog}`:\n")[1].split("\n\n`")[0]
     for action in parser._actions:
@@ -88,7 +90,11 @@ def test_every_metric_the_processes_declare_is_in_the_readme() -> None:
     BatchMetrics(batch)  # shares some of Volcano's names with the agent scheduler: its own registry
     names |= {m.name for m in batch.collect()}
     mirror_source = (Path(__file__).resolve().parents[2] / "cluster" / "kube" / "mirror_main.py").read_text()
-    names |= {n for n in ("caldera_mirror_lists", "caldera_mirror_status_patches", "caldera_mirror_events") if f'"{n}"' in mirror_source}
+    names |= {
+        n
+        for n in ("caldera_mirror_lists", "caldera_mirror_status_patches", "caldera_mirror_events")
+        if f'"{n}"' in mirror_source
+    }
     section = README.read_text().split("## Metrics")[1].split("\n## ")[0]
     phases = "volcano_queue_pod_group_{pending,inqueue,running,unknown,completed}_count"
     assert len(names) > 20

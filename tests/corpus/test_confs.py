@@ -30,20 +30,36 @@ REFUSED = sorted((HERE / "confs" / "refused").glob("*.conf"))
 TIMEOUT = 60.0
 
 # What caldera implements today (batch_scheduler/registry.py); everything else a conf names is Volcano's.
-IMPLEMENTED_PLUGINS = {"priority", "gang", "conformance", "drf", "proportion", "capacity", "predicates", "nodeorder",
-                       "binpack", "overcommit"}
+IMPLEMENTED_PLUGINS = {
+    "priority",
+    "gang",
+    "conformance",
+    "drf",
+    "proportion",
+    "capacity",
+    "predicates",
+    "nodeorder",
+    "binpack",
+    "overcommit",
+}
 IMPLEMENTED_ACTIONS = {"enqueue", "allocate", "backfill", "preempt", "reclaim"}
 
 
 def dry_run(conf: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "caldera", "dry-run", "--conf", str(conf), "-f", str(CLUSTER),
-                           "-o", "json"], check=False, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
+    return subprocess.run(
+        [sys.executable, "-m", "caldera", "dry-run", "--conf", str(conf), "-f", str(CLUSTER), "-o", "json"],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
 
 
 def header(conf: Path, key: str) -> list[str]:
     """The values of the file's ``# key: value`` comment lines."""
     prefix = f"# {key}: "
-    return [line[len(prefix):].rstrip("\r") for line in conf.read_text().splitlines() if line.startswith(prefix)]
+    return [line[len(prefix) :].rstrip("\r") for line in conf.read_text().splitlines() if line.startswith(prefix)]
 
 
 def unimplemented(conf: Path) -> list[str]:
@@ -53,16 +69,20 @@ def unimplemented(conf: Path) -> list[str]:
     plugins = [p["name"] for tier in raw["tiers"] for p in tier["plugins"]]
     named = [("action", a) for a in dict.fromkeys(actions) if a not in IMPLEMENTED_ACTIONS]
     named += [("plugin", p) for p in plugins if p not in IMPLEMENTED_PLUGINS]
-    return [f'caldera dry-run: warning: conf {kind} "{name}" is not implemented by caldera yet; it has no effect'
-            for kind, name in named]
+    return [
+        f'caldera dry-run: warning: conf {kind} "{name}" is not implemented by caldera yet; it has no effect'
+        for kind, name in named
+    ]
 
 
 def test_the_corpus_holds_every_installer_conf_and_the_doc_shapes() -> None:
     sources = {header(c, "Volcano")[0].split(" ")[0].rstrip(",") for c in CONFS + REFUSED}
-    assert {"installer/helm/chart/volcano/config/volcano-scheduler.conf",
-            "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf",
-            "installer/helm/chart/volcano/config/agent-scheduler.conf",
-            "installer/helm/chart/volcano/templates/agent_scheduler.yaml"} <= sources
+    assert {
+        "installer/helm/chart/volcano/config/volcano-scheduler.conf",
+        "installer/helm/chart/volcano/config/volcano-scheduler-ci.conf",
+        "installer/helm/chart/volcano/config/agent-scheduler.conf",
+        "installer/helm/chart/volcano/templates/agent_scheduler.yaml",
+    } <= sources
     assert len([s for s in sources if s.startswith("docs/")]) >= 25
     assert all(c.read_text().startswith("# Volcano: ") for c in CONFS + REFUSED)
 

@@ -141,7 +141,9 @@ def test_gang_that_does_not_fit_starts_no_pod() -> None:
 def test_argo_jobs_with_generate_name_get_stable_distinct_names() -> None:
     result = run("argo_generate_name.yaml")
     groups = sorted(g["name"] for g in result["podgroups"])
-    assert len(groups) == 2 and all(g.startswith("step-job-hello1-") and len(g) == len("step-job-hello1-") + 5 for g in groups)
+    assert len(groups) == 2 and all(
+        g.startswith("step-job-hello1-") and len(g) == len("step-job-hello1-") + 5 for g in groups
+    )
     for group in groups:
         assert all(p["phase"] == "Bound" for p in pods(result, f"{group}-default-hello-")), placements(result)
     assert sorted(len(pods(result, f"{g}-default-hello-")) for g in groups) == [1, 2]
@@ -162,8 +164,10 @@ def test_paddle_requests_not_limits_decide_and_ephemeral_storage_counts() -> Non
     assert sorted(p["node"] for p in bound(result, "ctr-volcano-trainer-")) == ["node-0", "node-1"]  # 10Gi each of 12Gi
 
 
-@pytest.mark.parametrize(("scenario", "prefix", "count"), [("ray.yaml", "ray-cluster-job-", 3),
-                                                           ("tensorflow.yaml", "tensorflow-dist-mnist-", 3)])
+@pytest.mark.parametrize(
+    ("scenario", "prefix", "count"),
+    [("ray.yaml", "ray-cluster-job-", 3), ("tensorflow.yaml", "tensorflow-dist-mnist-", 3)],
+)
 def test_framework_jobs_run_whole(scenario: str, prefix: str, count: int) -> None:
     result = run(scenario)
     assert phases(result, prefix) == {"Bound": count}, placements(result)
@@ -172,8 +176,13 @@ def test_framework_jobs_run_whole(scenario: str, prefix: str, count: int) -> Non
 
 def test_hierarchy_annotated_queues_each_run_their_job() -> None:
     result = run("hierarchical_jobs.yaml")
-    assert (podgroup(result, "eng-prod-job")["queue"], podgroup(result, "sci-dev-job")["queue"]) == ("root-eng-prod", "root-sci-dev")
-    assert phases(result, "eng-prod-job-") == {"Bound": 6} and phases(result, "sci-dev-job-") == {"Bound": 6}, placements(result)
+    assert (podgroup(result, "eng-prod-job")["queue"], podgroup(result, "sci-dev-job")["queue"]) == (
+        "root-eng-prod",
+        "root-sci-dev",
+    )
+    assert phases(result, "eng-prod-job-") == {"Bound": 6} and phases(result, "sci-dev-job-") == {"Bound": 6}, (
+        placements(result)
+    )
 
 
 def test_task_priority_starts_the_master_first() -> None:
@@ -226,7 +235,9 @@ def test_node_selector_keeps_pods_on_the_named_node() -> None:
 # -- kinds caldera does not run ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("scenario", "kinds"), [("cronjob.yaml", ["CronJob"]), ("jobflow.yaml", ["JobFlow", "JobTemplate"])])
+@pytest.mark.parametrize(
+    ("scenario", "kinds"), [("cronjob.yaml", ["CronJob"]), ("jobflow.yaml", ["JobFlow", "JobTemplate"])]
+)
 def test_controllers_caldera_does_not_run_make_no_pods_and_say_so(scenario: str, kinds: list[str]) -> None:
     assert run(scenario)["pods"] == []
     err = stderr_of(scenario)

@@ -19,19 +19,26 @@ import pytest
 
 INVALID = Path(__file__).with_name("invalid")
 FILES = sorted(INVALID.glob("*.yaml"))
-VOLCANO_INVALID_JOBS = ("duplicatedPolicyEvent-webhook-deny.yaml", "duplicatedTaskName-webhook-deny.yaml",
-                        "minAvailable-webhook-deny.yaml")
+VOLCANO_INVALID_JOBS = (
+    "duplicatedPolicyEvent-webhook-deny.yaml",
+    "duplicatedTaskName-webhook-deny.yaml",
+    "minAvailable-webhook-deny.yaml",
+)
 Run = subprocess.CompletedProcess[str]
 
 
 def header(path: Path, key: str) -> list[str]:
     prefix = f"# {key}: "
-    return [line[len(prefix):].strip() for line in path.read_text().splitlines() if line.startswith(prefix)]
+    return [line[len(prefix) :].strip() for line in path.read_text().splitlines() if line.startswith(prefix)]
 
 
 def dry_run(path: Path) -> Run:
-    return subprocess.run([sys.executable, "-m", "caldera", "dry-run", "-f", str(path), "-o", "json"],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "caldera", "dry-run", "-f", str(path), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +61,11 @@ def test_refused_by_name_with_exit_2_and_nothing_placed(path: Path, runs: dict[P
     expected = header(path, "refused")
     lines = r.stderr.splitlines()
     prefix = f"caldera dry-run: error: {path}: "
-    matched = (r.returncode == 2 and r.stdout == "" and len(lines) == len(expected)
-               and all(line.startswith(prefix) for line in lines)
-               and all(any(text in line for line in lines) for text in expected))
+    matched = (
+        r.returncode == 2
+        and r.stdout == ""
+        and len(lines) == len(expected)
+        and all(line.startswith(prefix) for line in lines)
+        and all(any(text in line for line in lines) for text in expected)
+    )
     assert matched, f"exit {r.returncode}, stdout {r.stdout[:200]!r}\nexpected {expected}\ngot {lines}"

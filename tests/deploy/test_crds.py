@@ -21,25 +21,67 @@ from tests.deploy.manifests import (
 
 # CRD name -> (group, version, kind, scope, field paths its schema must declare).
 EXPECTED_CRDS = {
-    "podgroups.scheduling.volcano.sh": ("scheduling.volcano.sh", "v1beta1", "PodGroup", "Namespaced", [
-        "spec.minMember", "spec.minTaskMember", "spec.minResources", "spec.queue", "spec.priorityClassName",
-        "status.phase", "status.conditions", "status.running", "status.succeeded", "status.failed",
-    ]),
-    "queues.scheduling.volcano.sh": ("scheduling.volcano.sh", "v1beta1", "Queue", "Cluster", [
-        "spec.weight", "spec.capability", "spec.deserved", "spec.guarantee.resource", "spec.reclaimable",
-        "spec.parent", "spec.priority", "status.state", "status.allocated", "status.pending", "status.running",
-        "status.inqueue", "status.unknown", "status.completed",
-    ]),
-    "nodeshards.shard.volcano.sh": ("shard.volcano.sh", "v1alpha1", "NodeShard", "Cluster", [
-        "spec.nodesDesired", "status.nodesInUse", "status.nodesToAdd", "status.nodesToRemove", "status.lastUpdateTime",
-    ]),
+    "podgroups.scheduling.volcano.sh": (
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "PodGroup",
+        "Namespaced",
+        [
+            "spec.minMember",
+            "spec.minTaskMember",
+            "spec.minResources",
+            "spec.queue",
+            "spec.priorityClassName",
+            "status.phase",
+            "status.conditions",
+            "status.running",
+            "status.succeeded",
+            "status.failed",
+        ],
+    ),
+    "queues.scheduling.volcano.sh": (
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "Queue",
+        "Cluster",
+        [
+            "spec.weight",
+            "spec.capability",
+            "spec.deserved",
+            "spec.guarantee.resource",
+            "spec.reclaimable",
+            "spec.parent",
+            "spec.priority",
+            "status.state",
+            "status.allocated",
+            "status.pending",
+            "status.running",
+            "status.inqueue",
+            "status.unknown",
+            "status.completed",
+        ],
+    ),
+    "nodeshards.shard.volcano.sh": (
+        "shard.volcano.sh",
+        "v1alpha1",
+        "NodeShard",
+        "Cluster",
+        [
+            "spec.nodesDesired",
+            "status.nodesInUse",
+            "status.nodesToAdd",
+            "status.nodesToRemove",
+            "status.lastUpdateTime",
+        ],
+    ),
 }
 
 
 def _structural_problems(schema: Obj, path: str) -> Iterator[str]:
     """Where a schema breaks the API server's structural-schema rules that matter here."""
-    if "type" not in schema and not (schema.get("x-kubernetes-int-or-string")
-                                     or schema.get("x-kubernetes-preserve-unknown-fields")):
+    if "type" not in schema and not (
+        schema.get("x-kubernetes-int-or-string") or schema.get("x-kubernetes-preserve-unknown-fields")
+    ):
         yield f"{path}: no type"
     if "anyOf" in schema and not schema.get("x-kubernetes-int-or-string"):
         yield f"{path}: anyOf outside an int-or-string"
@@ -86,10 +128,18 @@ def test_nodeshard_requires_nodes_desired() -> None:
 
 def _custom_objects() -> list[Obj]:
     """Every custom object of the examples, and a NodeShard as Volcano's Go code writes one."""
-    nodeshard = {"apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard", "metadata": {"name": "volcano"},
-                 "spec": {"nodesDesired": None},
-                 "status": {"nodesInUse": ["n1"], "nodesToAdd": None, "nodesToRemove": [],
-                            "lastUpdateTime": "2026-01-01T00:00:00Z"}}
+    nodeshard = {
+        "apiVersion": "shard.volcano.sh/v1alpha1",
+        "kind": "NodeShard",
+        "metadata": {"name": "volcano"},
+        "spec": {"nodesDesired": None},
+        "status": {
+            "nodesInUse": ["n1"],
+            "nodesToAdd": None,
+            "nodesToRemove": [],
+            "lastUpdateTime": "2026-01-01T00:00:00Z",
+        },
+    }
     custom = [o for o in examples() if o["apiVersion"].split("/")[0].endswith("volcano.sh") and o["kind"] != "Job"]
     return [*custom, nodeshard]
 

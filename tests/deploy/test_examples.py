@@ -34,8 +34,15 @@ def test_examples_validate_against_kubernetes_schemas(version: str) -> None:
             for task in obj["spec"]["tasks"]:
                 template = task["template"]
                 name = f"{obj['metadata']['name']}-{task['name']}-0"
-                validate_builtin({"apiVersion": "v1", "kind": "Pod", "metadata": {**template.get("metadata", {}), "name": name},
-                                  "spec": template["spec"]}, version)
+                validate_builtin(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {**template.get("metadata", {}), "name": name},
+                        "spec": template["spec"],
+                    },
+                    version,
+                )
         elif not obj["apiVersion"].split("/")[0].endswith("volcano.sh"):
             validate_builtin(obj, version)
 
@@ -79,8 +86,14 @@ def _dry_run(tmp_path: Path, gpus: int) -> dict[str, Any]:
     nodes = tmp_path / f"nodes-{gpus}.yaml"
     nodes.write_text(_NODES % gpus)
     files = [a for p in sorted(EXAMPLES.glob("*.yaml")) for a in ("-f", str(p))]
-    result = subprocess.run([sys.executable, "-m", "caldera", "dry-run", "-f", str(nodes), *files, "-o", "json"],
-                            check=False, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "caldera", "dry-run", "-f", str(nodes), *files, "-o", "json"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 

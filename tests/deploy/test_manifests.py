@@ -51,7 +51,9 @@ PROCESSES = {
 }
 
 _READ = ("get", "list", "watch")
-_EVENTS = {("", "events", v) for v in ("create", "patch")} | {("events.k8s.io", "events", v) for v in ("create", "patch")}
+_EVENTS = {("", "events", v) for v in ("create", "patch")} | {
+    ("events.k8s.io", "events", v) for v in ("create", "patch")
+}
 _LEASES = {(NAMESPACE, "coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
 
 
@@ -62,25 +64,39 @@ def _cluster(*rules: tuple[str, str, tuple[str, ...]]) -> set[tuple[str, str, st
 # ServiceAccount -> every (namespace or '*', apiGroup, resource, verb) it may use: no more, no less.
 EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str, str, str]]] = {
     "caldera-mirror": _cluster(
-        ("", "nodes", _READ), ("", "pods", _READ),
-        ("scheduling.volcano.sh", "podgroups", _READ), ("scheduling.volcano.sh", "queues", _READ),
+        ("", "nodes", _READ),
+        ("", "pods", _READ),
+        ("scheduling.volcano.sh", "podgroups", _READ),
+        ("scheduling.volcano.sh", "queues", _READ),
         ("scheduling.k8s.io", "priorityclasses", _READ),
         ("scheduling.volcano.sh", "podgroups/status", ("update", "patch")),
         ("scheduling.volcano.sh", "queues/status", ("update", "patch")),
-    ) | {("*", *e) for e in _EVENTS} | _LEASES,
+    )
+    | {("*", *e) for e in _EVENTS}
+    | _LEASES,
     "caldera-sharding": _cluster(
         ("", "nodes", _READ),
         ("shard.volcano.sh", "nodeshards", ("create", "get", "list", "watch", "update", "patch")),
         ("shard.volcano.sh", "nodeshards/status", ("get", "update", "patch")),
-    ) | _LEASES,
+    )
+    | _LEASES,
     "caldera-batch-scheduler": _cluster(
-        ("", "pods", _READ), ("", "nodes", _READ), ("", "pods/binding", ("create",)), ("", "pods", ("delete",)),
+        ("", "pods", _READ),
+        ("", "nodes", _READ),
+        ("", "pods/binding", ("create",)),
+        ("", "pods", ("delete",)),
         ("shard.volcano.sh", "nodeshards/status", ("get", "update", "patch")),
-    ) | {("*", *e) for e in _EVENTS} | _LEASES,
+    )
+    | {("*", *e) for e in _EVENTS}
+    | _LEASES,
     "caldera-agent-scheduler": _cluster(
-        ("", "pods", _READ), ("", "nodes", _READ), ("", "pods/binding", ("create",)),
+        ("", "pods", _READ),
+        ("", "nodes", _READ),
+        ("", "pods/binding", ("create",)),
         ("shard.volcano.sh", "nodeshards/status", ("get", "update", "patch")),
-    ) | {("*", *e) for e in _EVENTS} | _LEASES,
+    )
+    | {("*", *e) for e in _EVENTS}
+    | _LEASES,
 }
 
 
@@ -90,8 +106,9 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str, str, str]]] = {
 def test_kustomization_lists_every_manifest() -> None:
     """A manifest left out of kustomization.yaml would never be applied (examples are applied by hand)."""
     listed = {str((DEPLOY / r).resolve()) for r in load(DEPLOY / "kustomization.yaml")[0]["resources"]}
-    on_disk = {str(p.resolve()) for p in DEPLOY.rglob("*.yaml")
-               if p.name != "kustomization.yaml" and EXAMPLES not in p.parents}
+    on_disk = {
+        str(p.resolve()) for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml" and EXAMPLES not in p.parents
+    }
     assert on_disk - listed == set(), "manifests not in deploy/kustomization.yaml"
     assert listed - on_disk == set(), "deploy/kustomization.yaml lists files that do not exist"
 
@@ -99,8 +116,20 @@ def test_kustomization_lists_every_manifest() -> None:
 def test_rendered_objects_live_in_caldera_system(rendered: list[Obj]) -> None:
     cluster_scoped = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
     kinds = {o["kind"] for o in rendered}
-    assert {"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-            "RoleBinding", "Deployment", "Service", "Secret", "ConfigMap", "NetworkPolicy"} <= kinds
+    assert {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+        "Service",
+        "Secret",
+        "ConfigMap",
+        "NetworkPolicy",
+    } <= kinds
     for obj in rendered:
         if obj["kind"] in cluster_scoped:
             assert "namespace" not in obj["metadata"], f"{label(obj)} is cluster-scoped but names a namespace"
@@ -108,7 +137,10 @@ def test_rendered_objects_live_in_caldera_system(rendered: list[Obj]) -> None:
             assert obj["metadata"].get("namespace") == NAMESPACE, f"{label(obj)} is not in {NAMESPACE}"
         for subject in obj.get("subjects", []):
             assert subject["kind"] == "ServiceAccount" and subject["namespace"] == NAMESPACE, f"{label(obj)}: {subject}"
-    assert one(rendered, "Namespace", NAMESPACE)["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert (
+        one(rendered, "Namespace", NAMESPACE)["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+        == "restricted"
+    )
 
 
 def test_images_are_caldera_latest_and_kustomize_overrides_them(rendered: list[Obj], tmp_path: Path) -> None:
@@ -116,10 +148,14 @@ def test_images_are_caldera_latest_and_kustomize_overrides_them(rendered: list[O
         assert containers(one(rendered, "Deployment", name))[0]["image"] == IMAGE
     overlay = tmp_path / "overlay"
     overlay.mkdir()
-    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
-        "resources": [os.path.relpath(DEPLOY, overlay)],
-        "images": [{"name": "caldera", "newName": "registry.example.com/caldera", "newTag": "0.1.0"}],
-    }))
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": [os.path.relpath(DEPLOY, overlay)],
+                "images": [{"name": "caldera", "newName": "registry.example.com/caldera", "newTag": "0.1.0"}],
+            }
+        )
+    )
     overridden = kustomize(overlay)
     for name in PROCESSES.values():
         assert containers(one(overridden, "Deployment", name))[0]["image"] == "registry.example.com/caldera:0.1.0"
@@ -137,8 +173,14 @@ def test_rendered_objects_validate_against_kubernetes_schemas(rendered: list[Obj
 
 def _help_flags(process: str) -> set[str] | None:
     """The flags `caldera <process> --help` lists; None when the process does not exist (yet)."""
-    result = subprocess.run([sys.executable, "-m", "caldera", process, "--help"],
-                            check=False, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "caldera", process, "--help"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     if result.returncode != 0:
         return None
     return set(re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)", result.stdout))
@@ -160,7 +202,9 @@ def test_deployment_uses_only_flags_its_process_has(rendered: list[Obj], process
     known = _help_flags(process)
     if known is None:
         if process == "mirror":
-            pytest.skip("`caldera mirror` does not exist yet: its Deployment's flags cannot be checked against its --help")
+            pytest.skip(
+                "`caldera mirror` does not exist yet: its Deployment's flags cannot be checked against its --help"
+            )
         pytest.fail(f"`caldera {process} --help` failed")
     used = {a.split("=", 1)[0] for a in args[1:] if a.startswith("--")}
     assert used - known == set(), f"caldera {process} has no such flags"
@@ -189,8 +233,9 @@ def test_deployment_runs_its_process(rendered: list[Obj], process: str) -> None:
 def _assert_reads_redis_url_from_secret(pod: Obj, container: Obj) -> None:
     env = {e["name"]: e for e in container.get("env", [])}
     assert "CALDERA_REDIS_URL" not in env, "the URL (and its password) would sit in the pod spec"
-    assert not any(a.startswith(("--redis-url", "redis://", "rediss://")) for a in container["args"]), \
+    assert not any(a.startswith(("--redis-url", "redis://", "rediss://")) for a in container["args"]), (
         "the store's URL must come from the mounted Secret, not the command line"
+    )
     path = env["CALDERA_REDIS_URL_FILE"]["value"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     for mount in container["volumeMounts"]:
@@ -198,7 +243,7 @@ def _assert_reads_redis_url_from_secret(pod: Obj, container: Obj) -> None:
         if secret is None or not path.startswith(mount["mountPath"].rstrip("/") + "/"):
             continue
         assert secret["secretName"] == REDIS_SECRET
-        item = path[len(mount["mountPath"].rstrip("/")) + 1:]
+        item = path[len(mount["mountPath"].rstrip("/")) + 1 :]
         keys = {i["path"]: i["key"] for i in secret.get("items", [])}
         assert keys.get(item) == "url", f"{path} is not the Secret's url key"
         mode = secret.get("defaultMode", 0o644)
@@ -219,8 +264,9 @@ def test_batch_scheduler_reads_the_default_conf_from_the_configmap(rendered: lis
     configmap = one(rendered, "ConfigMap", volumes[mount["name"]]["configMap"]["name"])
     text = configmap["data"][os.path.basename(conf_path)]
     registry = default_registry()
-    assert parse_conf(text, registry) == parse_conf(DEFAULT_CONF, registry), \
+    assert parse_conf(text, registry) == parse_conf(DEFAULT_CONF, registry), (
         "the deployed conf differs from the scheduler's default"
+    )
 
 
 def test_agent_scheduler_is_sized_for_ray(rendered: list[Obj]) -> None:
@@ -239,7 +285,9 @@ def test_pods_meet_the_restricted_pod_security_standard(rendered: list[Obj]) -> 
         assert pod["securityContext"]["runAsNonRoot"] is True, where
         assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", where
         assert not any(pod.get(k) for k in ("hostNetwork", "hostPID", "hostIPC")), where
-        assert all(set(v) - {"name"} <= {"configMap", "secret", "emptyDir", "projected"} for v in pod.get("volumes", [])), where
+        assert all(
+            set(v) - {"name"} <= {"configMap", "secret", "emptyDir", "projected"} for v in pod.get("volumes", [])
+        ), where
         for c in pod["containers"]:
             sc = c["securityContext"]
             assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"]["drop"] == ["ALL"], where
@@ -251,8 +299,11 @@ def test_pods_meet_the_restricted_pod_security_standard(rendered: list[Obj]) -> 
 
 def _permissions(rendered: list[Obj]) -> dict[str, set[tuple[str, str, str, str]]]:
     """ServiceAccount -> (namespace or '*', apiGroup, resource, verb) from the rendered bindings."""
-    roles = {(o["kind"], o["metadata"].get("namespace", "*"), o["metadata"]["name"]): o
-             for o in rendered if o["kind"] in ("Role", "ClusterRole")}
+    roles = {
+        (o["kind"], o["metadata"].get("namespace", "*"), o["metadata"]["name"]): o
+        for o in rendered
+        if o["kind"] in ("Role", "ClusterRole")
+    }
     granted: dict[str, set[tuple[str, str, str, str]]] = {}
     for binding in (o for o in rendered if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
         scope = binding["metadata"].get("namespace", "*")
@@ -262,7 +313,8 @@ def _permissions(rendered: list[Obj]) -> dict[str, set[tuple[str, str, str, str]
             assert "resourceNames" not in rule and "nonResourceURLs" not in rule, label(role)
             for subject in binding["subjects"]:
                 granted.setdefault(subject["name"], set()).update(
-                    (scope, g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"])
+                    (scope, g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+                )
     return granted
 
 
@@ -279,8 +331,11 @@ def test_rbac_grants_each_process_exactly_what_it_needs(rendered: list[Obj]) -> 
 
 
 def test_dockerfile_builds_caldera_as_a_non_root_user() -> None:
-    lines = [line.strip() for line in (DEPLOY / "Dockerfile").read_text().splitlines()
-             if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        line.strip()
+        for line in (DEPLOY / "Dockerfile").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     assert lines[0] == "FROM python:3.11-slim"
     users = [line.split()[1] for line in lines if line.startswith("USER ")]
     assert users and users[-1].isdigit() and users[-1] != "0", "the last USER must be a numeric non-root uid"

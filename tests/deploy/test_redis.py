@@ -59,14 +59,21 @@ def redis_container(rendered: list[Obj], tmp_path: Path) -> Iterator[RunningRedi
     port = free_port()
     shims = tmp_path / "bin"
     shims.mkdir()
-    for name, line in (("redis-server", f'exec {real_server} "$@" --port {port} --bind 127.0.0.1 --dir "{tmp_path}"'),
-                       ("redis-cli", f'exec {real_cli} -p {port} "$@"')):
+    for name, line in (
+        ("redis-server", f'exec {real_server} "$@" --port {port} --bind 127.0.0.1 --dir "{tmp_path}"'),
+        ("redis-cli", f'exec {real_cli} -p {port} "$@"'),
+    ):
         (shims / name).write_text(f"#!/bin/sh\n{line}\n")
         (shims / name).chmod(0o755)
     password = redis_secret(rendered)["password"]
     env = {"PATH": f"{shims}:{os.environ['PATH']}", "REDIS_PASSWORD": password, "REDISCLI_AUTH": password}
-    process = subprocess.Popen([*container["command"], *container["args"]], env=env, cwd=tmp_path,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*container["command"], *container["args"]],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         yield container, env, port, process
     finally:
@@ -82,7 +89,9 @@ def _passes(command: list[str], env: dict[str, str]) -> bool:
     return subprocess.run(command, check=False, env=env, capture_output=True, timeout=10).returncode == 0
 
 
-def test_redis_takes_the_secrets_password_and_the_secrets_url_works(rendered: list[Obj], redis_container: RunningRedis) -> None:
+def test_redis_takes_the_secrets_password_and_the_secrets_url_works(
+    rendered: list[Obj], redis_container: RunningRedis
+) -> None:
     container, env, port, process = redis_container
     probe = container["readinessProbe"]["exec"]["command"]
     deadline = time.monotonic() + 10

@@ -34,13 +34,23 @@ _TYPED: dict[Resource, tuple[type[Any], str, str]] = {  # the API class, the cal
 }
 
 
-def pod(name: str, *, namespace: str = NAMESPACE, labels: dict[str, str] | None = None, node: str | None = None,
-        scheduler: str = "caldera") -> Obj:
+def pod(
+    name: str,
+    *,
+    namespace: str = NAMESPACE,
+    labels: dict[str, str] | None = None,
+    node: str | None = None,
+    scheduler: str = "caldera",
+) -> Obj:
     spec: Obj = {"schedulerName": scheduler, "containers": [{"name": "main", "image": "busybox"}]}
     if node:
         spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
-                                                            "labels": labels or {}}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": spec,
+    }
 
 
 def sample(resource: Resource, name: str, labels: dict[str, str] | None = None) -> Obj:
@@ -55,8 +65,12 @@ def sample(resource: Resource, name: str, labels: dict[str, str] | None = None) 
         body["spec"] = {"unschedulable": False}
         body["status"] = {"capacity": {"cpu": "8", "memory": "32Gi"}, "allocatable": {"cpu": "8", "memory": "32Gi"}}
     elif resource == EVENT:
-        body |= {"involvedObject": {"kind": "Pod", "namespace": NAMESPACE, "name": "p"}, "reason": "Scheduled",
-                 "message": "bound", "type": "Normal"}
+        body |= {
+            "involvedObject": {"kind": "Pod", "namespace": NAMESPACE, "name": "p"},
+            "reason": "Scheduled",
+            "message": "bound",
+            "type": "Normal",
+        }
     elif resource == LEASE:
         body["spec"] = {"holderIdentity": "nobody", "leaseDurationSeconds": 15}
     elif resource == PRIORITY_CLASS:
@@ -80,8 +94,9 @@ class Calls:
         if self.custom:
             self._api: Any = client.CustomObjectsApi(api)
             self._noun = ("namespaced_" if resource.namespaced else "cluster_") + "custom_object"
-            self._where: tuple[str, ...] = (resource.group, resource.version) + (
-                (namespace,) if resource.namespaced else ()) + (resource.plural,)
+            self._where: tuple[str, ...] = (
+                (resource.group, resource.version) + ((namespace,) if resource.namespaced else ()) + (resource.plural,)
+            )
         else:
             cls, noun, self._model = _TYPED[resource]
             self._api = cls(api)

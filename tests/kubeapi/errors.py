@@ -18,8 +18,15 @@ class APIError(Exception):
         self.details = details
 
     def status(self) -> Obj:
-        body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                     "message": self.message, "reason": self.reason, "code": self.code}
+        body: Obj = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
         if self.details is not None:
             body["details"] = self.details
         return body
@@ -47,18 +54,22 @@ def already_exists(resource: Resource, name: str) -> APIError:
 def conflict(resource: Resource, name: str, why: str, *, on: str | None = None) -> APIError:
     """409 Conflict; ``on`` names the collection when it is a subresource (``pods/binding``)."""
     details = _details(resource, name) | ({"kind": on} if on else {})
-    return APIError(409, "Conflict", f'Operation cannot be fulfilled on {on or resource.qualified} "{name}": {why}',
-                    details)
+    return APIError(
+        409, "Conflict", f'Operation cannot be fulfilled on {on or resource.qualified} "{name}": {why}', details
+    )
 
 
 def stale(resource: Resource, name: str) -> APIError:
-    return conflict(resource, name, "the object has been modified; please apply your changes to the latest version "
-                                    "and try again")
+    return conflict(
+        resource, name, "the object has been modified; please apply your changes to the latest version and try again"
+    )
 
 
 def invalid(resource: Resource, name: str, field: str, why: str) -> APIError:
-    details = _details(resource, name) | {"kind": resource.kind,
-                                          "causes": [{"reason": "FieldValueInvalid", "message": why, "field": field}]}
+    details = _details(resource, name) | {
+        "kind": resource.kind,
+        "causes": [{"reason": "FieldValueInvalid", "message": why, "field": field}],
+    }
     return APIError(422, "Invalid", f'{resource.kind} "{name}" is invalid: {field}: {why}', details)
 
 
@@ -72,6 +83,12 @@ def expired(message: str) -> APIError:
 
 def too_large_version(requested: int, current: int) -> APIError:
     """What a watch from a version the server has not reached gets (as from a restored etcd): 504, retry later."""
-    return APIError(504, "Timeout", f"Too large resource version: {requested}, current: {current}",
-                    {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-                     "retryAfterSeconds": 1})
+    return APIError(
+        504,
+        "Timeout",
+        f"Too large resource version: {requested}, current: {current}",
+        {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        },
+    )

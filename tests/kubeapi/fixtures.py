@@ -1,6 +1,6 @@
 """Fixtures that start the test API server; import them into a conftest.py to use them elsewhere:
 
-    from tests.kubeapi.fixtures import kube_api, kube_client, kube_api_factory  # noqa: F401
+from tests.kubeapi.fixtures import kube_api, kube_client, kube_api_factory  # noqa: F401
 """
 
 from __future__ import annotations

@@ -101,8 +101,11 @@ class ObjectStore:
     def list(self, resource: Resource, namespace: str | None = None) -> tuple[list[Obj], int]:
         """The objects (of one namespace, or all) and the revision the listing is current at."""
         with self._lock:
-            items = [copy.deepcopy(o) for (ns, _), o in sorted(self._objects.get(resource, {}).items())
-                     if namespace is None or ns == namespace]
+            items = [
+                copy.deepcopy(o)
+                for (ns, _), o in sorted(self._objects.get(resource, {}).items())
+                if namespace is None or ns == namespace
+            ]
             return items, self._revision
 
     def create(self, resource: Resource, obj: Obj) -> Obj:
@@ -135,8 +138,9 @@ class ObjectStore:
             objects[key] = obj
             return copy.deepcopy(obj)
 
-    def delete(self, resource: Resource, namespace: str, name: str, *, uid: str | None = None,
-               version: str | None = None) -> Obj:
+    def delete(
+        self, resource: Resource, namespace: str, name: str, *, uid: str | None = None, version: str | None = None
+    ) -> Obj:
         """Remove an object at once (no grace period, no finalizers); returns its last state. 409 on a failed
         uid or resourceVersion precondition."""
         key = (namespace if resource.namespaced else "", name)
@@ -147,12 +151,19 @@ class ObjectStore:
                 raise errors.not_found(resource, name)
             m = meta(old)
             if uid is not None and uid != m.get("uid"):
-                raise errors.conflict(resource, name, f"Precondition failed: UID in precondition: {uid}, "
-                                                      f"UID in object meta: {m.get('uid')}")
+                raise errors.conflict(
+                    resource,
+                    name,
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {m.get('uid')}",
+                )
             if version is not None and version != m.get("resourceVersion"):
-                raise errors.conflict(resource, name, f"Precondition failed: ResourceVersion in precondition: "
-                                                      f"{version}, ResourceVersion in object meta: "
-                                                      f"{m.get('resourceVersion')}")
+                raise errors.conflict(
+                    resource,
+                    name,
+                    f"Precondition failed: ResourceVersion in precondition: "
+                    f"{version}, ResourceVersion in object meta: "
+                    f"{m.get('resourceVersion')}",
+                )
             gone = copy.deepcopy(old)
             self._write(resource, EventType.DELETED, old, gone)
             del objects[key]
@@ -169,15 +180,17 @@ class ObjectStore:
         for listener in list(self._listeners.get(resource, ())):
             listener(change)
 
-    def watch(self, resource: Resource, since: int | None, listener: Listener) -> tuple[builtins.list[Change],
-                                                                                         Callable[[], None]]:
+    def watch(
+        self, resource: Resource, since: int | None, listener: Listener
+    ) -> tuple[builtins.list[Change], Callable[[], None]]:
         """Subscribe ``listener`` to the resource's changes after revision ``since`` and return, atomically, the
         changes it missed and how to unsubscribe. ``since=None`` means now: the backlog is then an ADDED for each
         existing object. 410 if ``since`` is older than the history, 504 if the store never reached it."""
         with self._lock:
             if since is None:
-                objects = sorted(self._objects.get(resource, {}).values(),
-                                 key=lambda o: int(meta(o)["resourceVersion"]))
+                objects = sorted(
+                    self._objects.get(resource, {}).values(), key=lambda o: int(meta(o)["resourceVersion"])
+                )
                 backlog = [Change(int(meta(o)["resourceVersion"]), EventType.ADDED, None, o) for o in objects]
             elif since > self._revision:
                 raise errors.too_large_version(since, self._revision)

@@ -89,9 +89,14 @@ def _merge_keyed(target: Any, patch: list[Any], key: str, path: str) -> list[Any
         return [copy.deepcopy(item) for item in patch if not (isinstance(item, dict) and "$patch" in item)]
     result = list(target) if isinstance(target, list) else []
     for item in patch:
-        at = next((i for i, old in enumerate(result)
-                   if isinstance(item, dict) and isinstance(old, dict) and key in item and old.get(key) == item[key]),
-                  None)
+        at = next(
+            (
+                i
+                for i, old in enumerate(result)
+                if isinstance(item, dict) and isinstance(old, dict) and key in item and old.get(key) == item[key]
+            ),
+            None,
+        )
         if isinstance(item, dict) and item.get("$patch") == "delete":
             if at is not None:
                 del result[at]

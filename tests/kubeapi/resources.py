@@ -36,20 +36,53 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-POD = Resource("", "v1", "pods", "Pod", namespaced=True, status_subresource=True, builtin=True,
-               delete_returns_object=True)
+POD = Resource(
+    "", "v1", "pods", "Pod", namespaced=True, status_subresource=True, builtin=True, delete_returns_object=True
+)
 NODE = Resource("", "v1", "nodes", "Node", namespaced=False, status_subresource=True, builtin=True)
 EVENT = Resource("", "v1", "events", "Event", namespaced=True, status_subresource=False, builtin=True)
-LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True, status_subresource=False,
-                 builtin=True)
-PRIORITY_CLASS = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False,
-                          status_subresource=False, builtin=True)
-POD_GROUP = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", namespaced=True,
-                     status_subresource=True, builtin=False, delete_returns_object=True)
-QUEUE = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespaced=False, status_subresource=True,
-                 builtin=False, delete_returns_object=True)
-NODE_SHARD = Resource("shard.volcano.sh", "v1alpha1", "nodeshards", "NodeShard", namespaced=False,
-                      status_subresource=True, builtin=False, delete_returns_object=True)
+LEASE = Resource(
+    "coordination.k8s.io", "v1", "leases", "Lease", namespaced=True, status_subresource=False, builtin=True
+)
+PRIORITY_CLASS = Resource(
+    "scheduling.k8s.io",
+    "v1",
+    "priorityclasses",
+    "PriorityClass",
+    namespaced=False,
+    status_subresource=False,
+    builtin=True,
+)
+POD_GROUP = Resource(
+    "scheduling.volcano.sh",
+    "v1beta1",
+    "podgroups",
+    "PodGroup",
+    namespaced=True,
+    status_subresource=True,
+    builtin=False,
+    delete_returns_object=True,
+)
+QUEUE = Resource(
+    "scheduling.volcano.sh",
+    "v1beta1",
+    "queues",
+    "Queue",
+    namespaced=False,
+    status_subresource=True,
+    builtin=False,
+    delete_returns_object=True,
+)
+NODE_SHARD = Resource(
+    "shard.volcano.sh",
+    "v1alpha1",
+    "nodeshards",
+    "NodeShard",
+    namespaced=False,
+    status_subresource=True,
+    builtin=False,
+    delete_returns_object=True,
+)
 
 RESOURCES: tuple[Resource, ...] = (POD, NODE, EVENT, LEASE, PRIORITY_CLASS, POD_GROUP, QUEUE, NODE_SHARD)
 

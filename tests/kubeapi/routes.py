@@ -29,8 +29,17 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 log = logging.getLogger(__name__)
-VERSION = {"major": "1", "minor": "33", "gitVersion": "v1.33.0-caldera-test", "gitCommit": "", "gitTreeState": "clean",
-           "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"}
+VERSION = {
+    "major": "1",
+    "minor": "33",
+    "gitVersion": "v1.33.0-caldera-test",
+    "gitCommit": "",
+    "gitTreeState": "clean",
+    "buildDate": "2025-01-01T00:00:00Z",
+    "goVersion": "go1.24",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
 
 
 @dataclass(frozen=True)
@@ -76,8 +85,7 @@ def _version(value: str | None) -> int | None:
     if not value or value == "0":
         return None
     if not value.isdigit():
-        raise errors.bad_request(f"resourceVersion: Invalid value: {value!r}: the test server's versions are "
-                                 f"integers")
+        raise errors.bad_request(f"resourceVersion: Invalid value: {value!r}: the test server's versions are integers")
     return int(value)
 
 
@@ -90,8 +98,9 @@ def _seconds(value: str | None) -> int | None:
 
 
 def _json(obj: Obj, status: int = 200) -> web.Response:
-    return web.Response(status=status, body=json.dumps(obj, separators=(",", ":")).encode(),
-                        content_type="application/json")
+    return web.Response(
+        status=status, body=json.dumps(obj, separators=(",", ":")).encode(), content_type="application/json"
+    )
 
 
 async def _body(request: web.Request) -> Any:
@@ -107,8 +116,15 @@ async def _body(request: web.Request) -> Any:
 class API:
     """The request handlers of one server."""
 
-    def __init__(self, store: ObjectStore, resources: tuple[Resource, ...], *, bookmark_interval: float,
-                 watch_timeout: float, seed: int) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        resources: tuple[Resource, ...],
+        *,
+        bookmark_interval: float,
+        watch_timeout: float,
+        seed: int,
+    ) -> None:
         self.store = store
         self.resources = resources
         self.bookmark_interval = bookmark_interval
@@ -133,8 +149,11 @@ class API:
     async def _dispatch(self, request: web.Request, t: Target) -> web.StreamResponse:
         method, r, ns = request.method, t.resource, t.namespace or ""
         no_such_path = APIError(404, "NotFound", "the server could not find the requested resource")
-        not_allowed = APIError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
-                                                        f"resource ({method} {request.path})")
+        not_allowed = APIError(
+            405,
+            "MethodNotAllowed",
+            f"the server does not allow this method on the requested resource ({method} {request.path})",
+        )
         if t.subresource == "binding":
             if r != POD or t.namespace is None:
                 raise no_such_path
@@ -147,8 +166,7 @@ class API:
             if method == "GET":
                 return await self._list(request, t)
             if method == "POST" and (t.namespace is not None or not r.namespaced):
-                return _json(self.store.create(r, prepare_create(r, await _body(request), t.namespace, self.rng)),
-                             201)
+                return _json(self.store.create(r, prepare_create(r, await _body(request), t.namespace, self.rng)), 201)
             raise not_allowed
         status = t.subresource == "status"
         if method == "GET":
@@ -173,23 +191,37 @@ class API:
         matches = object_filter(t.resource, t.namespace, q.get("labelSelector"), q.get("fieldSelector"))
         if _bool(q.get("watch")):
             timeout = _seconds(q.get("timeoutSeconds")) or self.watch_timeout
-            watch = WatchRequest(t.resource, _version(q.get("resourceVersion")), timeout,
-                                 _bool(q.get("allowWatchBookmarks")), matches)
+            watch = WatchRequest(
+                t.resource, _version(q.get("resourceVersion")), timeout, _bool(q.get("allowWatchBookmarks")), matches
+            )
             return await serve(request, self.store, watch, self.watches, self.bookmark_interval)
         _version(q.get("resourceVersion"))  # validated; a list is always of the latest state
         items, revision = self.store.list(t.resource, t.namespace)
-        return _json({"kind": f"{t.resource.kind}List", "apiVersion": t.resource.api_version,
-                      "metadata": {"resourceVersion": str(revision)}, "items": [o for o in items if matches(o)]})
+        return _json(
+            {
+                "kind": f"{t.resource.kind}List",
+                "apiVersion": t.resource.api_version,
+                "metadata": {"resourceVersion": str(revision)},
+                "items": [o for o in items if matches(o)],
+            }
+        )
 
     def _patcher(self, r: Resource, content_type: str, patch: Any) -> Callable[[Obj], Any]:
         accepted = [JSON_PATCH, MERGE_PATCH] + ([STRATEGIC_MERGE_PATCH] if r.builtin else [])
         if content_type not in accepted:
-            raise APIError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                                                        f"accepted media types include: {', '.join(accepted)}")
+            raise APIError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - "
+                f"accepted media types include: {', '.join(accepted)}",
+            )
         if content_type == JSON_PATCH:
             if isinstance(patch, list):
-                raise APIError(415, "UnsupportedMediaType", f"{JSON_PATCH}: the test server does not implement JSON "
-                                                            f"patch (RFC 6902); send a merge patch")
+                raise APIError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"{JSON_PATCH}: the test server does not implement JSON patch (RFC 6902); send a merge patch",
+                )
             raise errors.bad_request("json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp")
         if not isinstance(patch, dict):
             raise errors.bad_request(f"{content_type}: the patch must be a JSON object")
@@ -197,8 +229,9 @@ class API:
             return lambda old: merge_patch(old, patch)
         return lambda old: strategic_merge_patch(old, patch)
 
-    def _update(self, r: Resource, ns: str, name: str, change: Callable[[Obj], Any], *, status: bool,
-                versioned: bool) -> Obj:
+    def _update(
+        self, r: Resource, ns: str, name: str, change: Callable[[Obj], Any], *, status: bool, versioned: bool
+    ) -> Obj:
         """Read, change, store; read again if the object moved meanwhile, unless the request named a version."""
         while True:
             old = self.store.get(r, ns, name)
@@ -216,8 +249,9 @@ class API:
         gone = self.store.delete(r, ns, name, uid=pre.get("uid"), version=pre.get("resourceVersion"))
         if r.delete_returns_object:
             return gone
-        details = {"name": name, "kind": r.plural, "uid": meta(gone).get("uid")} | ({"group": r.group} if r.group
-                                                                                    else {})
+        details = {"name": name, "kind": r.plural, "uid": meta(gone).get("uid")} | (
+            {"group": r.group} if r.group else {}
+        )
         return errors.success(200) | {"details": details}
 
     async def _bind(self, request: web.Request, ns: str, name: str | None) -> web.StreamResponse:

@@ -26,12 +26,30 @@ _EXISTS = re.compile(rf"^({_KEY})$")
 
 _COMMON_FIELDS = ("metadata.name", "metadata.namespace")
 _FIELDS: dict[Resource, tuple[str, ...]] = {
-    POD: ("spec.nodeName", "spec.schedulerName", "spec.restartPolicy", "spec.serviceAccountName", "spec.hostNetwork",
-          "status.phase", "status.podIP", "status.nominatedNodeName"),
+    POD: (
+        "spec.nodeName",
+        "spec.schedulerName",
+        "spec.restartPolicy",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+    ),
     NODE: ("spec.unschedulable",),
-    EVENT: ("involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
-            "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
-            "reportingComponent", "source", "type"),
+    EVENT: (
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ),
 }
 _FIELD_PATHS = {"source": "source.component"}  # Event's "source" selects on the component
 
@@ -79,8 +97,9 @@ def _requirement(text: str) -> _Requirement:
         return _Requirement(m.group(1), "!=" if m.group(2) == "!=" else "=", frozenset({m.group(3)}))
     if m := _EXISTS.match(text):
         return _Requirement(m.group(1), "exists", frozenset())
-    raise errors.bad_request(f"unable to parse requirement: {text!r} (the test server takes =, ==, !=, in, notin, "
-                             f"key and !key)")
+    raise errors.bad_request(
+        f"unable to parse requirement: {text!r} (the test server takes =, ==, !=, in, notin, key and !key)"
+    )
 
 
 def label_selector(selector: str) -> Predicate:
@@ -110,8 +129,7 @@ def field_selector(resource: Resource, selector: str) -> Predicate:
     for part in _split(selector):
         m = re.match(r"^([A-Za-z.]+)\s*(==|=|!=)\s*(.*)$", part)
         if m is None:
-            raise errors.bad_request(f"invalid selector: {part!r}; expected field=value, field==value or "
-                                     f"field!=value")
+            raise errors.bad_request(f"invalid selector: {part!r}; expected field=value, field==value or field!=value")
         field, op, value = m.groups()
         if field not in allowed:
             raise errors.bad_request(f"field label not supported: {field}")

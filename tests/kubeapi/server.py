@@ -23,17 +23,26 @@ from .routes import API
 
 
 class KubeAPIServer:
-    def __init__(self, store: ObjectStore | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 resources: tuple[Resource, ...] = RESOURCES, bookmark_interval: float = 1.0,
-                 watch_timeout: float = 1800.0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        store: ObjectStore | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        resources: tuple[Resource, ...] = RESOURCES,
+        bookmark_interval: float = 1.0,
+        watch_timeout: float = 1800.0,
+        seed: int = 0,
+    ) -> None:
         """``port=0`` picks a free port. ``bookmark_interval``: seconds between BOOKMARKs on a watch that asked
         for them (the real server: about a minute). ``watch_timeout``: how long a watch without
         ``timeoutSeconds`` lasts. ``seed``: for generated names."""
         self.store = store if store is not None else ObjectStore()
         self.host = host
         self.port = port
-        self.api = API(self.store, resources, bookmark_interval=bookmark_interval, watch_timeout=watch_timeout,
-                       seed=seed)
+        self.api = API(
+            self.store, resources, bookmark_interval=bookmark_interval, watch_timeout=watch_timeout, seed=seed
+        )
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -51,8 +60,10 @@ class KubeAPIServer:
     def start(self, timeout: float = 10.0) -> KubeAPIServer:
         """Serve from now on; returns once the port accepts connections. Raises OSError if the port is taken."""
         if self._thread is not None:
-            raise RuntimeError("KubeAPIServer.start: already started (a stopped server is not restarted: make a new "
-                               "one with the same store and port)")
+            raise RuntimeError(
+                "KubeAPIServer.start: already started (a stopped server is not restarted: make a new "
+                "one with the same store and port)"
+            )
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -117,6 +128,7 @@ class KubeAPIServer:
     def __enter__(self) -> KubeAPIServer:
         return self.start() if self._thread is None else self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()

@@ -39,11 +39,14 @@ def _check_kind(resource: Resource, body: Any) -> Obj:
     if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
         raise errors.bad_request(f"the body must be a {resource.kind} object")
     if body.get("kind") not in (None, "", resource.kind):
-        raise errors.bad_request(f"the kind in the data ({body['kind']}) does not match the expected kind "
-                                 f"({resource.kind})")
+        raise errors.bad_request(
+            f"the kind in the data ({body['kind']}) does not match the expected kind ({resource.kind})"
+        )
     if body.get("apiVersion") not in (None, "", resource.api_version):
-        raise errors.bad_request(f"the API version in the data ({body['apiVersion']}) does not match the expected "
-                                 f"API version ({resource.api_version})")
+        raise errors.bad_request(
+            f"the API version in the data ({body['apiVersion']}) does not match the expected "
+            f"API version ({resource.api_version})"
+        )
     obj: Obj = {k: drop_nulls(v) for k, v in body.items() if v is not None}
     obj["kind"], obj["apiVersion"] = resource.kind, resource.api_version
     meta(obj)
@@ -55,8 +58,9 @@ def _check_namespace(resource: Resource, obj: Obj, namespace: str | None) -> Non
     if not resource.namespaced:
         m.pop("namespace", None)
     elif m.setdefault("namespace", namespace) != namespace:
-        raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the "
-                                 "request")
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
 
 
 def prepare_create(resource: Resource, body: Any, namespace: str | None, rng: random.Random) -> Obj:
@@ -89,16 +93,19 @@ def prepare_update(resource: Resource, old: Obj, body: Any, *, status: bool) -> 
     m, old_m = meta(new), meta(old)
     name = str(old_m["name"])
     if m.get("name") != name:
-        raise errors.bad_request(f"the name of the object ({m.get('name')}) does not match the name on the URL "
-                                 f"({name})")
+        raise errors.bad_request(
+            f"the name of the object ({m.get('name')}) does not match the name on the URL ({name})"
+        )
     _check_namespace(resource, new, old_m.get("namespace"))
     if m.get("uid") not in (None, "", old_m["uid"]):
-        raise errors.conflict(resource, name, f"Precondition failed: UID in precondition: {m['uid']}, UID in object "
-                                              f"meta: {old_m['uid']}")
+        raise errors.conflict(
+            resource, name, f"Precondition failed: UID in precondition: {m['uid']}, UID in object meta: {old_m['uid']}"
+        )
     if not m.get("resourceVersion"):
         if not resource.builtin:
-            raise errors.invalid(resource, name, "metadata.resourceVersion",
-                                 "Invalid value: 0x0: must be specified for an update")
+            raise errors.invalid(
+                resource, name, "metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update"
+            )
     elif m["resourceVersion"] != old_m["resourceVersion"]:
         raise errors.stale(resource, name)
     if status:
@@ -131,15 +138,20 @@ def _check_pod_spec(old: Obj, new: Obj) -> None:
 
     if fixed(old) != fixed(new):
         changed = sorted(k for k in fixed(old).keys() | fixed(new).keys() if fixed(old).get(k) != fixed(new).get(k))
-        raise errors.invalid(POD, str(meta(old)["name"]), "spec",
-                             f"Forbidden: pod updates may not change fields other than "
-                             f"`spec.tolerations` (only additions to existing tolerations), "
-                             f"`spec.activeDeadlineSeconds`, `spec.schedulingGates` (changed: "
-                             f"{', '.join('spec.' + k for k in changed)})")
+        raise errors.invalid(
+            POD,
+            str(meta(old)["name"]),
+            "spec",
+            f"Forbidden: pod updates may not change fields other than "
+            f"`spec.tolerations` (only additions to existing tolerations), "
+            f"`spec.activeDeadlineSeconds`, `spec.schedulingGates` (changed: "
+            f"{', '.join('spec.' + k for k in changed)})",
+        )
 
 
 def same(old: Obj, new: Obj) -> bool:
     """A write that changes nothing: the real server stores nothing, so the version stays."""
+
     def strip(o: Obj) -> Obj:
         return o | {"metadata": {k: v for k, v in meta(o).items() if k not in ("resourceVersion", "managedFields")}}
 
@@ -156,14 +168,19 @@ def bind(pod: Obj, binding: Any, name: str, now: datetime) -> Obj:
         raise errors.bad_request(f"name in URL does not match name in Binding object ({bm.get('name')} != {name})")
     target = binding.get("target") or {}
     if target.get("kind") not in (None, "", "Node"):
-        raise errors.invalid(POD, name, "target.kind", f"Invalid value: {target.get('kind')!r}: must be empty or "
-                                                       f"'Node'")
+        raise errors.invalid(
+            POD, name, "target.kind", f"Invalid value: {target.get('kind')!r}: must be empty or 'Node'"
+        )
     if not target.get("name"):
         raise errors.invalid(POD, name, "target.name", "Required value")
     m = meta(pod)
     if bm.get("uid") and bm["uid"] != m["uid"]:
-        raise errors.conflict(POD, name, f"Precondition failed: UID in precondition: {bm['uid']}, UID in object "
-                                         f"meta: {m['uid']}", on="pods/binding")
+        raise errors.conflict(
+            POD,
+            name,
+            f"Precondition failed: UID in precondition: {bm['uid']}, UID in object meta: {m['uid']}",
+            on="pods/binding",
+        )
     if bm.get("resourceVersion") and bm["resourceVersion"] != m["resourceVersion"]:
         raise errors.stale(POD, name)
     node = (pod.get("spec") or {}).get("nodeName")
@@ -175,8 +192,8 @@ def bind(pod: Obj, binding: Any, name: str, now: datetime) -> Obj:
         m = meta(pod)
         m["annotations"] = (m.get("annotations") or {}) | bm["annotations"]
     conditions = [c for c in pod.setdefault("status", {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
-    conditions.append({"type": "PodScheduled", "status": "True",
-                       "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    conditions.append(
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    )
     pod["status"]["conditions"] = conditions
     return pod
-

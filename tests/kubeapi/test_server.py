@@ -45,11 +45,17 @@ def version(obj: dict[str, Any]) -> int:
 
 def bind(core: Any, name: str, node: str, namespace: str = NAMESPACE) -> int:
     """POST pods/binding as caldera does: without preloading the response, whose body is a Status."""
-    body = client.V1Binding(metadata=client.V1ObjectMeta(name=name), target=client.V1ObjectReference(kind="Node",
-                                                                                                        name=node))
+    body = client.V1Binding(
+        metadata=client.V1ObjectMeta(name=name), target=client.V1ObjectReference(kind="Node", name=node)
+    )
     response = core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
-    assert json.loads(response.data) == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                                         "code": 201}
+    assert json.loads(response.data) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }
     return int(response.status)
 
 
@@ -81,8 +87,15 @@ def test_create_get_list_update_patch_delete(kube_client: client.ApiClient, reso
         calls.get("a")
     assert e.value.status == 404
     assert status_of(e.value) | {"details": None} == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "NotFound", "code": 404,
-        "message": f'{resource.qualified} "a" not found', "details": None}
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "reason": "NotFound",
+        "code": 404,
+        "message": f'{resource.qualified} "a" not found',
+        "details": None,
+    }
     assert names(calls.list()) == ["b"]
 
 
@@ -126,10 +139,15 @@ def test_namespaced_custom_resources_list_across_namespaces(kube_client: client.
     other = sample(POD_GROUP, "g2")
     other["metadata"]["namespace"] = "team-b"
     Calls(kube_client, POD_GROUP, namespace="team-b").create(other)
-    everywhere = Calls(kube_client, POD_GROUP).json(client.CustomObjectsApi(kube_client).list_cluster_custom_object(
-        POD_GROUP.group, POD_GROUP.version, POD_GROUP.plural))
+    everywhere = Calls(kube_client, POD_GROUP).json(
+        client.CustomObjectsApi(kube_client).list_cluster_custom_object(
+            POD_GROUP.group, POD_GROUP.version, POD_GROUP.plural
+        )
+    )
     assert sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in everywhere["items"]) == [
-        ("default", "g1"), ("team-b", "g2")]
+        ("default", "g1"),
+        ("team-b", "g2"),
+    ]
     assert names(Calls(kube_client, POD_GROUP).list()) == ["g1"]
 
 
@@ -156,21 +174,30 @@ def test_delete_preconditions(kube_client: client.ApiClient) -> None:
     core = client.CoreV1Api(kube_client)
     created = Calls(kube_client, POD).create(pod("p"))
     with pytest.raises(ApiException) as e:
-        core.delete_namespaced_pod("p", NAMESPACE, body=client.V1DeleteOptions(
-            preconditions=client.V1Preconditions(uid="someone-else")))
+        core.delete_namespaced_pod(
+            "p", NAMESPACE, body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="someone-else"))
+        )
     assert e.value.status == 409
-    core.delete_namespaced_pod("p", NAMESPACE, body=client.V1DeleteOptions(
-        preconditions=client.V1Preconditions(uid=created["metadata"]["uid"])))
+    core.delete_namespaced_pod(
+        "p",
+        NAMESPACE,
+        body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=created["metadata"]["uid"])),
+    )
 
 
-@pytest.mark.parametrize("resource, field, initial, new", [
-    (POD_GROUP, "phase", None, "Running"),
-    (QUEUE, "state", None, "Open"),
-    (POD, "phase", "Pending", "Running"),  # a new pod is Pending whatever it says
-    (NODE, "phase", "Sent", "Running"),  # a node is registered with its status
-], ids=lambda v: v.kind if isinstance(v, Resource) else "")
-def test_status_subresource(kube_client: client.ApiClient, resource: Resource, field: str, initial: str | None,
-                            new: str) -> None:
+@pytest.mark.parametrize(
+    "resource, field, initial, new",
+    [
+        (POD_GROUP, "phase", None, "Running"),
+        (QUEUE, "state", None, "Open"),
+        (POD, "phase", "Pending", "Running"),  # a new pod is Pending whatever it says
+        (NODE, "phase", "Sent", "Running"),  # a node is registered with its status
+    ],
+    ids=lambda v: v.kind if isinstance(v, Resource) else "",
+)
+def test_status_subresource(
+    kube_client: client.ApiClient, resource: Resource, field: str, initial: str | None, new: str
+) -> None:
     calls = Calls(kube_client, resource)
     created = calls.create(sample(resource, "a") | {"status": {field: "Sent"}})
     assert (created.get("status") or {}).get(field) == initial
@@ -178,8 +205,12 @@ def test_status_subresource(kube_client: client.ApiClient, resource: Resource, f
     assert (ignored.get("status") or {}).get(field) == initial and ignored["metadata"]["labels"] == {"seen": "yes"}
 
     spec_before = created.get("spec")
-    written = calls.patch("a", {"status": {field: new}, "metadata": {"labels": {"lost": "yes"}}, "spec": {"x": 1}},
-                          status=True, content_type=MERGE)
+    written = calls.patch(
+        "a",
+        {"status": {field: new}, "metadata": {"labels": {"lost": "yes"}}, "spec": {"x": 1}},
+        status=True,
+        content_type=MERGE,
+    )
     assert written["status"][field] == new and written.get("spec") == spec_before
     assert written["metadata"]["labels"] == {"seen": "yes"} and version(written) > version(ignored)
     assert calls.get("a", status=True)["status"][field] == new
@@ -194,19 +225,26 @@ def test_strategic_merge_patch_merges_conditions_by_type(kube_client: client.Api
     node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     calls.create(node)
     both = calls.patch("n", {"status": {"conditions": [{"type": "DiskPressure", "status": "False"}]}}, status=True)
-    assert both["status"]["conditions"] == [{"type": "Ready", "status": "True"},
-                                            {"type": "DiskPressure", "status": "False"}]
+    assert both["status"]["conditions"] == [
+        {"type": "Ready", "status": "True"},
+        {"type": "DiskPressure", "status": "False"},
+    ]
     assert both["status"]["capacity"] == {"cpu": "8", "memory": "32Gi"}
-    flipped = calls.patch("n", {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Down"}]}},
-                          status=True, content_type=SMP)
+    flipped = calls.patch(
+        "n",
+        {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Down"}]}},
+        status=True,
+        content_type=SMP,
+    )
     assert flipped["status"]["conditions"][0] == {"type": "Ready", "status": "False", "reason": "Down"}
     dropped = calls.patch("n", {"status": {"conditions": [{"type": "Ready", "$patch": "delete"}]}}, status=True)
     assert dropped["status"]["conditions"] == [{"type": "DiskPressure", "status": "False"}]
     annotated = calls.patch("n", {"metadata": {"annotations": {"a": "1"}}, "spec": {"unschedulable": True}})
     assert annotated["metadata"]["annotations"] == {"a": "1"} and annotated["spec"]["unschedulable"] is True
 
-    replaced = calls.patch("n", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}, status=True,
-                           content_type=MERGE)  # a merge patch replaces the list
+    replaced = calls.patch(
+        "n", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}, status=True, content_type=MERGE
+    )  # a merge patch replaces the list
     assert replaced["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
     with pytest.raises(ApiException) as e:  # custom resources take no strategic merge patch, like the real server
         Calls(kube_client, QUEUE).create(sample(QUEUE, "q"))
@@ -217,16 +255,19 @@ def test_strategic_merge_patch_merges_conditions_by_type(kube_client: client.Api
 LABELED = {"a": {"app": "web", "tier": "front"}, "b": {"app": "web", "tier": "back"}, "c": {"app": "db"}, "d": {}}
 
 
-@pytest.mark.parametrize("selector, expected", [
-    ("app=web", ["a", "b"]),
-    ("app==web,tier=back", ["b"]),
-    ("app!=web", ["c", "d"]),
-    ("tier", ["a", "b"]),
-    ("!tier", ["c", "d"]),
-    ("tier in (front, middle)", ["a"]),
-    ("app notin (web),!tier", ["c", "d"]),
-    ("app in (web,db),tier notin (back)", ["a", "c"]),
-])
+@pytest.mark.parametrize(
+    "selector, expected",
+    [
+        ("app=web", ["a", "b"]),
+        ("app==web,tier=back", ["b"]),
+        ("app!=web", ["c", "d"]),
+        ("tier", ["a", "b"]),
+        ("!tier", ["c", "d"]),
+        ("tier in (front, middle)", ["a"]),
+        ("app notin (web),!tier", ["c", "d"]),
+        ("app in (web,db),tier notin (back)", ["a", "c"]),
+    ],
+)
 def test_label_selectors(kube_client: client.ApiClient, selector: str, expected: list[str]) -> None:
     for resource in (POD, QUEUE):
         calls = Calls(kube_client, resource)
@@ -279,8 +320,10 @@ def test_binding_sets_the_node_once(kube_client: client.ApiClient) -> None:
 def test_binding_checks_the_pods_uid(kube_client: client.ApiClient) -> None:
     core: Any = client.CoreV1Api(kube_client)  # typed as returning a V1Binding, even without preloading
     Calls(kube_client, POD).create(pod("p"))
-    body = client.V1Binding(metadata=client.V1ObjectMeta(name="p", uid="a-pod-of-the-same-name"),
-                            target=client.V1ObjectReference(kind="Node", name="n1"))
+    body = client.V1Binding(
+        metadata=client.V1ObjectMeta(name="p", uid="a-pod-of-the-same-name"),
+        target=client.V1ObjectReference(kind="Node", name="n1"),
+    )
     with pytest.raises(ApiException) as e:
         core.create_namespaced_pod_binding("p", NAMESPACE, body, _preload_content=False)
     assert e.value.status == 409

@@ -23,8 +23,9 @@ Start = Callable[..., KubeAPIServer]
 Watch: Any = watch.Watch  # kubernetes.watch is not annotated
 
 
-def events(func: Callable[..., Any], *args: Any, count: int, during: Callable[[], object] | None = None,
-           **kwargs: Any) -> list[tuple[str, str, int]]:
+def events(
+    func: Callable[..., Any], *args: Any, count: int, during: Callable[[], object] | None = None, **kwargs: Any
+) -> list[tuple[str, str, int]]:
     """(type, name, resourceVersion) of the first ``count`` events of a watch (or all until its timeout);
     ``during`` runs in a thread once the watch has started."""
     w = Watch()
@@ -67,8 +68,9 @@ def test_watch_from_a_version_replays_then_follows_in_order(kube_client: client.
     calls.patch("p", {"metadata": {"labels": {"v": "2"}}})
     calls.delete("p")
 
-    seen = events(core.list_namespaced_pod, NAMESPACE, resource_version=since, count=4,
-                  during=lambda: calls.create(pod("live")))
+    seen = events(
+        core.list_namespaced_pod, NAMESPACE, resource_version=since, count=4, during=lambda: calls.create(pod("live"))
+    )
     assert [(t, n) for t, n, _ in seen] == [("ADDED", "p"), ("MODIFIED", "p"), ("DELETED", "p"), ("ADDED", "live")]
     versions = [v for _, _, v in seen]
     assert versions == sorted(versions) and len(set(versions)) == 4 and versions[0] > int(since)
@@ -90,8 +92,12 @@ def test_a_watch_through_a_selector_sees_objects_leave_it(kube_client: client.Ap
     body = client.V1Binding(metadata=client.V1ObjectMeta(name="a"), target=client.V1ObjectReference(name="n1"))
     core.create_namespaced_pod_binding("a", NAMESPACE, body, _preload_content=False)
     bound = version(pods.get("a"))
-    unbound = events(core.list_pod_for_all_namespaces, resource_version=since, count=2,
-                     field_selector="spec.nodeName=,spec.schedulerName=caldera")
+    unbound = events(
+        core.list_pod_for_all_namespaces,
+        resource_version=since,
+        count=2,
+        field_selector="spec.nodeName=,spec.schedulerName=caldera",
+    )
     assert unbound == [("ADDED", "a", bound - 2), ("DELETED", "a", bound)]
 
     queues = Calls(kube_client, QUEUE)
@@ -100,8 +106,15 @@ def test_a_watch_through_a_selector_sees_objects_leave_it(kube_client: client.Ap
     queues.patch("q", {"metadata": {"labels": {"team": None}}})
     queues.patch("q", {"metadata": {"labels": {"team": "x"}}})
     custom = client.CustomObjectsApi(kube_client)
-    seen = events(custom.list_cluster_custom_object, QUEUE.group, QUEUE.version, QUEUE.plural,
-                  resource_version=since, label_selector="team=x", count=3)
+    seen = events(
+        custom.list_cluster_custom_object,
+        QUEUE.group,
+        QUEUE.version,
+        QUEUE.plural,
+        resource_version=since,
+        label_selector="team=x",
+        count=3,
+    )
     assert [t for t, _, _ in seen] == ["ADDED", "DELETED", "ADDED"]
 
 
@@ -139,16 +152,24 @@ def test_a_version_older_than_the_history_is_gone(kube_api_factory: Start) -> No
 
     [error] = raw_lines(core.list_namespaced_pod, NAMESPACE, resource_version=str(first), timeout_seconds=1)
     assert error["type"] == "ERROR"
-    assert error["object"] | {"message": ""} == {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                                 "status": "Failure", "reason": "Expired", "code": 410, "message": ""}
+    assert error["object"] | {"message": ""} == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "reason": "Expired",
+        "code": 410,
+        "message": "",
+    }
     with pytest.raises(ApiException) as e:
         events(core.list_namespaced_pod, NAMESPACE, resource_version=str(first), timeout_seconds=1, count=-1)
     assert e.value.status == 410
 
     recent = events(core.list_namespaced_pod, NAMESPACE, resource_version=str(first + 2), count=2)
     assert [n for _, n, _ in recent] == ["p3", "p4"]
-    [future] = raw_lines(core.list_namespaced_pod, NAMESPACE, resource_version=str(server.store.revision + 10),
-                         timeout_seconds=1)
+    [future] = raw_lines(
+        core.list_namespaced_pod, NAMESPACE, resource_version=str(server.store.revision + 10), timeout_seconds=1
+    )
     assert future["type"] == "ERROR" and future["object"]["code"] == 504  # a version this store never reached
     close(api)
 
@@ -205,8 +226,14 @@ class Informer:
         since = listing.metadata.resource_version
         while not self._stopping.is_set():
             w = Watch()
-            for event in w.stream(self.core.list_namespaced_pod, NAMESPACE, resource_version=since, timeout_seconds=1,
-                                  allow_watch_bookmarks=True, _request_timeout=3):
+            for event in w.stream(
+                self.core.list_namespaced_pod,
+                NAMESPACE,
+                resource_version=since,
+                timeout_seconds=1,
+                allow_watch_bookmarks=True,
+                _request_timeout=3,
+            ):
                 if event["type"] != "BOOKMARK":
                     obj = event["object"]
                     with self._lock:
@@ -264,8 +291,13 @@ async def test_the_asyncio_client_lists_and_watches(kube_api: KubeAPIServer) -> 
         changing = asyncio.create_task(change())
         seen = []
         w: Any = kubernetes_asyncio.watch.Watch()
-        async with w.stream(core.list_namespaced_pod, NAMESPACE, resource_version=listing.metadata.resource_version,
-                            timeout_seconds=5, allow_watch_bookmarks=True) as stream:
+        async with w.stream(
+            core.list_namespaced_pod,
+            NAMESPACE,
+            resource_version=listing.metadata.resource_version,
+            timeout_seconds=5,
+            allow_watch_bookmarks=True,
+        ) as stream:
             async for event in stream:
                 if event["type"] != "BOOKMARK":
                     seen.append((event["type"], event["object"].metadata.name, event["object"].metadata.labels))
@@ -279,8 +311,12 @@ async def test_the_asyncio_client_lists_and_watches(kube_api: KubeAPIServer) -> 
         queues = await custom.list_cluster_custom_object(QUEUE.group, QUEUE.version, QUEUE.plural)
         assert [q["metadata"]["name"] for q in queues["items"]] == ["q"]
         await custom.patch_cluster_custom_object_status(  # for a dict, this client's default is a JSON patch
-            QUEUE.group, QUEUE.version, QUEUE.plural, "q", {"status": {"state": "Open"}},
-            _content_type="application/merge-patch+json")
+            QUEUE.group,
+            QUEUE.version,
+            QUEUE.plural,
+            "q",
+            {"status": {"state": "Open"}},
+            _content_type="application/merge-patch+json",
+        )
         after = await custom.get_cluster_custom_object(QUEUE.group, QUEUE.version, QUEUE.plural, "q")
         assert after["status"] == {"state": "Open"}
-

@@ -11,6 +11,7 @@ server no longer has ends the stream with an ERROR event holding a 410 Expired S
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 from dataclasses import dataclass
@@ -72,16 +73,15 @@ async def _send(response: web.StreamResponse, event: Obj) -> None:
     await response.write(json.dumps(event, separators=(",", ":")).encode() + b"\n")
 
 
-async def serve(request: web.Request, store: ObjectStore, watch: WatchRequest, watches: Watches,
-                bookmark_interval: float) -> web.StreamResponse:
+async def serve(
+    request: web.Request, store: ObjectStore, watch: WatchRequest, watches: Watches, bookmark_interval: float
+) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[_Item] = asyncio.Queue()
 
     def listener(item: Change | Progress) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the server's loop is closed: the stream is gone with it
             loop.call_soon_threadsafe(queue.put_nowait, item)
-        except RuntimeError:  # the server's loop is closed: the stream is gone with it
-            pass
 
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
     response.enable_chunked_encoding()
@@ -112,9 +112,17 @@ async def serve(request: web.Request, store: ObjectStore, watch: WatchRequest, w
             if item is None:
                 break
             if isinstance(item, Progress):
-                await _send(response, {"type": "BOOKMARK", "object": {
-                    "kind": watch.resource.kind, "apiVersion": watch.resource.api_version,
-                    "metadata": {"resourceVersion": str(item.revision)}}})
+                await _send(
+                    response,
+                    {
+                        "type": "BOOKMARK",
+                        "object": {
+                            "kind": watch.resource.kind,
+                            "apiVersion": watch.resource.api_version,
+                            "metadata": {"resourceVersion": str(item.revision)},
+                        },
+                    },
+                )
             elif (event := event_for(item, watch.matches)) is not None:
                 await _send(response, event)
         await response.write_eof()

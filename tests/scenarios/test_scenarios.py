@@ -187,8 +187,9 @@ def test_reclaim_takes_back_a_queues_deserved_share() -> None:
 # -- 9, 10: node choice ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("conf", "nodes_used"), [("binpack.conf.yaml", 1), ("spread.conf.yaml", 4)],
-                         ids=["binpack", "spread"])
+@pytest.mark.parametrize(
+    ("conf", "nodes_used"), [("binpack.conf.yaml", 1), ("spread.conf.yaml", 4)], ids=["binpack", "spread"]
+)
 def test_binpack_packs_and_leastrequested_spreads(conf: str, nodes_used: int) -> None:
     result = dry_run("binpack_spread.yaml", conf=conf)
     assert phases(result, "svc-") == {"Bound": 4}, placements(result)
@@ -224,13 +225,17 @@ def test_agent_and_volcano_pods_share_a_cluster_without_overcommitting() -> None
     result = dry_run(name)
     docs = manifests(name)
     allocatable = {d["metadata"]["name"]: amounts(d["status"]["allocatable"]) for d in docs if d["kind"] == "Node"}
-    requests = {d["metadata"]["name"]: amounts(d["spec"]["containers"][0]["resources"]["requests"])
-                for d in docs if d["kind"] == "Pod"}
+    requests = {
+        d["metadata"]["name"]: amounts(d["spec"]["containers"][0]["resources"]["requests"])
+        for d in docs
+        if d["kind"] == "Pod"
+    }
     job = next(d for d in docs if d["kind"] == "Job")
     task = job["spec"]["tasks"][0]
     for i in range(task["replicas"]):
         requests[f"{job['metadata']['name']}-{task['name']}-{i}"] = amounts(
-            task["template"]["spec"]["containers"][0]["resources"]["requests"])
+            task["template"]["spec"]["containers"][0]["resources"]["requests"]
+        )
     used: dict[str, dict[str, Fraction]] = {n: {} for n in allocatable}
     for p in result["pods"]:
         if p["phase"] == "Bound":
@@ -239,7 +244,9 @@ def test_agent_and_volcano_pods_share_a_cluster_without_overcommitting() -> None
                 held[r] = held.get(r, Fraction(0)) + v
     for node, held in used.items():
         for r, v in held.items():
-            assert v <= allocatable[node][r], f"{node} over-committed in {r}: {v} > {allocatable[node][r]}:\n{placements(result)}"
+            assert v <= allocatable[node][r], (
+                f"{node} over-committed in {r}: {v} > {allocatable[node][r]}:\n{placements(result)}"
+            )
     agent, batch = bound(result, "web-"), bound(result, "batch-")
     assert all(p["scheduler"] == "agent-scheduler" for p in pods(result, "web-"))
     assert len(agent) >= 1 and len(batch) >= 2, placements(result)  # batch: at least its gang

@@ -17,10 +17,24 @@ GOOD = "volcano:volcano:0.0:0.6:false:2:100"
 
 def test_default_parses_to_the_documented_two_shards() -> None:
     assert parse_scheduler_configs(DEFAULT_SCHEDULER_CONFIGS) == [
-        ShardConfig(name="volcano", type=SchedulerType.VOLCANO, min_util=0.0, max_util=0.6,
-                    prefer_warmup=False, min_nodes=2, max_nodes=100),
-        ShardConfig(name="agent-scheduler", type=SchedulerType.AGENT, min_util=0.7, max_util=1.0,
-                    prefer_warmup=True, min_nodes=2, max_nodes=100),
+        ShardConfig(
+            name="volcano",
+            type=SchedulerType.VOLCANO,
+            min_util=0.0,
+            max_util=0.6,
+            prefer_warmup=False,
+            min_nodes=2,
+            max_nodes=100,
+        ),
+        ShardConfig(
+            name="agent-scheduler",
+            type=SchedulerType.AGENT,
+            min_util=0.7,
+            max_util=1.0,
+            prefer_warmup=True,
+            min_nodes=2,
+            max_nodes=100,
+        ),
     ]
 
 
@@ -84,5 +98,6 @@ def test_overlapping_bands_are_accepted_in_order() -> None:
 
 
 def test_whitespace_around_entries_is_ignored() -> None:
-    assert parse_scheduler_configs(f" {GOOD} ,\tagent-scheduler:agent:0.7:1.0:true:2:100 ") == \
-        parse_scheduler_configs(DEFAULT_SCHEDULER_CONFIGS)
+    assert parse_scheduler_configs(f" {GOOD} ,\tagent-scheduler:agent:0.7:1.0:true:2:100 ") == parse_scheduler_configs(
+        DEFAULT_SCHEDULER_CONFIGS
+    )

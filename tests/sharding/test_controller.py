@@ -44,7 +44,9 @@ async def fill(store: Store, name: str, cpu: str, tag: str) -> None:
     """Load lands on the node: a pod submitted to the simulated cluster and committed there through the binder."""
     p = pod(f"fill-{name}-{tag}", cpu=cpu, scheduler="agent-scheduler")
     await store.upsert_pods([p])
-    [r] = await Binder(store.client, store.keys, "agent-scheduler").commit([Placement(uid=p.uid, node=name, request=p.request(), version=0)])
+    [r] = await Binder(store.client, store.keys, "agent-scheduler").commit(
+        [Placement(uid=p.uid, node=name, request=p.request(), version=0)]
+    )
     assert isinstance(r, Committed)
 
 
@@ -88,19 +90,26 @@ async def _owned(store: Store, names: list[str], owner: str) -> bool:
 
 async def test_hand_off_refuses_the_old_owner_and_admits_the_new(store: Store) -> None:
     await store.upsert_nodes([node(f"n{i}", cpu="10") for i in range(6)])
-    controller = ShardingController(store, ControllerConfig(configs=parse_scheduler_configs(CONFIGS.replace(":2:100", ":0:100")),
-                                                            sync_period=60.0))
+    controller = ShardingController(
+        store, ControllerConfig(configs=parse_scheduler_configs(CONFIGS.replace(":2:100", ":0:100")), sync_period=60.0)
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(controller.run(stop))
     await wait_for(lambda: _owned(store, ["n3"], "volcano"))
-    await store.upsert_pods([pod("train", cpu="1", scheduler="volcano"), pod("agent", cpu="1", scheduler="agent-scheduler")])
+    await store.upsert_pods(
+        [pod("train", cpu="1", scheduler="volcano"), pod("agent", cpu="1", scheduler="agent-scheduler")]
+    )
     seen = (await store.get_nodes(["n3"]))["n3"].version  # volcano decides on n3 now...
     await fill(store, "n3", "8", "x")  # ...while load moves n3 to the agent band
     await wait_for(lambda: _owned(store, ["n3"], "agent-scheduler"), timeout=5.0)
     volcano = Binder(store.client, store.keys, "volcano", sharding=ShardingMode.HARD)
     agent = Binder(store.client, store.keys, "agent-scheduler", sharding=ShardingMode.HARD)
-    [old] = await volcano.commit([Placement(uid="uid-train", node="n3", request=pod("train", cpu="1").request(), version=seen)])
-    [new] = await agent.commit([Placement(uid="uid-agent", node="n3", request=pod("agent", cpu="1").request(), version=0)])
+    [old] = await volcano.commit(
+        [Placement(uid="uid-train", node="n3", request=pod("train", cpu="1").request(), version=seen)]
+    )
+    [new] = await agent.commit(
+        [Placement(uid="uid-agent", node="n3", request=pod("agent", cpu="1").request(), version=0)]
+    )
     assert isinstance(old, Rejected) and old.reason is Reason.NOT_OWNER
     assert isinstance(new, Committed)
     stop.set()
@@ -127,8 +136,13 @@ async def test_only_one_lease_holder_leads_and_the_other_takes_over(rclient: aio
 
 
 def sharding(*args: str, **kw) -> subprocess.Popen[str]:  # type: ignore[no-untyped-def]
-    return subprocess.Popen([sys.executable, "-m", "caldera", "sharding", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "caldera", "sharding", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 async def test_the_process_shards_a_cluster_and_stops_on_sigterm(store: Store, redis_server: RedisServer) -> None:
@@ -139,9 +153,13 @@ async def test_the_process_shards_a_cluster_and_stops_on_sigterm(store: Store, r
         assert "serving /metrics and /healthz" in first
         port = int(first.split("port")[1])
         await wait_for(lambda: _sized(store, {"volcano": 6, "agent-scheduler": 2}), timeout=20)
-        health = await asyncio.to_thread(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read())
+        health = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read()
+        )
         assert health == b"ok\n"
-        metrics = await asyncio.to_thread(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode())
+        metrics = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        )
         assert 'caldera_shard_nodes{scheduler="volcano"} 6.0' in metrics
         assert 'caldera_shard_nodes{scheduler="agent-scheduler"} 2.0' in metrics
         assert 'caldera_shard_moves_total{from="none",to="volcano"} 6.0' in metrics
@@ -154,19 +172,22 @@ async def test_the_process_shards_a_cluster_and_stops_on_sigterm(store: Store, r
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
 
 
-@pytest.mark.parametrize(("flags", "needle"), [
-    (["--scheduler-configs", "a:volcano:0.1:0.5:false:1"], "expected 7"),
-    (["--scheduler-configs", "a:volcano:0.7:0.2:false:1:2"], "MIN_UTIL 0.7 > MAX_UTIL 0.2"),
-    (["--scheduler-configs", "a:volcano:0.1:1.5:false:1:2"], "outside [0, 1]"),
-    (["--scheduler-configs", "a:volcano:0.1:0.5:false:5:2"], "MIN_NODES 5 > MAX_NODES 2"),
-    (["--scheduler-configs", "a:volcano:0:0.5:false:1:2,a:agent:0.6:1:true:1:2"], "appears twice"),
-    (["--scheduler-configs", "a:kube:0:0.5:false:1:2"], "TYPE 'kube'"),
-    (["--shard-sync-period", "10 seconds"], "invalid duration"),
-    (["--min-dwell", "5q"], "invalid duration"),
-    (["--utilization", "disk"], "invalid choice"),
-    (["--band-margin", "2"], "--band-margin"),
-    (["--scheduler-configs", "a:volcano:0.4:0.48:false:0:2"], "narrower than twice --band-margin"),
-])
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--scheduler-configs", "a:volcano:0.1:0.5:false:1"], "expected 7"),
+        (["--scheduler-configs", "a:volcano:0.7:0.2:false:1:2"], "MIN_UTIL 0.7 > MAX_UTIL 0.2"),
+        (["--scheduler-configs", "a:volcano:0.1:1.5:false:1:2"], "outside [0, 1]"),
+        (["--scheduler-configs", "a:volcano:0.1:0.5:false:5:2"], "MIN_NODES 5 > MAX_NODES 2"),
+        (["--scheduler-configs", "a:volcano:0:0.5:false:1:2,a:agent:0.6:1:true:1:2"], "appears twice"),
+        (["--scheduler-configs", "a:kube:0:0.5:false:1:2"], "TYPE 'kube'"),
+        (["--shard-sync-period", "10 seconds"], "invalid duration"),
+        (["--min-dwell", "5q"], "invalid duration"),
+        (["--utilization", "disk"], "invalid choice"),
+        (["--band-margin", "2"], "--band-margin"),
+        (["--scheduler-configs", "a:volcano:0.4:0.48:false:0:2"], "narrower than twice --band-margin"),
+    ],
+)
 def test_malformed_flags_exit_2_with_one_line(flags: list[str], needle: str) -> None:
     proc = sharding(*flags)
     out, err = proc.communicate(timeout=60)

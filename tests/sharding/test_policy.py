@@ -33,14 +33,28 @@ PROPERTY = settings(max_examples=200, deadline=None)
 
 # ----------------------------------------------------------------------------- builders
 
-def band(name: str, lo: float, hi: float, *, min_nodes: int = 0, max_nodes: int = 100,
-         prefer_warmup: bool = False) -> ShardConfig:
-    return ShardConfig(name=name, type=SchedulerType.VOLCANO, min_util=lo, max_util=hi,
-                       prefer_warmup=prefer_warmup, min_nodes=min_nodes, max_nodes=max_nodes)
+
+def band(
+    name: str, lo: float, hi: float, *, min_nodes: int = 0, max_nodes: int = 100, prefer_warmup: bool = False
+) -> ShardConfig:
+    return ShardConfig(
+        name=name,
+        type=SchedulerType.VOLCANO,
+        min_util=lo,
+        max_util=hi,
+        prefer_warmup=prefer_warmup,
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+    )
 
 
-def state(util: list[float], owner: list[int] | None = None, *, warmup: list[bool] | None = None,
-          outside_since: list[float] | None = None) -> NodeState:
+def state(
+    util: list[float],
+    owner: list[int] | None = None,
+    *,
+    warmup: list[bool] | None = None,
+    outside_since: list[float] | None = None,
+) -> NodeState:
     n = len(util)
     return NodeState(
         util=np.array(util, dtype=np.float64),
@@ -56,6 +70,7 @@ def follow(previous: Assignment, util: np.ndarray, warmup: np.ndarray) -> NodeSt
 
 
 # ----------------------------------------------------------------------------- the spec, independently
+
 
 def inside(util: np.ndarray, c: ShardConfig, margin: float = 0.0) -> np.ndarray:
     """In the band widened by ``margin``; a band reaching 1.0 is open above (over-committed nodes)."""
@@ -116,8 +131,17 @@ def random_configs(draw: st.DrawFn) -> list[ShardConfig]:
         lo, hi = sorted((draw(BOUND), draw(BOUND)))
         min_nodes = draw(st.integers(0, 30))
         max_nodes = min_nodes + draw(st.integers(0, 150))
-        configs.append(ShardConfig(name=f"s{i}", type=draw(st.sampled_from(SchedulerType)), min_util=lo, max_util=hi,
-                                   prefer_warmup=draw(st.booleans()), min_nodes=min_nodes, max_nodes=max_nodes))
+        configs.append(
+            ShardConfig(
+                name=f"s{i}",
+                type=draw(st.sampled_from(SchedulerType)),
+                min_util=lo,
+                max_util=hi,
+                prefer_warmup=draw(st.booleans()),
+                min_nodes=min_nodes,
+                max_nodes=max_nodes,
+            )
+        )
     return configs
 
 
@@ -152,6 +176,7 @@ def counts(a: Assignment, configs: list[ShardConfig]) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- properties
+
 
 @PROPERTY
 @given(cases())
@@ -272,7 +297,7 @@ def test_members_inside_their_band_stay(case: Case) -> None:
     for ci, c in enumerate(configs):
         for i in np.flatnonzero((s.owner == ci) & inside(s.util, c)):
             new = int(a.owner[i])
-            one = s.util[i:i + 1]
+            one = s.util[i : i + 1]
             earlier_wins = any(entering(one, configs[d], h.margin)[0] for d in range(ci))
             if new == ci:  # borrowed back only after an earlier config took it
                 assert not a.borrowed[i] or earlier_wins
@@ -303,6 +328,7 @@ def test_assign_is_deterministic_and_leaves_its_input_alone(case: Case) -> None:
 
 # ----------------------------------------------------------------------------- flapping
 
+
 def owner_changes(hysteresis: Hysteresis, *, seed: int = 20240601, syncs: int = 200) -> np.ndarray:
     """40 nodes under the default configs: 10 volcano members at 0.6 (its top edge) and 10
     agent members at 0.7 (its bottom edge), each wobbling by a fresh uniform [-0.03, +0.03]
@@ -312,8 +338,11 @@ def owner_changes(hysteresis: Hysteresis, *, seed: int = 20240601, syncs: int = 
     base = np.array([0.6] * 10 + [0.7] * 10 + [0.3] * 10 + [0.9] * 10)
     wobbles = np.arange(40) < 20
     warmup = np.zeros(40, dtype=np.bool_)
-    a = Assignment(owner=np.array([VOLCANO] * 10 + [AGENT] * 10 + [VOLCANO] * 10 + [AGENT] * 10, dtype=np.int64),
-                   borrowed=np.zeros(40, dtype=np.bool_), outside_since=np.full(40, math.nan))
+    a = Assignment(
+        owner=np.array([VOLCANO] * 10 + [AGENT] * 10 + [VOLCANO] * 10 + [AGENT] * 10, dtype=np.int64),
+        borrowed=np.zeros(40, dtype=np.bool_),
+        outside_since=np.full(40, math.nan),
+    )
     changes = np.zeros(40, dtype=np.int64)
     for k in range(1, syncs + 1):
         util = base + np.where(wobbles, rng.uniform(-0.03, 0.03, 40), 0.0)
@@ -402,8 +431,9 @@ def test_the_ends_of_the_scale_need_no_entry_margin(util: float, owner: int) -> 
 NO_HYSTERESIS = Hysteresis(margin=0.0, dwell=0.0)
 
 
-def owners_and_borrowed(configs: list[ShardConfig], util: list[float], *,
-                        hysteresis: Hysteresis = NO_HYSTERESIS) -> tuple[list[int], list[bool]]:
+def owners_and_borrowed(
+    configs: list[ShardConfig], util: list[float], *, hysteresis: Hysteresis = NO_HYSTERESIS
+) -> tuple[list[int], list[bool]]:
     """One sync from an all-unowned cluster (no previous members to prefer)."""
     a = assign(state(util), configs, 1000.0, hysteresis)
     return a.owner.tolist(), a.borrowed.tolist()
@@ -440,8 +470,11 @@ def test_a_donor_is_never_taken_below_its_min_nodes() -> None:
 
 
 def test_a_donor_at_its_min_nodes_is_skipped_for_a_farther_surplus_one() -> None:
-    configs = [band("low", 0.0, 0.3, min_nodes=2), band("near", 0.35, 0.4, min_nodes=1),
-               band("far", 0.8, 1.0, min_nodes=1)]
+    configs = [
+        band("low", 0.0, 0.3, min_nodes=2),
+        band("near", 0.35, 0.4, min_nodes=1),
+        band("far", 0.8, 1.0, min_nodes=1),
+    ]
     owner, borrowed = owners_and_borrowed(configs, [0.1, 0.35, 0.8, 0.9])
     assert owner == [0, 1, 0, 2]  # near's only node is nearer but near is at MIN_NODES; far has one spare
     assert borrowed == [False, False, True, False]
@@ -465,19 +498,20 @@ def test_borrowing_stops_at_min_nodes() -> None:
 
 # ----------------------------------------------------------------------------- event trigger
 
+
 @pytest.mark.parametrize(
     ("before", "after", "crossed"),
     [
-        (0.3, 0.45, False),    # inside volcano
-        (0.0, 0.5, False),     # inside volcano, from the scale's end
-        (0.8, 0.95, False),    # inside agent
-        (0.95, 1.1, False),    # agent reaches 1.0, so it is open above
+        (0.3, 0.45, False),  # inside volcano
+        (0.0, 0.5, False),  # inside volcano, from the scale's end
+        (0.8, 0.95, False),  # inside agent
+        (0.95, 1.1, False),  # agent reaches 1.0, so it is open above
         (0.605, 0.615, False),  # inside volcano's margin zone
-        (0.63, 0.67, False),   # in the gap, clear of both margins
-        (0.58, 0.61, True),    # across volcano's top edge
-        (0.61, 0.64, True),    # out of volcano's margin
-        (0.66, 0.69, True),    # into agent's margin
-        (0.69, 0.71, True),    # across agent's bottom edge
+        (0.63, 0.67, False),  # in the gap, clear of both margins
+        (0.58, 0.61, True),  # across volcano's top edge
+        (0.61, 0.64, True),  # out of volcano's margin
+        (0.66, 0.69, True),  # into agent's margin
+        (0.69, 0.71, True),  # across agent's bottom edge
     ],
 )
 def test_band_signature_changes_exactly_on_band_edge_crossings(before: float, after: float, crossed: bool) -> None:
@@ -490,13 +524,16 @@ def test_band_signature_changes_exactly_on_band_edge_crossings(before: float, af
     assert (a[1:] == b[1:]).all()
 
 
-@pytest.mark.parametrize(("before", "after"), [
-    (0.5, 0.7),    # leaves volcano beyond its margin
-    (0.3, 0.9),    # jumps from volcano into the agent band
-    (0.68, 0.9),   # enters the agent band from its margin zone
-    pytest.param(0.72, 0.78, id="across-agent-entry-edge-0.75"),
-    pytest.param(0.58, 0.53, id="across-volcano-entry-edge-0.55"),
-])
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (0.5, 0.7),  # leaves volcano beyond its margin
+        (0.3, 0.9),  # jumps from volcano into the agent band
+        (0.68, 0.9),  # enters the agent band from its margin zone
+        pytest.param(0.72, 0.78, id="across-agent-entry-edge-0.75"),
+        pytest.param(0.58, 0.53, id="across-volcano-entry-edge-0.55"),
+    ],
+)
 def test_a_move_that_changes_a_nodes_owner_changes_its_signature(before: float, after: float) -> None:
     """What the event trigger relies on: if a sync at the new utilization would move a node,
     its signature has changed. Default bands with MIN_NODES 0 (so nothing is borrowed),

@@ -76,8 +76,9 @@ class Case:
     plugins: Sequence[str] = ()  # the plugin builders a Go case registers; tier entries of others are skipped
 
 
-def conf_text(tiers: Sequence[Sequence[Plugin]], actions: Sequence[str],
-              configurations: Sequence[Mapping[str, Any]] = ()) -> str:
+def conf_text(
+    tiers: Sequence[Sequence[Plugin]], actions: Sequence[str], configurations: Sequence[Mapping[str, Any]] = ()
+) -> str:
     """A Volcano conf in which every switch a plugin does not turn on is written as false."""
     raw_tiers = []
     for tier in tiers:
@@ -100,9 +101,18 @@ def _record(pod: Pod) -> PodRecord:
     phase = pod.status.phase
     node = pod.spec.node_name
     group = pod.metadata.annotations.get("scheduling.k8s.io/group-name", "")
-    return PodRecord(uid=pod.uid, pod=pod, request=pod.request(), scheduler=SCHEDULER,
-                     group=f"{pod.namespace}/{group}" if group else "", priority=pod.priority, node=node,
-                     accounted=node if phase not in TERMINAL else "", phase=phase, version=1)
+    return PodRecord(
+        uid=pod.uid,
+        pod=pod,
+        request=pod.request(),
+        scheduler=SCHEDULER,
+        group=f"{pod.namespace}/{group}" if group else "",
+        priority=pod.priority,
+        node=node,
+        accounted=node if phase not in TERMINAL else "",
+        phase=phase,
+        version=1,
+    )
 
 
 def _columns(nodes: Sequence[Node], records: Sequence[PodRecord], case: Case) -> NodeTable:
@@ -112,22 +122,40 @@ def _columns(nodes: Sequence[Node], records: Sequence[PodRecord], case: Case) ->
             allocated[r.accounted] = allocated.get(r.accounted, Resources()) + r.request
     in_shard = set(case.nodes_in_shard)
     owner = (lambda n: SCHEDULER if n in in_shard else OTHER_SCHEDULER) if case.sharding_mode else (lambda n: "")
-    return NodeTable([NodeRecord(name=n.name, allocatable=n.allocatable_resources(),
-                                   allocated=allocated.get(n.name, Resources()), version=1, owner=owner(n.name),
-                                   unschedulable=n.unschedulable, node=n) for n in nodes])
+    return NodeTable(
+        [
+            NodeRecord(
+                name=n.name,
+                allocatable=n.allocatable_resources(),
+                allocated=allocated.get(n.name, Resources()),
+                version=1,
+                owner=owner(n.name),
+                unschedulable=n.unschedulable,
+                node=n,
+            )
+            for n in nodes
+        ]
+    )
 
 
-def open_session(case: Case, tiers: Sequence[Sequence[Plugin]], actions: Sequence[str],
-                 configurations: Sequence[Mapping[str, Any]] = ()) -> Session:
+def open_session(
+    case: Case,
+    tiers: Sequence[Sequence[Plugin]],
+    actions: Sequence[str],
+    configurations: Sequence[Mapping[str, Any]] = (),
+) -> Session:
     if case.plugins:  # Volcano's session skips a tier entry whose plugin builder is not registered
         tiers = [[p for p in tier if p.name in case.plugins] for tier in tiers]
     conf = parse(conf_text(tiers, actions, configurations))
     records = [_record(p) for p in case.pods]
     mode = ShardingMode(case.sharding_mode) if case.sharding_mode else ShardingMode.NONE
-    inp = SessionInput(columns=_columns(case.nodes, records, case), pods=records,
-                       podgroups={f"{pg.namespace}/{pg.name}": pg for pg in case.podgroups},
-                       queues={q.name: q for q in case.queues},
-                       priority_classes={pc.name: pc for pc in case.priority_classes})
+    inp = SessionInput(
+        columns=_columns(case.nodes, records, case),
+        pods=records,
+        podgroups={f"{pg.namespace}/{pg.name}": pg for pg in case.podgroups},
+        queues={q.name: q for q in case.queues},
+        priority_classes={pc.name: pc for pc in case.priority_classes},
+    )
     return Session(conf, SessionConfig(scheduler=SCHEDULER, sharding=mode, default_queue="default"), inp)
 
 
@@ -135,8 +163,12 @@ def binds(ssn: Session) -> dict[str, str]:
     return {f"{t.namespace}/{t.name}": t.node for batch in ssn.commits for t in batch}
 
 
-def run_case(case: Case, tiers: Sequence[Sequence[Plugin]], actions: Sequence[str],
-             configurations: Sequence[Mapping[str, Any]] = ()) -> Session:
+def run_case(
+    case: Case,
+    tiers: Sequence[Sequence[Plugin]],
+    actions: Sequence[str],
+    configurations: Sequence[Mapping[str, Any]] = (),
+) -> Session:
     """Open a session for ``case``, run ``actions`` in it, and check every expectation."""
     ssn = open_session(case, tiers, actions, configurations)
     ssn.run()
@@ -155,7 +187,9 @@ def check(case: Case, ssn: Session) -> None:
         assert got == dict(case.expect_bind_map), f"binds:\n want {dict(case.expect_bind_map)}\n got  {got}"
     assert case.expect_evict_num == len(case.expect_evicted), "case: evict count and evicted list disagree"
     evicted = Counter(f"{t.namespace}/{t.name}" for t in ssn.evictions)
-    assert evicted == Counter(case.expect_evicted), f"evicted:\n want {sorted(case.expect_evicted)}\n got  {sorted(evicted.elements())}"
+    assert evicted == Counter(case.expect_evicted), (
+        f"evicted:\n want {sorted(case.expect_evicted)}\n got  {sorted(evicted.elements())}"
+    )
     for job_key, nodes in case.expect_pipelined.items():
         job = ssn.jobs.get(job_key)
         assert job is not None, f"pipelined: job {job_key} is not in the session"

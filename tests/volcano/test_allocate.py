@@ -24,21 +24,41 @@ from tests.volcano.harness import Case, Plugin, run_case
 
 PODS10 = scalar("pods", "10")
 
-TIERS = [[
-    Plugin("gang", ("enableJobOrder", "enableJobReady", "enableJobPipelined", "enableJobStarving")),
-    Plugin("drf", ("enablePreemptable", "enableJobOrder")),
-    Plugin("proportion", ("enableQueueOrder", "enableReclaimable", "enabledAllocatable")),
-    Plugin("predicates", ("enablePredicate",)),
-    Plugin("nodeorder", ("enableNodeOrder",)),
-]]
+TIERS = [
+    [
+        Plugin("gang", ("enableJobOrder", "enableJobReady", "enableJobPipelined", "enableJobStarving")),
+        Plugin("drf", ("enablePreemptable", "enableJobOrder")),
+        Plugin("proportion", ("enableQueueOrder", "enableReclaimable", "enabledAllocatable")),
+        Plugin("predicates", ("enablePredicate",)),
+        Plugin("nodeorder", ("enableNodeOrder",)),
+    ]
+]
 
 CASES = [
     Case(
         name="prepredicate failed: node selector does not match",
         podgroups=[build_pod_group("pg1", "c1", "c1", 1, None, PG_INQUEUE)],
         pods=[
-            build_pod("c1", "p1", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "master"}, {"nodeRole": "master"}),
-            build_pod("c1", "p2", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "worker"}, {"nodeRole": "worker"}),
+            build_pod(
+                "c1",
+                "p1",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "master"},
+                {"nodeRole": "master"},
+            ),
+            build_pod(
+                "c1",
+                "p2",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "worker"},
+                {"nodeRole": "worker"},
+            ),
         ],
         nodes=[build_node("n1", rl("2", "4Gi", PODS10), {"nodeRole": "worker"})],
         queues=[build_queue("c1", 1, None)],
@@ -49,10 +69,46 @@ CASES = [
         name="prepredicate failed and tasks are not used up, continue on until min member meet",
         podgroups=[build_pod_group("pg1", "c1", "c1", 2, {"master": 1, "worker": 1}, PG_INQUEUE)],
         pods=[
-            build_pod("c1", "p0", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "master"}, {"nodeRole": "master"}),
-            build_pod("c1", "p1", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "master"}, {"nodeRole": "master"}),
-            build_pod("c1", "p2", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "worker"}, {"nodeRole": "worker"}),
-            build_pod("c1", "p3", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "worker"}, {"nodeRole": "worker"}),
+            build_pod(
+                "c1",
+                "p0",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "master"},
+                {"nodeRole": "master"},
+            ),
+            build_pod(
+                "c1",
+                "p1",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "master"},
+                {"nodeRole": "master"},
+            ),
+            build_pod(
+                "c1",
+                "p2",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "worker"},
+                {"nodeRole": "worker"},
+            ),
+            build_pod(
+                "c1",
+                "p3",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "worker"},
+                {"nodeRole": "worker"},
+            ),
         ],
         nodes=[
             build_node("n1", rl("1", "2Gi", PODS10), {"nodeRole": "master"}),
@@ -66,10 +122,46 @@ CASES = [
         name="master's min member can not be allocated, break from allocating",
         podgroups=[build_pod_group("pg1", "c1", "c1", 2, {"master": 2, "worker": 0}, PG_INQUEUE)],
         pods=[
-            build_pod("c1", "p0", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "master"}, {"nodeRole": "master"}),
-            build_pod("c1", "p1", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "master"}, {"nodeRole": "master"}),
-            build_pod("c1", "p2", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "worker"}, {"nodeRole": "worker"}),
-            build_pod("c1", "p3", "", PENDING, rl("1", "1G"), "pg1", {"volcano.sh/task-spec": "worker"}, {"nodeRole": "worker"}),
+            build_pod(
+                "c1",
+                "p0",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "master"},
+                {"nodeRole": "master"},
+            ),
+            build_pod(
+                "c1",
+                "p1",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "master"},
+                {"nodeRole": "master"},
+            ),
+            build_pod(
+                "c1",
+                "p2",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "worker"},
+                {"nodeRole": "worker"},
+            ),
+            build_pod(
+                "c1",
+                "p3",
+                "",
+                PENDING,
+                rl("1", "1G"),
+                "pg1",
+                {"volcano.sh/task-spec": "worker"},
+                {"nodeRole": "worker"},
+            ),
         ],
         nodes=[
             build_node("n1", rl("1", "2Gi", PODS10), {"nodeRole": "master"}),
@@ -132,22 +224,24 @@ def test_allocate(case: Case) -> None:
     run_case(case, TIERS, ["allocate"])
 
 
-FAIR_SHARE_TIERS = [[
-    Plugin("drf", ("enablePreemptable", "enableJobOrder")),
-    Plugin("proportion", ("enableQueueOrder", "enableReclaimable"), off=("enabledAllocatable",)),
-    Plugin("predicates", ("enablePredicate",)),
-    Plugin("nodeorder", ("enableNodeOrder",)),
-]]
+FAIR_SHARE_TIERS = [
+    [
+        Plugin("drf", ("enablePreemptable", "enableJobOrder")),
+        Plugin("proportion", ("enableQueueOrder", "enableReclaimable"), off=("enabledAllocatable",)),
+        Plugin("predicates", ("enablePredicate",)),
+        Plugin("nodeorder", ("enableNodeOrder",)),
+    ]
+]
 
 FAIR_SHARE_CASES = [
-Case(
+    Case(
         name="queue with low DRF share value has high priority, should allocate first",
         podgroups=[
             build_pod_group("pg-small-1", "ns-1", "q-1", 0, None, "Running"),
             build_pod_group("pg-large-1", "ns-1", "q-1", 0, None, "Inqueue"),
             build_pod_group("pg-large-2", "ns-1", "q-2", 0, None, "Inqueue"),
         ],
-        pods=[ # allocate order: q-2/pg-large-2, q-1/pg-large-1
+        pods=[  # allocate order: q-2/pg-large-2, q-1/pg-large-1
             build_pod("ns-1", "pod-small-1", "node-1", RUNNING, rl("1", "1G"), "pg-small-1", {}, {}),
             build_pod("ns-1", "pod-large-1", "", PENDING, rl("2", "2G"), "pg-large-1", {}, {}),
             build_pod("ns-1", "pod-large-2", "", PENDING, rl("3", "2G"), "pg-large-2", {}, {}),
@@ -172,7 +266,7 @@ Case(
             build_pod_group("pg-small-2", "ns-1", "q-2", 0, None, "Inqueue"),
             build_pod_group("pg-large-2", "ns-1", "q-2", 0, None, "Inqueue"),
         ],
-        pods=[ # allocate order: q-2/pg-large-2, q-1/pg-large-1, q-2/pg-small-2
+        pods=[  # allocate order: q-2/pg-large-2, q-1/pg-large-1, q-2/pg-small-2
             build_pod("ns-1", "pod-small-1", "node-1", RUNNING, rl("1", "1G"), "pg-small-1", {}, {}),
             build_pod("ns-1", "pod-large-1", "", PENDING, rl("2", "2G"), "pg-large-1", {}, {}),
             build_pod("ns-1", "pod-large-2", "", PENDING, rl("2", "2G"), "pg-large-2", {}, {}),
@@ -207,8 +301,7 @@ Case(
             "ns-1/pod-2": "node-1",
         },
         expect_binds_num=1,
-    )
-
+    ),
 ]
 
 
@@ -218,14 +311,16 @@ def test_fare_share_allocate(case: Case) -> None:
     run_case(case, FAIR_SHARE_TIERS, ["allocate"])
 
 
-SHARD_TIERS = [[
-    Plugin("gang", ("enableJobReady",)),
-    Plugin("predicates", ("enablePredicate",)),
-    Plugin("nodeorder", ("enableNodeOrder",), {"leastrequested.weight": 1, "mostrequested.weight": 0}),
-]]
+SHARD_TIERS = [
+    [
+        Plugin("gang", ("enableJobReady",)),
+        Plugin("predicates", ("enablePredicate",)),
+        Plugin("nodeorder", ("enableNodeOrder",), {"leastrequested.weight": 1, "mostrequested.weight": 0}),
+    ]
+]
 
 SHARD_CASES = [
-Case(
+    Case(
         name="hard sharding mode - allocate to node in shard",
         podgroups=[
             build_pod_group("pg1", "c1", "c1", 0, None, "Inqueue"),
@@ -300,8 +395,7 @@ Case(
         },
         sharding_mode="soft",
         nodes_in_shard=["n1"],
-    )
-
+    ),
 ]
 
 

@@ -23,10 +23,12 @@ from tests.volcano.builders import (
 from tests.volcano.builders import build_resource_list as rl
 from tests.volcano.harness import Case, Plugin, open_session, run_case
 
-PICK_UP_TIERS = [[
-    Plugin("priority", ("enablePreemptable", "enableTaskOrder", "enableJobOrder")),
-    Plugin("drf", ("enableQueueOrder",)),
-]]
+PICK_UP_TIERS = [
+    [
+        Plugin("priority", ("enablePreemptable", "enableTaskOrder", "enableJobOrder")),
+        Plugin("drf", ("enableQueueOrder",)),
+    ]
+]
 
 
 def test_pick_up_pending_tasks() -> None:
@@ -39,31 +41,46 @@ def test_pick_up_pending_tasks() -> None:
     pods = []
     for pg in ("pg1", "pg2"):
         for i, prio in ((1, p1), (3, p3), (2, p2), (4, p4)):
-            pods.append(build_pod_with_priority("default", f"{pg}-besteffort-task-{i}", "", PENDING, {}, pg, {}, {}, prio))
-            pods.append(build_pod_with_priority("default", f"{pg}-unbesteffort-task-{i}", "", PENDING, {"cpu": "500m"}, pg,
-                                                {}, {}, prio))
+            pods.append(
+                build_pod_with_priority("default", f"{pg}-besteffort-task-{i}", "", PENDING, {}, pg, {}, {}, prio)
+            )
+            pods.append(
+                build_pod_with_priority(
+                    "default", f"{pg}-unbesteffort-task-{i}", "", PENDING, {"cpu": "500m"}, pg, {}, {}, prio
+                )
+            )
     case = Case(
         name="test",
         pods=pods,
         queues=[build_queue("q1", 1, None)],
-        podgroups=[build_pod_group_with_prio("pg1", "default", "q1", 1, {"": 3}, "Inqueue", "job-priority-1"),
-                   build_pod_group_with_prio("pg2", "default", "q1", 1, {"": 3}, "Inqueue", "job-priority-2")],
+        podgroups=[
+            build_pod_group_with_prio("pg1", "default", "q1", 1, {"": 3}, "Inqueue", "job-priority-1"),
+            build_pod_group_with_prio("pg2", "default", "q1", 1, {"": 3}, "Inqueue", "job-priority-2"),
+        ],
         priority_classes=[build_priority_class("job-priority-1", 1), build_priority_class("job-priority-2", 2)],
     )
     ssn = open_session(case, PICK_UP_TIERS, ["backfill"])
     assert [t.name for t in pending_tasks(ssn)] == [
-        "pg2-besteffort-task-4", "pg2-besteffort-task-3", "pg2-besteffort-task-2", "pg2-besteffort-task-1",
-        "pg1-besteffort-task-4", "pg1-besteffort-task-3", "pg1-besteffort-task-2", "pg1-besteffort-task-1",
+        "pg2-besteffort-task-4",
+        "pg2-besteffort-task-3",
+        "pg2-besteffort-task-2",
+        "pg2-besteffort-task-1",
+        "pg1-besteffort-task-4",
+        "pg1-besteffort-task-3",
+        "pg1-besteffort-task-2",
+        "pg1-besteffort-task-1",
     ]
 
 
-SHARD_TIERS = [[
-    Plugin("gang", ("enableJobReady",)),
-    Plugin("predicates", ("enablePredicate",)),
-]]
+SHARD_TIERS = [
+    [
+        Plugin("gang", ("enableJobReady",)),
+        Plugin("predicates", ("enablePredicate",)),
+    ]
+]
 
 SHARD_CASES = [
-Case(
+    Case(
         name="hard sharding mode - backfill to node in shard",
         podgroups=[
             build_pod_group("pg1", "c1", "c1", 0, None, "Inqueue"),
@@ -140,8 +157,7 @@ Case(
         },
         sharding_mode="soft",
         nodes_in_shard=["n1"],
-    )
-
+    ),
 ]
 
 

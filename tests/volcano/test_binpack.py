@@ -33,9 +33,12 @@ PODS10 = scalar("pods", "10")
 def test_arguments() -> None:
     """binpack_test.go TestArguments."""
     arguments = {
-        "binpack.weight": 10, "binpack.cpu": 5, "binpack.memory": 2,
+        "binpack.weight": 10,
+        "binpack.cpu": 5,
+        "binpack.memory": 2,
         "binpack.resources": "nvidia.com/gpu, example.com/foo",
-        "binpack.resources.nvidia.com/gpu": 7, "binpack.resources.example.com/foo": -3,
+        "binpack.resources.nvidia.com/gpu": 7,
+        "binpack.resources.example.com/foo": -3,
     }
     conf = parse(conf_text([[Plugin("binpack", ("enableNodeOrder",), arguments)]], ["allocate"]))
     [binpack] = [p for tier in conf.build().tiers for p in tier]
@@ -63,24 +66,39 @@ def _case() -> Case:
 
 
 NODE_CASES: list[tuple[str, Mapping[str, Any], dict[str, dict[str, float]]]] = [
-    ("single job", {
-        "binpack.weight": 10, "binpack.cpu": 2, "binpack.memory": 3, "binpack.resources": "nvidia.com/gpu, example.com/foo",
-        "binpack.resources.nvidia.com/gpu": 7, "binpack.resources.example.com/foo": 8,
-    }, {
-        "c1/p1": {"n1": 700, "n2": 137.5, "n3": 0},  # n3 has used 1.5c by pod p2, idle cpu not enough for p1
-        "c1/p2": {"n1": 0, "n2": 375, "n3": 0},
-        "c1/p3": {"n1": 0, "n2": 531.25, "n3": 0},
-        "c1/p4": {"n1": 0, "n2": 173.076923076, "n3": 0},  # required 3c, but node only has 2c
-    }),
-    ("single job (second arguments)", {
-        "binpack.weight": 1, "binpack.cpu": 1, "binpack.memory": 1, "binpack.resources": "nvidia.com/gpu",
-        "binpack.resources.nvidia.com/gpu": 23,
-    }, {
-        "c1/p1": {"n1": 75, "n2": 15.625, "n3": 0},
-        "c1/p2": {"n1": 0, "n2": 37.5, "n3": 0},
-        "c1/p3": {"n1": 0, "n2": 50.5, "n3": 0},
-        "c1/p4": {"n1": 0, "n2": 50, "n3": 0},
-    }),
+    (
+        "single job",
+        {
+            "binpack.weight": 10,
+            "binpack.cpu": 2,
+            "binpack.memory": 3,
+            "binpack.resources": "nvidia.com/gpu, example.com/foo",
+            "binpack.resources.nvidia.com/gpu": 7,
+            "binpack.resources.example.com/foo": 8,
+        },
+        {
+            "c1/p1": {"n1": 700, "n2": 137.5, "n3": 0},  # n3 has used 1.5c by pod p2, idle cpu not enough for p1
+            "c1/p2": {"n1": 0, "n2": 375, "n3": 0},
+            "c1/p3": {"n1": 0, "n2": 531.25, "n3": 0},
+            "c1/p4": {"n1": 0, "n2": 173.076923076, "n3": 0},  # required 3c, but node only has 2c
+        },
+    ),
+    (
+        "single job (second arguments)",
+        {
+            "binpack.weight": 1,
+            "binpack.cpu": 1,
+            "binpack.memory": 1,
+            "binpack.resources": "nvidia.com/gpu",
+            "binpack.resources.nvidia.com/gpu": 23,
+        },
+        {
+            "c1/p1": {"n1": 75, "n2": 15.625, "n3": 0},
+            "c1/p2": {"n1": 0, "n2": 37.5, "n3": 0},
+            "c1/p3": {"n1": 0, "n2": 50.5, "n3": 0},
+            "c1/p4": {"n1": 0, "n2": 50, "n3": 0},
+        },
+    ),
 ]
 
 

@@ -44,11 +44,13 @@ NOT_PREEMPTABLE = {PREEMPTABLE: "false"}
 
 # -- Test_capacityPlugin_OnSessionOpenWithoutHierarchy ----------------------------------
 
-FLAT_TIERS = [[
-    Plugin("capacity", ("enabledAllocatable", "enablePreemptive", "enableReclaimable", "enableQueueOrder")),
-    Plugin("predicates", ("enablePredicate",)),
-    Plugin("gang", ("enableJobStarving",)),
-]]
+FLAT_TIERS = [
+    [
+        Plugin("capacity", ("enabledAllocatable", "enablePreemptive", "enableReclaimable", "enableQueueOrder")),
+        Plugin("predicates", ("enablePredicate",)),
+        Plugin("gang", ("enableJobStarving",)),
+    ]
+]
 
 n1 = build_node("n1", rl("2", "4Gi", PODS10), {"selector": "worker"})
 n2 = build_node("n2", rl("2", "4Gi", PODS10), {})
@@ -69,8 +71,10 @@ FLAT_CASES = [
             build_pod("ns1", "p2", "", PENDING, rl("1", "1Gi"), "pg2", {}, {"selector": "worker"}),
         ],
         nodes=[n1, n2],
-        podgroups=[build_pod_group("pg1", "ns1", "q1", 1, None, PG_RUNNING),
-                   build_pod_group("pg2", "ns1", "q1", 1, None, PG_INQUEUE)],
+        podgroups=[
+            build_pod_group("pg1", "ns1", "q1", 1, None, PG_RUNNING),
+            build_pod_group("pg2", "ns1", "q1", 1, None, PG_INQUEUE),
+        ],
         queues=[build_queue_with_resources_quantity("q1", None, rl("2", "2Gi"))],
         expect_bind_map={"ns1/p2": "n1"},
         expect_binds_num=1,
@@ -82,8 +86,10 @@ FLAT_CASES = [
             build_pod("ns1", "p4", "", PENDING, rl("1", "1Gi"), "pg4", {}, {}),
         ],
         nodes=[n1, n2],
-        podgroups=[build_pod_group("pg3", "ns1", "q2", 1, None, PG_RUNNING),
-                   build_pod_group("pg4", "ns1", "q2", 1, None, PG_INQUEUE)],
+        podgroups=[
+            build_pod_group("pg3", "ns1", "q2", 1, None, PG_RUNNING),
+            build_pod_group("pg4", "ns1", "q2", 1, None, PG_INQUEUE),
+        ],
         queues=[build_queue_with_resources_quantity("q2", None, rl("1.5", "1.5Gi"))],
         expect_binds_num=0,
     ),
@@ -95,17 +101,21 @@ FLAT_CASES = [
             build_pod("ns1", "p7", "", PENDING, rl("2", "4Gi"), "pg6", {}, {}),
         ],
         nodes=[n1, n2],
-        podgroups=[build_pod_group("pg5", "ns1", "q3", 1, None, PG_RUNNING),
-                   build_pod_group("pg6", "ns1", "q4", 1, None, PG_INQUEUE)],
-        queues=[build_queue_with_resources_quantity("q3", rl("2", "4Gi"), None),
-                build_queue_with_resources_quantity("q4", rl("2", "4Gi"), None)],
+        podgroups=[
+            build_pod_group("pg5", "ns1", "q3", 1, None, PG_RUNNING),
+            build_pod_group("pg6", "ns1", "q4", 1, None, PG_INQUEUE),
+        ],
+        queues=[
+            build_queue_with_resources_quantity("q3", rl("2", "4Gi"), None),
+            build_queue_with_resources_quantity("q4", rl("2", "4Gi"), None),
+        ],
         expect_pipelined={"ns1/pg6": ["n2"]},
         expect_evicted=["ns1/p6"],
         expect_evict_num=1,
     ),
     Case(
         name="case3: CPU & Memory are overused, scalar resource is not overused, but candidate pod has not request "
-             "CPU & Memory, reclaim should happen",
+        "CPU & Memory, reclaim should happen",
         pods=[
             build_pod("ns1", "p8", "n3", RUNNING, rl("0", "0Gi", A100), "pg7", NOT_PREEMPTABLE, {}),
             build_pod("ns1", "p9", "n4", RUNNING, rl("0", "0Gi", A100), "pg7", {}, {}),
@@ -114,11 +124,15 @@ FLAT_CASES = [
             build_pod("ns1", "p12", "", PENDING, rl("0", "0Gi", A100), "pg9", {}, {}),
         ],
         nodes=[n3, n4],
-        podgroups=[build_pod_group("pg7", "ns1", "q5", 1, None, PG_RUNNING),
-                   build_pod_group("pg8", "ns1", "q6", 1, None, PG_RUNNING),
-                   build_pod_group("pg9", "ns1", "q6", 1, None, PG_INQUEUE)],
-        queues=[build_queue_with_resources_quantity("q5", q_a100, None),
-                build_queue_with_resources_quantity("q6", q_a100, None)],
+        podgroups=[
+            build_pod_group("pg7", "ns1", "q5", 1, None, PG_RUNNING),
+            build_pod_group("pg8", "ns1", "q6", 1, None, PG_RUNNING),
+            build_pod_group("pg9", "ns1", "q6", 1, None, PG_INQUEUE),
+        ],
+        queues=[
+            build_queue_with_resources_quantity("q5", q_a100, None),
+            build_queue_with_resources_quantity("q6", q_a100, None),
+        ],
         expect_pipelined={"ns1/pg9": ["n4"]},
         expect_evicted=["ns1/p9"],
         expect_evict_num=1,
@@ -131,12 +145,16 @@ FLAT_CASES = [
             build_pod("ns1", "p15", "", PENDING, rl("2", "4Gi"), "pg12", {}, {}),
         ],
         nodes=[n5, n6],
-        podgroups=[build_pod_group("pg10", "ns1", "q7", 1, None, PG_RUNNING),
-                   build_pod_group("pg11", "ns1", "q8", 1, None, PG_INQUEUE),
-                   build_pod_group("pg12", "ns1", "q9", 1, None, PG_INQUEUE)],
-        queues=[build_queue_with_priority_and_resources_quantity("q7", 5, None, rl("2", "4Gi")),
-                build_queue_with_priority_and_resources_quantity("q8", 1, None, rl("2", "4Gi")),
-                build_queue_with_priority_and_resources_quantity("q9", 10, None, rl("2", "4Gi"))],
+        podgroups=[
+            build_pod_group("pg10", "ns1", "q7", 1, None, PG_RUNNING),
+            build_pod_group("pg11", "ns1", "q8", 1, None, PG_INQUEUE),
+            build_pod_group("pg12", "ns1", "q9", 1, None, PG_INQUEUE),
+        ],
+        queues=[
+            build_queue_with_priority_and_resources_quantity("q7", 5, None, rl("2", "4Gi")),
+            build_queue_with_priority_and_resources_quantity("q8", 1, None, rl("2", "4Gi")),
+            build_queue_with_priority_and_resources_quantity("q9", 10, None, rl("2", "4Gi")),
+        ],
         expect_bind_map={"ns1/p15": "n6"},
         expect_binds_num=1,
     ),
@@ -148,11 +166,15 @@ FLAT_CASES = [
             build_pod("ns1", "p18", "n1", RUNNING, rl("1", "1Gi"), "pg18", {}, None),
         ],
         nodes=[n1],
-        podgroups=[build_pod_group("pg16", "ns1", "q10", 1, None, PG_RUNNING),
-                   build_pod_group("pg17", "ns1", "q10", 1, None, PG_INQUEUE),
-                   build_pod_group("pg18", "ns1", "q11", 1, None, PG_RUNNING)],
-        queues=[build_queue_with_resources_quantity("q10", rl("2", "2Gi"), rl("4", "4Gi")),
-                build_queue_with_resources_quantity("q11", rl("0", "0Gi"), rl("2", "2Gi"))],
+        podgroups=[
+            build_pod_group("pg16", "ns1", "q10", 1, None, PG_RUNNING),
+            build_pod_group("pg17", "ns1", "q10", 1, None, PG_INQUEUE),
+            build_pod_group("pg18", "ns1", "q11", 1, None, PG_RUNNING),
+        ],
+        queues=[
+            build_queue_with_resources_quantity("q10", rl("2", "2Gi"), rl("4", "4Gi")),
+            build_queue_with_resources_quantity("q11", rl("0", "0Gi"), rl("2", "2Gi")),
+        ],
         expect_pipelined={"ns1/pg17": ["n1"]},
         expect_evicted=["ns1/p18"],
         expect_evict_num=1,
@@ -165,11 +187,15 @@ FLAT_CASES = [
             build_pod("ns1", "p21", "n1", RUNNING, rl("1", "1Gi"), "pg21", {}, None),
         ],
         nodes=[n1],
-        podgroups=[build_pod_group("pg19", "ns1", "q12", 1, None, PG_RUNNING),
-                   build_pod_group("pg20", "ns1", "q12", 1, None, PG_INQUEUE),
-                   build_pod_group("pg21", "ns1", "q13", 1, None, PG_RUNNING)],
-        queues=[build_queue_with_resources_quantity("q12", rl("1", "2Gi"), rl("4", "4Gi")),
-                build_queue_with_resources_quantity("q13", rl("0", "0Gi"), rl("2", "2Gi"))],
+        podgroups=[
+            build_pod_group("pg19", "ns1", "q12", 1, None, PG_RUNNING),
+            build_pod_group("pg20", "ns1", "q12", 1, None, PG_INQUEUE),
+            build_pod_group("pg21", "ns1", "q13", 1, None, PG_RUNNING),
+        ],
+        queues=[
+            build_queue_with_resources_quantity("q12", rl("1", "2Gi"), rl("4", "4Gi")),
+            build_queue_with_resources_quantity("q13", rl("0", "0Gi"), rl("2", "2Gi")),
+        ],
         expect_pipelined={},
         expect_evicted=[],
         expect_evict_num=0,
@@ -183,13 +209,17 @@ FLAT_CASES = [
             build_pod("ns1", "p25", "", PENDING, rl("2", "3Gi", scalar(GPU, "1")), "pg25", None, None),
         ],
         nodes=[n7],
-        podgroups=[build_pod_group("pg22", "ns1", "queue14", 1, None, PG_RUNNING),
-                   build_pod_group("pg23", "ns1", "queue15", 1, None, PG_RUNNING),
-                   build_pod_group("pg24", "ns1", "queue16", 1, None, PG_RUNNING),
-                   build_pod_group("pg25", "ns1", "queue16", 1, None, PG_INQUEUE)],
-        queues=[build_queue_with_resources_quantity("queue14", rl("2", "4Gi", scalar(GPU, "2")), None),
-                build_queue_with_resources_quantity("queue15", None, None),
-                build_queue_with_resources_quantity("queue16", rl("2", "4Gi", scalar(GPU, "2")), None)],
+        podgroups=[
+            build_pod_group("pg22", "ns1", "queue14", 1, None, PG_RUNNING),
+            build_pod_group("pg23", "ns1", "queue15", 1, None, PG_RUNNING),
+            build_pod_group("pg24", "ns1", "queue16", 1, None, PG_RUNNING),
+            build_pod_group("pg25", "ns1", "queue16", 1, None, PG_INQUEUE),
+        ],
+        queues=[
+            build_queue_with_resources_quantity("queue14", rl("2", "4Gi", scalar(GPU, "2")), None),
+            build_queue_with_resources_quantity("queue15", None, None),
+            build_queue_with_resources_quantity("queue16", rl("2", "4Gi", scalar(GPU, "2")), None),
+        ],
         expect_pipelined={},
         expect_evicted=[],
         expect_evict_num=0,
@@ -204,13 +234,17 @@ FLAT_CASES = [
             build_pod("ns1", "p30", "", PENDING, rl("1", "0Gi", scalar(GPU, "1")), "pg30", None, None),
         ],
         nodes=[n8],
-        podgroups=[build_pod_group("pg26", "ns1", "queue17", 1, None, PG_RUNNING),
-                   build_pod_group("pg27", "ns1", "queue17", 1, None, PG_RUNNING),
-                   build_pod_group("pg28", "ns1", "queue17", 1, None, PG_RUNNING),
-                   build_pod_group("pg29", "ns1", "queue18", 1, None, PG_RUNNING),
-                   build_pod_group("pg30", "ns1", "queue18", 1, None, PG_INQUEUE)],
-        queues=[build_queue_with_resources_quantity("queue17", rl("2", "2Gi"), None),
-                build_queue_with_resources_quantity("queue18", rl("2", "4Gi", scalar(GPU, "1")), None)],
+        podgroups=[
+            build_pod_group("pg26", "ns1", "queue17", 1, None, PG_RUNNING),
+            build_pod_group("pg27", "ns1", "queue17", 1, None, PG_RUNNING),
+            build_pod_group("pg28", "ns1", "queue17", 1, None, PG_RUNNING),
+            build_pod_group("pg29", "ns1", "queue18", 1, None, PG_RUNNING),
+            build_pod_group("pg30", "ns1", "queue18", 1, None, PG_INQUEUE),
+        ],
+        queues=[
+            build_queue_with_resources_quantity("queue17", rl("2", "2Gi"), None),
+            build_queue_with_resources_quantity("queue18", rl("2", "4Gi", scalar(GPU, "1")), None),
+        ],
         expect_pipelined={"ns1/pg30": ["n8"]},
         expect_evicted=["ns1/p28"],
         expect_evict_num=1,
@@ -222,10 +256,14 @@ FLAT_CASES = [
             build_pod("ns1", "p32", "", PENDING, rl("1", "1Gi"), "pg32", None, None),
         ],
         nodes=[n8],
-        podgroups=[build_pod_group("pg31", "ns1", "queue19", 1, None, PG_RUNNING),
-                   build_pod_group("pg32", "ns1", "queue20", 1, None, PG_INQUEUE)],
-        queues=[build_queue_with_resources_quantity("queue19", rl("", "", scalar(GPU, "1")), None),
-                build_queue_with_resources_quantity("queue20", rl("2", "2Gi"), None)],
+        podgroups=[
+            build_pod_group("pg31", "ns1", "queue19", 1, None, PG_RUNNING),
+            build_pod_group("pg32", "ns1", "queue20", 1, None, PG_INQUEUE),
+        ],
+        queues=[
+            build_queue_with_resources_quantity("queue19", rl("", "", scalar(GPU, "1")), None),
+            build_queue_with_resources_quantity("queue20", rl("2", "2Gi"), None),
+        ],
         expect_pipelined={},
         expect_evicted=[],
         expect_evict_num=0,
@@ -241,7 +279,9 @@ def test_capacity_plugin_on_session_open_without_hierarchy(case: Case) -> None:
 
 # -- TestEnqueueAndAllocatable ----------------------------------------------------------
 
-ENQUEUE_TIERS = [[Plugin("capacity", ("enabledAllocatable", "enablePreemptive", "enabledOverused", "enableJobEnqueued"))]]
+ENQUEUE_TIERS = [
+    [Plugin("capacity", ("enabledAllocatable", "enablePreemptive", "enabledOverused", "enableJobEnqueued"))]
+]
 
 e_n1 = build_node("n1", rl("3", "3G", PODS10), None)
 e_n2 = build_node("n2", rl("3", "3G", PODS10), None)
@@ -299,39 +339,67 @@ def test_enqueue_and_allocatable(case: Case) -> None:
 
 # -- Test_capacityPlugin_OnSessionOpenWithHierarchy -------------------------------------
 
-TREE_TIERS = [[
-    Plugin("capacity", ("enabledAllocatable", "enablePreemptive", "enableReclaimable", "enableQueueOrder",
-                        "enableHierarchy", "enableJobEnqueued")),
-    Plugin("predicates", ("enablePredicate",)),
-    Plugin("gang", ("enableJobStarving",)),
-]]
+TREE_TIERS = [
+    [
+        Plugin(
+            "capacity",
+            (
+                "enabledAllocatable",
+                "enablePreemptive",
+                "enableReclaimable",
+                "enableQueueOrder",
+                "enableHierarchy",
+                "enableJobEnqueued",
+            ),
+        ),
+        Plugin("predicates", ("enablePredicate",)),
+        Plugin("gang", ("enableJobStarving",)),
+    ]
+]
 
 
-def build_queue_with_parents(name: str, parent: str, deserved: Mapping[str, str] | None,
-                             cap: Mapping[str, str] | None) -> Queue:
+def build_queue_with_parents(
+    name: str, parent: str, deserved: Mapping[str, str] | None, cap: Mapping[str, str] | None
+) -> Queue:
     """capacity_test.go ``buildQueueWithParents``."""
     queue = build_queue_with_resources_quantity(name, deserved, cap)
     return msgspec.structs.replace(queue, spec=msgspec.structs.replace(queue.spec, parent=parent))
 
 
 def with_guarantee(queue: Queue, guarantee: Mapping[str, str]) -> Queue:
-    return msgspec.structs.replace(queue, spec=msgspec.structs.replace(
-        queue.spec, guarantee=msgspec.structs.replace(queue.spec.guarantee, resource=dict(guarantee))))
+    return msgspec.structs.replace(
+        queue,
+        spec=msgspec.structs.replace(
+            queue.spec, guarantee=msgspec.structs.replace(queue.spec.guarantee, resource=dict(guarantee))
+        ),
+    )
 
 
 h_n1 = build_node("n1", rl("8", "8Gi", scalar("pods", "11")), {})
 root = build_queue_with_parents("root", "", None, None)
 root1 = build_queue_with_parents("root", "", None, rl("16", "16Gi"))
-root2 = build_queue_with_parents("root", "", rl("16", "16Gi", scalar("nvidia.com/a100", "4"), scalar("rdma", "1000")), None)
+root2 = build_queue_with_parents(
+    "root", "", rl("16", "16Gi", scalar("nvidia.com/a100", "4"), scalar("rdma", "1000")), None
+)
 queue1 = build_queue_with_parents("q1", "root", None, rl("4", "4Gi"))
 queue2 = build_queue_with_parents("q2", "root", None, rl("4", "4Gi"))
 queue11 = build_queue_with_parents("q11", "q1", None, rl("1", "1Gi"))
 queue12 = build_queue_with_parents("q12", "q1", None, rl("3", "3Gi"))
-queue3 = build_queue_with_parents("q3", "root", rl("4", "4Gi", scalar("pods", "10")), rl("4", "4Gi", scalar("pods", "10")))
-queue4 = build_queue_with_parents("q4", "root", rl("2", "2Gi", scalar("pods", "1")), rl("4", "4Gi", scalar("pods", "4")))
-queue31 = build_queue_with_parents("q31", "q3", rl("2", "2Gi", scalar("pods", "2")), rl("4", "4Gi", scalar("pods", "4")))
-queue32 = build_queue_with_parents("q32", "q3", rl("2", "2Gi", scalar("pods", "2")), rl("4", "4Gi", scalar("pods", "4")))
-queue33 = build_queue_with_parents("q33", "q3", rl("0", "0Gi", scalar("pods", "2")), rl("4", "4Gi", scalar("pods", "4")))
+queue3 = build_queue_with_parents(
+    "q3", "root", rl("4", "4Gi", scalar("pods", "10")), rl("4", "4Gi", scalar("pods", "10"))
+)
+queue4 = build_queue_with_parents(
+    "q4", "root", rl("2", "2Gi", scalar("pods", "1")), rl("4", "4Gi", scalar("pods", "4"))
+)
+queue31 = build_queue_with_parents(
+    "q31", "q3", rl("2", "2Gi", scalar("pods", "2")), rl("4", "4Gi", scalar("pods", "4"))
+)
+queue32 = build_queue_with_parents(
+    "q32", "q3", rl("2", "2Gi", scalar("pods", "2")), rl("4", "4Gi", scalar("pods", "4"))
+)
+queue33 = build_queue_with_parents(
+    "q33", "q3", rl("0", "0Gi", scalar("pods", "2")), rl("4", "4Gi", scalar("pods", "4"))
+)
 h_p6 = build_pod("ns1", "p6", "n1", RUNNING, rl("2", "2Gi"), "pg5", NOT_PREEMPTABLE, {})
 h_pg5 = build_pod_group("pg5", "ns1", "q31", 1, None, PG_RUNNING)
 queue71 = with_guarantee(build_queue_with_parents("q71", "q7", None, rl("6", "4Gi")), {"cpu": "4", "memory": "3Gi"})
@@ -359,8 +427,10 @@ TREE_CASES = [
     ),
     Case(
         name="case2: Pod allocatable when queue has not exceed capability",
-        pods=[build_pod("ns1", "p3", "", PENDING, rl("2", "2Gi"), "pg3", {}, {}),
-              build_pod("ns1", "p4", "", PENDING, rl("2", "2Gi"), "pg3", {}, {})],
+        pods=[
+            build_pod("ns1", "p3", "", PENDING, rl("2", "2Gi"), "pg3", {}, {}),
+            build_pod("ns1", "p4", "", PENDING, rl("2", "2Gi"), "pg3", {}, {}),
+        ],
         nodes=[h_n1],
         podgroups=[build_pod_group("pg3", "ns1", "q31", 2, None, PG_INQUEUE)],
         queues=[root, queue3, queue4, queue31, queue32],
@@ -376,8 +446,11 @@ TREE_CASES = [
             build_pod("ns1", "p8", "", PENDING, rl("2", "2Gi"), "pg6", {}, {}),
         ],
         nodes=[h_n1],
-        podgroups=[build_pod_group("pg4", "ns1", "q4", 1, None, PG_RUNNING), h_pg5,
-                   build_pod_group("pg6", "ns1", "q32", 1, None, PG_INQUEUE)],
+        podgroups=[
+            build_pod_group("pg4", "ns1", "q4", 1, None, PG_RUNNING),
+            h_pg5,
+            build_pod_group("pg6", "ns1", "q32", 1, None, PG_INQUEUE),
+        ],
         queues=[root, queue3, queue31, queue32, queue4],
         expect_pipelined={"ns1/pg6": ["n1"]},
         expect_evicted=["ns1/p7"],
@@ -385,11 +458,17 @@ TREE_CASES = [
     ),
     Case(
         name="case4: Pod is not allocatable when ancestor queue's real capability not enough",
-        pods=[h_p6, build_pod("ns1", "p9", "n1", RUNNING, rl("2", "2Gi"), "pg7", {}, {}),
-              build_pod("ns1", "p10", "", PENDING, rl("3", "3Gi"), "pg8", {}, {})],
+        pods=[
+            h_p6,
+            build_pod("ns1", "p9", "n1", RUNNING, rl("2", "2Gi"), "pg7", {}, {}),
+            build_pod("ns1", "p10", "", PENDING, rl("3", "3Gi"), "pg8", {}, {}),
+        ],
         nodes=[h_n1],
-        podgroups=[h_pg5, build_pod_group("pg7", "ns1", "q32", 1, None, PG_RUNNING),
-                   build_pod_group("pg8", "ns1", "q33", 1, None, PG_INQUEUE)],
+        podgroups=[
+            h_pg5,
+            build_pod_group("pg7", "ns1", "q32", 1, None, PG_RUNNING),
+            build_pod_group("pg8", "ns1", "q33", 1, None, PG_INQUEUE),
+        ],
         queues=[root, queue3, queue31, queue32, queue33],
         expect_binds_num=0,
     ),
@@ -398,18 +477,27 @@ TREE_CASES = [
         pods=[build_pod("ns1", "p11", "", PENDING, rl("1", ""), "pg9", {}, {})],
         nodes=[h_n1],
         podgroups=[build_pod_group("pg9", "ns1", "q51", 1, None, PG_RUNNING)],
-        queues=[root, build_queue_with_parents("q5", "root", None, rl("", "4Gi")),
-                build_queue_with_parents("q51", "q5", None, rl("", "2Gi"))],
+        queues=[
+            root,
+            build_queue_with_parents("q5", "root", None, rl("", "4Gi")),
+            build_queue_with_parents("q51", "q5", None, rl("", "2Gi")),
+        ],
         expect_bind_map={"ns1/p11": "n1"},
         expect_binds_num=1,
     ),
     Case(
         name="case6: podgroup can't be enqueued when any ancestor queue's capability is not enough",
         nodes=[h_n1],
-        podgroups=[build_pod_group_with_min_resources("pg10", "ns1", "q61", 1, None, rl("2", "4Gi"), PG_PENDING),
-                   build_pod_group_with_min_resources("pg11", "ns1", "q62", 1, None, rl("2", "4Gi"), PG_PENDING)],
-        queues=[root, build_queue_with_parents("q6", "root", None, rl("2", "4Gi")),
-                build_queue_with_parents("q61", "q6", None, None), build_queue_with_parents("q62", "q6", None, None)],
+        podgroups=[
+            build_pod_group_with_min_resources("pg10", "ns1", "q61", 1, None, rl("2", "4Gi"), PG_PENDING),
+            build_pod_group_with_min_resources("pg11", "ns1", "q62", 1, None, rl("2", "4Gi"), PG_PENDING),
+        ],
+        queues=[
+            root,
+            build_queue_with_parents("q6", "root", None, rl("2", "4Gi")),
+            build_queue_with_parents("q61", "q6", None, None),
+            build_queue_with_parents("q62", "q6", None, None),
+        ],
         expect_status={"ns1/pg10": PG_INQUEUE, "ns1/pg11": PG_PENDING},
     ),
     Case(
@@ -422,9 +510,12 @@ TREE_CASES = [
         nodes=[build_node("n-gpu", rl("8", "8Gi", scalar(GPU, "8"), PODS10), {})],
         podgroups=[build_pod_group("pg12", "ns1", "q81", 1, None, PG_INQUEUE)],
         pods=[build_pod("ns1", "p12", "", PENDING, rl("2", "2Gi", scalar(GPU, "1")), "pg12", {}, {})],
-        queues=[root, build_queue_with_parents("q8", "root", rl("4", "4Gi", scalar(GPU, "8")), None),
-                build_queue_with_parents("q81", "q8", rl("2", "2Gi", scalar(GPU, "4")), None),
-                build_queue_with_parents("q82", "q8", rl("2", "2Gi", scalar(GPU, "4")), None)],
+        queues=[
+            root,
+            build_queue_with_parents("q8", "root", rl("4", "4Gi", scalar(GPU, "8")), None),
+            build_queue_with_parents("q81", "q8", rl("2", "2Gi", scalar(GPU, "4")), None),
+            build_queue_with_parents("q82", "q8", rl("2", "2Gi", scalar(GPU, "4")), None),
+        ],
         expect_bind_map={"ns1/p12": "n-gpu"},
         expect_binds_num=1,
     ),
@@ -433,9 +524,13 @@ TREE_CASES = [
         nodes=[h_n2],
         podgroups=[build_pod_group("pg13", "ns1", "q91", 1, None, PG_INQUEUE)],
         pods=[build_pod("ns1", "p13", "", PENDING, rl("2", "2Gi", scalar(GPU, "1")), "pg13", {}, {})],
-        queues=[root,
-                build_queue_with_parents("q9", "root", rl("2", "2Gi", scalar(GPU, "8"), scalar("hugepages-1Gi", "0")), None),
-                build_queue_with_parents("q91", "q9", rl("2", "2Gi", scalar(GPU, "4"), scalar("hugepages-1Gi", "0")), None)],
+        queues=[
+            root,
+            build_queue_with_parents(
+                "q9", "root", rl("2", "2Gi", scalar(GPU, "8"), scalar("hugepages-1Gi", "0")), None
+            ),
+            build_queue_with_parents("q91", "q9", rl("2", "2Gi", scalar(GPU, "4"), scalar("hugepages-1Gi", "0")), None),
+        ],
         expect_bind_map={"ns1/p13": "n2"},
         expect_binds_num=1,
     ),
@@ -446,30 +541,51 @@ TREE_CASES = [
     ),
     Case(
         name="case11: If the capability scalar resources is not specified, the value should be inherited from parent queue",
-        pods=[build_pod("ns1", "p14", "", PENDING, rl("1", "1Gi", scalar(GPU, "4")), "pg14", {}, {}),
-              build_pod("ns1", "p15", "", PENDING, rl("1", "1Gi", scalar(GPU, "4")), "pg15", {}, {})],
+        pods=[
+            build_pod("ns1", "p14", "", PENDING, rl("1", "1Gi", scalar(GPU, "4")), "pg14", {}, {}),
+            build_pod("ns1", "p15", "", PENDING, rl("1", "1Gi", scalar(GPU, "4")), "pg15", {}, {}),
+        ],
         nodes=[h_n2],
-        podgroups=[build_pod_group("pg14", "ns1", "case11_queue11", 1, None, PG_INQUEUE),
-                   build_pod_group("pg15", "ns1", "case11_queue12", 1, None, PG_INQUEUE)],
-        queues=[root, build_queue_with_parents("case11_queue1", "root", None, None),
-                build_queue_with_parents("case11_queue11", "case11_queue1", None, rl("4", "4Gi", scalar(GPU, "4"))),
-                build_queue_with_parents("case11_queue12", "case11_queue1", None, rl("4", "4Gi", scalar(GPU, "4")))],
+        podgroups=[
+            build_pod_group("pg14", "ns1", "case11_queue11", 1, None, PG_INQUEUE),
+            build_pod_group("pg15", "ns1", "case11_queue12", 1, None, PG_INQUEUE),
+        ],
+        queues=[
+            root,
+            build_queue_with_parents("case11_queue1", "root", None, None),
+            build_queue_with_parents("case11_queue11", "case11_queue1", None, rl("4", "4Gi", scalar(GPU, "4"))),
+            build_queue_with_parents("case11_queue12", "case11_queue1", None, rl("4", "4Gi", scalar(GPU, "4"))),
+        ],
         expect_bind_map={"ns1/p14": "n2", "ns1/p15": "n2"},
         expect_binds_num=2,
     ),
     Case(
         name="case12: Can reclaim from other queues when allocated <= deserved on a single scalar dimension",
-        pods=[build_pod("ns1", "p16", "", PENDING, a100x2_rdma, "pg16", {}, {}),
-              build_pod("ns1", "p17", "n3", RUNNING, a100x2_rdma, "pg17", {}, {}),
-              build_pod("ns1", "p18", "n3", RUNNING, a100x2_rdma, "pg18", NOT_PREEMPTABLE, {})],
-        nodes=[build_node("n3", rl("16", "16Gi", scalar("nvidia.com/a100", "5"), scalar("rdma/hca", "1001"),
-                                   scalar("pods", "11")), {})],
-        podgroups=[build_pod_group("pg16", "ns1", "case12_queue11", 1, None, PG_INQUEUE),
-                   build_pod_group("pg17", "ns1", "case12_queue12", 1, None, PG_RUNNING),
-                   build_pod_group("pg18", "ns1", "case12_queue12", 1, None, PG_RUNNING)],
-        queues=[root2, build_queue_with_parents("case12_queue1", "root", rl("", "", scalar("nvidia.com/a100", "2")), None),
-                build_queue_with_parents("case12_queue11", "case12_queue1", rl("", "", scalar("nvidia.com/a100", "2")), None),
-                build_queue_with_parents("case12_queue12", "case12_queue1", None, None)],
+        pods=[
+            build_pod("ns1", "p16", "", PENDING, a100x2_rdma, "pg16", {}, {}),
+            build_pod("ns1", "p17", "n3", RUNNING, a100x2_rdma, "pg17", {}, {}),
+            build_pod("ns1", "p18", "n3", RUNNING, a100x2_rdma, "pg18", NOT_PREEMPTABLE, {}),
+        ],
+        nodes=[
+            build_node(
+                "n3",
+                rl("16", "16Gi", scalar("nvidia.com/a100", "5"), scalar("rdma/hca", "1001"), scalar("pods", "11")),
+                {},
+            )
+        ],
+        podgroups=[
+            build_pod_group("pg16", "ns1", "case12_queue11", 1, None, PG_INQUEUE),
+            build_pod_group("pg17", "ns1", "case12_queue12", 1, None, PG_RUNNING),
+            build_pod_group("pg18", "ns1", "case12_queue12", 1, None, PG_RUNNING),
+        ],
+        queues=[
+            root2,
+            build_queue_with_parents("case12_queue1", "root", rl("", "", scalar("nvidia.com/a100", "2")), None),
+            build_queue_with_parents(
+                "case12_queue11", "case12_queue1", rl("", "", scalar("nvidia.com/a100", "2")), None
+            ),
+            build_queue_with_parents("case12_queue12", "case12_queue1", None, None),
+        ],
         expect_pipelined={"ns1/pg16": ["n3"]},
         expect_evicted=["ns1/p17"],
         expect_evict_num=1,
@@ -489,8 +605,18 @@ def test_capacity_plugin_on_session_open_with_hierarchy(case: Case) -> None:
 def ancestor_tiers(level: int, include_priority: bool) -> list[list[Plugin]]:
     """The Go test's ``buildTier``."""
     plugins = [
-        Plugin("capacity", ("enabledAllocatable", "enablePreemptive", "enableReclaimable", "enableQueueOrder",
-                            "enableHierarchy", "enableJobEnqueued"), {"ancestorReclaimLevel": level}),
+        Plugin(
+            "capacity",
+            (
+                "enabledAllocatable",
+                "enablePreemptive",
+                "enableReclaimable",
+                "enableQueueOrder",
+                "enableHierarchy",
+                "enableJobEnqueued",
+            ),
+            {"ancestorReclaimLevel": level},
+        ),
         Plugin("predicates", ("enablePredicate",)),
         Plugin("gang", ("enableJobStarving",)),
     ]
@@ -515,33 +641,47 @@ two = rl("2", "2Gi")
 
 def project_queue_tree() -> list[Queue]:
     """The Go test's ``buildProjectQueueTree``."""
-    return [a_root,
-            build_queue_with_parents("project1_root", "root", a100("1"), a100("2")),
-            build_queue_with_parents("project1_non-preemptable", "project1_root", a100("1"), a100("1")),
-            build_queue_with_parents("project1_preemptable", "project1_root", None, None),
-            build_queue_with_parents("project2_root", "root", a100("3"), a100("4")),
-            build_queue_with_parents("project2_non-preemptable", "project2_root", a100("3"), a100("3")),
-            build_queue_with_parents("project2_preemptable", "project2_root", None, None)]
+    return [
+        a_root,
+        build_queue_with_parents("project1_root", "root", a100("1"), a100("2")),
+        build_queue_with_parents("project1_non-preemptable", "project1_root", a100("1"), a100("1")),
+        build_queue_with_parents("project1_preemptable", "project1_root", None, None),
+        build_queue_with_parents("project2_root", "root", a100("3"), a100("4")),
+        build_queue_with_parents("project2_non-preemptable", "project2_root", a100("3"), a100("3")),
+        build_queue_with_parents("project2_preemptable", "project2_root", None, None),
+    ]
 
 
 def level_semantics_tree() -> list[Queue]:
     """The Go test's ``buildLevelSemanticsTree``."""
-    return [build_queue_with_parents("root", "", None, None),
-            build_queue_with_parents("grand-a", "root", rl("2", "2Gi"), rl("4", "4Gi")),
-            build_queue_with_parents("parent-a", "grand-a", rl("2", "2Gi"), rl("2", "2Gi")),
-            build_queue_with_parents("queue-a", "parent-a", rl("2", "2Gi"), rl("2", "2Gi")),
-            build_queue_with_parents("grand-b", "root", rl("3", "3Gi"), rl("4", "4Gi")),
-            build_queue_with_parents("parent-b", "grand-b", rl("1", "1Gi"), rl("2", "2Gi")),
-            build_queue_with_parents("queue-b", "parent-b", rl("1", "1Gi"), rl("2", "2Gi"))]
+    return [
+        build_queue_with_parents("root", "", None, None),
+        build_queue_with_parents("grand-a", "root", rl("2", "2Gi"), rl("4", "4Gi")),
+        build_queue_with_parents("parent-a", "grand-a", rl("2", "2Gi"), rl("2", "2Gi")),
+        build_queue_with_parents("queue-a", "parent-a", rl("2", "2Gi"), rl("2", "2Gi")),
+        build_queue_with_parents("grand-b", "root", rl("3", "3Gi"), rl("4", "4Gi")),
+        build_queue_with_parents("parent-b", "grand-b", rl("1", "1Gi"), rl("2", "2Gi")),
+        build_queue_with_parents("queue-b", "parent-b", rl("1", "1Gi"), rl("2", "2Gi")),
+    ]
 
 
-def victim_and_reclaimer(victim_queue: str, reclaimer_queue: str, req: Mapping[str, str] = two,
-                         reclaimer_req: Mapping[str, str] | None = None) -> dict[str, list]:
+def victim_and_reclaimer(
+    victim_queue: str,
+    reclaimer_queue: str,
+    req: Mapping[str, str] = two,
+    reclaimer_req: Mapping[str, str] | None = None,
+) -> dict[str, list]:
     """The one running victim and one pending reclaimer of cases 5 to 11."""
-    return {"pods": [build_pod("ns1", "p-victim", "n1", RUNNING, req, "pg-victim", None, None),
-                     build_pod("ns1", "p-reclaimer", "", PENDING, reclaimer_req or req, "pg-reclaimer", None, None)],
-            "podgroups": [build_pod_group("pg-victim", "ns1", victim_queue, 1, None, PG_RUNNING),
-                          build_pod_group("pg-reclaimer", "ns1", reclaimer_queue, 1, None, PG_INQUEUE)]}
+    return {
+        "pods": [
+            build_pod("ns1", "p-victim", "n1", RUNNING, req, "pg-victim", None, None),
+            build_pod("ns1", "p-reclaimer", "", PENDING, reclaimer_req or req, "pg-reclaimer", None, None),
+        ],
+        "podgroups": [
+            build_pod_group("pg-victim", "ns1", victim_queue, 1, None, PG_RUNNING),
+            build_pod_group("pg-reclaimer", "ns1", reclaimer_queue, 1, None, PG_INQUEUE),
+        ],
+    }
 
 
 def running(name: str, group: str, priority: int | None = None) -> Pod:
@@ -551,101 +691,222 @@ def running(name: str, group: str, priority: int | None = None) -> Pod:
 
 
 ANCESTOR_CASES = [
-    (1, True, Case(
-        name="case1: Can reclaim based on parent deserved when ancestorReclaimLevel is 1",
-        nodes=[a_n1],
-        pods=[build_pod("ns1", "p1", "n1", RUNNING, rl("1", "1Gi", scalar(A100, "4"), scalar("rdma/hca", "1")), "pg1", {}, {}),
-              build_pod("ns1", "p2", "", PENDING, one_a100, "pg2", {}, {})],
-        podgroups=[build_pod_group("pg1", "ns1", "case1_queue2", 1, None, PG_RUNNING),
-                   build_pod_group("pg2", "ns1", "case1_queue11", 1, None, PG_INQUEUE)],
-        queues=[a_root, build_queue_with_parents("case1_queue1", "root", a100("1"), None),
+    (
+        1,
+        True,
+        Case(
+            name="case1: Can reclaim based on parent deserved when ancestorReclaimLevel is 1",
+            nodes=[a_n1],
+            pods=[
+                build_pod(
+                    "ns1",
+                    "p1",
+                    "n1",
+                    RUNNING,
+                    rl("1", "1Gi", scalar(A100, "4"), scalar("rdma/hca", "1")),
+                    "pg1",
+                    {},
+                    {},
+                ),
+                build_pod("ns1", "p2", "", PENDING, one_a100, "pg2", {}, {}),
+            ],
+            podgroups=[
+                build_pod_group("pg1", "ns1", "case1_queue2", 1, None, PG_RUNNING),
+                build_pod_group("pg2", "ns1", "case1_queue11", 1, None, PG_INQUEUE),
+            ],
+            queues=[
+                a_root,
+                build_queue_with_parents("case1_queue1", "root", a100("1"), None),
                 build_queue_with_parents("case1_queue11", "case1_queue1", None, None),
-                build_queue_with_parents("case1_queue2", "root", None, None)],
-        expect_pipelined={"ns1/pg2": ["n1"]}, expect_evicted=["ns1/p1"], expect_evict_num=1)),
-    (1, True, Case(
-        name="case2: Cross-parent reclaim pipelines project1 pending job when project2 child and parent are both over deserved",
-        nodes=[a_n1],
-        pods=[running("p1", "pg1", 2), running("p2", "pg2", 2), running("p3", "pg3", 2), running("p4", "pg4", 1),
-              build_pod("ns1", "p5", "", PENDING, one_a100, "pg5", {}, {})],
-        podgroups=[*(build_pod_group(f"pg{i}", "ns1", "project2_preemptable", 1, None, PG_RUNNING) for i in range(1, 5)),
-                   build_pod_group("pg5", "ns1", "project1_preemptable", 1, None, PG_PENDING)],
-        queues=project_queue_tree(),
-        expect_pipelined={"ns1/pg5": ["n1"]}, expect_evicted=["ns1/p4"], expect_evict_num=1)),
-    (1, True, Case(
-        name="case3: Cross-parent reclaim can evict sibling-queue victim first",
-        nodes=[a_n1],
-        pods=[running("p1", "pg1", 2), running("p2", "pg2", 2), running("p3", "pg3", 2),
-              build_pod("ns1", "p4", "", PENDING, one_a100, "pg4_reclaimed", {}, {}),
-              running("p5", "pg5_pipelined"),
-              build_pod("ns1", "p6", "", PENDING, one_a100, "pg6", {}, {})],
-        podgroups=[*(build_pod_group(f"pg{i}", "ns1", "project2_preemptable", 1, None, PG_RUNNING) for i in range(1, 4)),
-                   build_pod_group("pg4_reclaimed", "ns1", "project2_preemptable", 1, None, PG_INQUEUE),
-                   build_pod_group("pg5_pipelined", "ns1", "project1_preemptable", 1, None, PG_RUNNING),
-                   build_pod_group("pg6", "ns1", "project2_non-preemptable", 1, None, PG_PENDING)],
-        queues=project_queue_tree(),
-        expect_pipelined={"ns1/pg6": ["n1"]}, expect_evicted=["ns1/p3"], expect_evict_num=1)),
-    (1, True, Case(
-        name="case4: Cross-parent reclaim is blocked when victim child is not over deserved",
-        nodes=[build_node("n1", rl("8", "8Gi", scalar(A100, "1"), scalar("rdma/hca", "1001"), scalar("pods", "11")), {})],
-        pods=[running("p1", "pg1"), build_pod("ns1", "p2", "", PENDING, one_a100, "pg2", {}, {}),
-              build_pod("ns1", "p3", "n1", RUNNING, one_a100, "pg3", NOT_PREEMPTABLE, {})],
-        podgroups=[build_pod_group("pg1", "ns1", "case4_child1", 1, None, PG_RUNNING),
-                   build_pod_group("pg2", "ns1", "case4_child2", 1, None, PG_PENDING),
-                   build_pod_group("pg3", "ns1", "case4_child1_sibling", 1, None, PG_RUNNING)],
-        queues=[a_root, build_queue_with_parents("case4_parent1", "root", a100("1"), None),
+                build_queue_with_parents("case1_queue2", "root", None, None),
+            ],
+            expect_pipelined={"ns1/pg2": ["n1"]},
+            expect_evicted=["ns1/p1"],
+            expect_evict_num=1,
+        ),
+    ),
+    (
+        1,
+        True,
+        Case(
+            name="case2: Cross-parent reclaim pipelines project1 pending job when project2 child and parent are both over deserved",
+            nodes=[a_n1],
+            pods=[
+                running("p1", "pg1", 2),
+                running("p2", "pg2", 2),
+                running("p3", "pg3", 2),
+                running("p4", "pg4", 1),
+                build_pod("ns1", "p5", "", PENDING, one_a100, "pg5", {}, {}),
+            ],
+            podgroups=[
+                *(build_pod_group(f"pg{i}", "ns1", "project2_preemptable", 1, None, PG_RUNNING) for i in range(1, 5)),
+                build_pod_group("pg5", "ns1", "project1_preemptable", 1, None, PG_PENDING),
+            ],
+            queues=project_queue_tree(),
+            expect_pipelined={"ns1/pg5": ["n1"]},
+            expect_evicted=["ns1/p4"],
+            expect_evict_num=1,
+        ),
+    ),
+    (
+        1,
+        True,
+        Case(
+            name="case3: Cross-parent reclaim can evict sibling-queue victim first",
+            nodes=[a_n1],
+            pods=[
+                running("p1", "pg1", 2),
+                running("p2", "pg2", 2),
+                running("p3", "pg3", 2),
+                build_pod("ns1", "p4", "", PENDING, one_a100, "pg4_reclaimed", {}, {}),
+                running("p5", "pg5_pipelined"),
+                build_pod("ns1", "p6", "", PENDING, one_a100, "pg6", {}, {}),
+            ],
+            podgroups=[
+                *(build_pod_group(f"pg{i}", "ns1", "project2_preemptable", 1, None, PG_RUNNING) for i in range(1, 4)),
+                build_pod_group("pg4_reclaimed", "ns1", "project2_preemptable", 1, None, PG_INQUEUE),
+                build_pod_group("pg5_pipelined", "ns1", "project1_preemptable", 1, None, PG_RUNNING),
+                build_pod_group("pg6", "ns1", "project2_non-preemptable", 1, None, PG_PENDING),
+            ],
+            queues=project_queue_tree(),
+            expect_pipelined={"ns1/pg6": ["n1"]},
+            expect_evicted=["ns1/p3"],
+            expect_evict_num=1,
+        ),
+    ),
+    (
+        1,
+        True,
+        Case(
+            name="case4: Cross-parent reclaim is blocked when victim child is not over deserved",
+            nodes=[
+                build_node(
+                    "n1", rl("8", "8Gi", scalar(A100, "1"), scalar("rdma/hca", "1001"), scalar("pods", "11")), {}
+                )
+            ],
+            pods=[
+                running("p1", "pg1"),
+                build_pod("ns1", "p2", "", PENDING, one_a100, "pg2", {}, {}),
+                build_pod("ns1", "p3", "n1", RUNNING, one_a100, "pg3", NOT_PREEMPTABLE, {}),
+            ],
+            podgroups=[
+                build_pod_group("pg1", "ns1", "case4_child1", 1, None, PG_RUNNING),
+                build_pod_group("pg2", "ns1", "case4_child2", 1, None, PG_PENDING),
+                build_pod_group("pg3", "ns1", "case4_child1_sibling", 1, None, PG_RUNNING),
+            ],
+            queues=[
+                a_root,
+                build_queue_with_parents("case4_parent1", "root", a100("1"), None),
                 build_queue_with_parents("case4_child1", "case4_parent1", a100("1"), None),
                 build_queue_with_parents("case4_child1_sibling", "case4_parent1", None, None),
                 build_queue_with_parents("case4_parent2", "root", a100("1"), None),
-                build_queue_with_parents("case4_child2", "case4_parent2", a100("1"), None)])),
-    (0, False, Case(
-        name="case5: level 0 allows reclaim based on leaf-level deserved checks",
-        nodes=[small_n1], queues=level_semantics_tree(), **victim_and_reclaimer("queue-b", "queue-a"),
-        expect_pipelined={"ns1/pg-reclaimer": ["n1"]}, expect_evicted=["ns1/p-victim"], expect_evict_num=1)),
-    (1, False, Case(
-        name="case6: level 1 allows reclaim when parent-level check passes",
-        nodes=[small_n1], queues=level_semantics_tree(), **victim_and_reclaimer("queue-b", "queue-a"),
-        expect_pipelined={"ns1/pg-reclaimer": ["n1"]}, expect_evicted=["ns1/p-victim"], expect_evict_num=1)),
-    (2, False, Case(
-        name="case7: level 2 blocks reclaim when grandparent-level check fails",
-        nodes=[small_n1], queues=level_semantics_tree(), **victim_and_reclaimer("queue-b", "queue-a"))),
-    (1, False, Case(
-        name="case8: level 1 blocks sibling reclaim when leaf deserved is unset and no ancestor gate applies",
-        nodes=[small_n1],
-        queues=[build_queue_with_parents("root", "", None, None),
+                build_queue_with_parents("case4_child2", "case4_parent2", a100("1"), None),
+            ],
+        ),
+    ),
+    (
+        0,
+        False,
+        Case(
+            name="case5: level 0 allows reclaim based on leaf-level deserved checks",
+            nodes=[small_n1],
+            queues=level_semantics_tree(),
+            **victim_and_reclaimer("queue-b", "queue-a"),
+            expect_pipelined={"ns1/pg-reclaimer": ["n1"]},
+            expect_evicted=["ns1/p-victim"],
+            expect_evict_num=1,
+        ),
+    ),
+    (
+        1,
+        False,
+        Case(
+            name="case6: level 1 allows reclaim when parent-level check passes",
+            nodes=[small_n1],
+            queues=level_semantics_tree(),
+            **victim_and_reclaimer("queue-b", "queue-a"),
+            expect_pipelined={"ns1/pg-reclaimer": ["n1"]},
+            expect_evicted=["ns1/p-victim"],
+            expect_evict_num=1,
+        ),
+    ),
+    (
+        2,
+        False,
+        Case(
+            name="case7: level 2 blocks reclaim when grandparent-level check fails",
+            nodes=[small_n1],
+            queues=level_semantics_tree(),
+            **victim_and_reclaimer("queue-b", "queue-a"),
+        ),
+    ),
+    (
+        1,
+        False,
+        Case(
+            name="case8: level 1 blocks sibling reclaim when leaf deserved is unset and no ancestor gate applies",
+            nodes=[small_n1],
+            queues=[
+                build_queue_with_parents("root", "", None, None),
                 build_queue_with_parents("parent", "root", rl("4", "4Gi"), rl("4", "4Gi")),
                 build_queue_with_parents("queue-a", "parent", None, None),
-                build_queue_with_parents("queue-b", "parent", None, None)],
-        **victim_and_reclaimer("queue-b", "queue-a"))),
-    (2, False, Case(
-        name="case9: level 2 blocks reclaim when leaf deserved is unset and queues share grandparent",
-        nodes=[small_n1],
-        queues=[build_queue_with_parents("root", "", None, None),
+                build_queue_with_parents("queue-b", "parent", None, None),
+            ],
+            **victim_and_reclaimer("queue-b", "queue-a"),
+        ),
+    ),
+    (
+        2,
+        False,
+        Case(
+            name="case9: level 2 blocks reclaim when leaf deserved is unset and queues share grandparent",
+            nodes=[small_n1],
+            queues=[
+                build_queue_with_parents("root", "", None, None),
                 build_queue_with_parents("grand", "root", rl("2", "2Gi"), rl("2", "2Gi")),
                 build_queue_with_parents("parent-a", "grand", None, None),
                 build_queue_with_parents("queue-a", "parent-a", None, None),
                 build_queue_with_parents("parent-b", "grand", None, None),
-                build_queue_with_parents("queue-b", "parent-b", None, None)],
-        **victim_and_reclaimer("queue-b", "queue-a"))),
-    (2, False, Case(
-        name="case10: level 2 blocks reclaim in unbalanced shared-grandparent tree when leaf deserved is unset",
-        nodes=[small_n1],
-        queues=[build_queue_with_parents("root", "", None, None),
+                build_queue_with_parents("queue-b", "parent-b", None, None),
+            ],
+            **victim_and_reclaimer("queue-b", "queue-a"),
+        ),
+    ),
+    (
+        2,
+        False,
+        Case(
+            name="case10: level 2 blocks reclaim in unbalanced shared-grandparent tree when leaf deserved is unset",
+            nodes=[small_n1],
+            queues=[
+                build_queue_with_parents("root", "", None, None),
                 build_queue_with_parents("grand", "root", rl("1", "1Gi"), rl("2", "2Gi")),
                 build_queue_with_parents("parent-deep", "grand", rl("1", "1Gi"), rl("2", "2Gi")),
                 build_queue_with_parents("queue-deep", "parent-deep", None, None),
-                build_queue_with_parents("queue-shallow", "grand", None, None)],
-        **victim_and_reclaimer("queue-deep", "queue-shallow"))),
-    (2, False, Case(
-        name="case11: unbalanced level2 blocks reclaim when depth-2 ancestor is not over deserved",
-        nodes=[build_node("n1", rl("4", "4Gi", scalar("pods", "10"), scalar(A100, "2")), {})],
-        queues=[build_queue_with_parents("root", "", None, None),
+                build_queue_with_parents("queue-shallow", "grand", None, None),
+            ],
+            **victim_and_reclaimer("queue-deep", "queue-shallow"),
+        ),
+    ),
+    (
+        2,
+        False,
+        Case(
+            name="case11: unbalanced level2 blocks reclaim when depth-2 ancestor is not over deserved",
+            nodes=[build_node("n1", rl("4", "4Gi", scalar("pods", "10"), scalar(A100, "2")), {})],
+            queues=[
+                build_queue_with_parents("root", "", None, None),
                 build_queue_with_parents("shallow-parent", "root", a100("1"), None),
                 build_queue_with_parents("queue-shallow", "shallow-parent", a100("1"), None),
                 build_queue_with_parents("deep-grand", "root", a100("2"), None),
                 build_queue_with_parents("deep-parent", "deep-grand", a100("1"), None),
-                build_queue_with_parents("queue-deep", "deep-parent", a100("1"), None)],
-        **victim_and_reclaimer("queue-deep", "queue-shallow", rl("1", "1Gi", scalar(A100, "2")),
-                               rl("1", "1Gi", scalar(A100, "1"))))),
+                build_queue_with_parents("queue-deep", "deep-parent", a100("1"), None),
+            ],
+            **victim_and_reclaimer(
+                "queue-deep", "queue-shallow", rl("1", "1Gi", scalar(A100, "2")), rl("1", "1Gi", scalar(A100, "1"))
+            ),
+        ),
+    ),
 ]
 
 

@@ -13,11 +13,16 @@ from tests.volcano.harness import Case, Plugin, open_session
 
 def test_conformance_plugin() -> None:
     """conformance_test.go TestConformancePlugin "conformance plugin"."""
-    case = Case(name="conformance plugin", pods=[
-        build_pod("kube-system", "test-pod", "test-node", RUNNING, rl("1", "1Gi"), "pg1"),
-        build_pod("test-namespace", "test-pod", "test-node", RUNNING, rl("1", "1Gi"), "pg1"),
-        build_pod("test-namespace", "preemptor", "", PENDING, rl("1", "1Gi"), "pg1"),  # Volcano passes an empty TaskInfo
-    ])
+    case = Case(
+        name="conformance plugin",
+        pods=[
+            build_pod("kube-system", "test-pod", "test-node", RUNNING, rl("1", "1Gi"), "pg1"),
+            build_pod("test-namespace", "test-pod", "test-node", RUNNING, rl("1", "1Gi"), "pg1"),
+            build_pod(
+                "test-namespace", "preemptor", "", PENDING, rl("1", "1Gi"), "pg1"
+            ),  # Volcano passes an empty TaskInfo
+        ],
+    )
     ssn = open_session(case, [[Plugin("conformance", ("enablePreemptable",))]], ["preempt"])
     preemptees = [ssn.tasks["kube-system-test-pod"], ssn.tasks["test-namespace-test-pod"]]
     victims = ssn.tiers.preemptable(ssn.tasks["test-namespace-preemptor"], preemptees)

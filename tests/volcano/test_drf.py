@@ -54,35 +54,53 @@ def hierarchy_queue(name: str, hierarchy: str, weights: str) -> Queue:
 
 RESCALING = Case(
     name="rescaling test",
-    podgroups=[build_pod_group("pg1", "default", "root-sci", 0, None, PG_INQUEUE),
-               build_pod_group("pg21", "default", "root-eng-dev", 0, None, PG_INQUEUE),
-               build_pod_group("pg22", "default", "root-eng-prod", 0, None, PG_INQUEUE)],
+    podgroups=[
+        build_pod_group("pg1", "default", "root-sci", 0, None, PG_INQUEUE),
+        build_pod_group("pg21", "default", "root-eng-dev", 0, None, PG_INQUEUE),
+        build_pod_group("pg22", "default", "root-eng-prod", 0, None, PG_INQUEUE),
+    ],
     pods=make_pods(10, "1", "1G", "pg1") + make_pods(10, "1", "0G", "pg21") + make_pods(10, "0", "1G", "pg22"),
-    queues=[hierarchy_queue("root-sci", "root/sci", "100/50"),
-            hierarchy_queue("root-eng-dev", "root/eng/dev", "100/50/50"),
-            hierarchy_queue("root-eng-prod", "root/eng/prod", "100/50/50")],
+    queues=[
+        hierarchy_queue("root-sci", "root/sci", "100/50"),
+        hierarchy_queue("root-eng-dev", "root/eng/dev", "100/50/50"),
+        hierarchy_queue("root-eng-prod", "root/eng/prod", "100/50/50"),
+    ],
     nodes=[build_node("n", rl("10", "10G", scalar("pods", "50")))],
 )
 BLOCKING = Case(
     name="blocking nodes test",
-    podgroups=[build_pod_group("pg1", "default", "root-pg1", 0, None, PG_INQUEUE),
-               build_pod_group("pg2", "default", "root-pg2", 0, None, PG_INQUEUE),
-               build_pod_group("pg31", "default", "root-pg3-pg31", 0, None, PG_INQUEUE),
-               build_pod_group("pg32", "default", "root-pg3-pg31", 0, None, PG_INQUEUE),
-               build_pod_group("pg4", "default", "root-pg4", 0, None, PG_INQUEUE)],
-    pods=(make_pods(30, "1", "0G", "pg1") + make_pods(30, "1", "0G", "pg2") + make_pods(30, "1", "0G", "pg31")
-          + make_pods(30, "0", "1G", "pg32") + make_pods(30, "0", "1G", "pg4")),
-    queues=[hierarchy_queue("root-pg1", "root/pg1", "100/25"),
-            hierarchy_queue("root-pg2", "root/pg2", "100/25"),
-            hierarchy_queue("root-pg3-pg31", "root/pg3/pg31", "100/25/50"),
-            hierarchy_queue("root-pg3-pg32", "root/pg3/pg32", "100/25/50"),
-            hierarchy_queue("root-pg4", "root/pg4", "100/25")],
+    podgroups=[
+        build_pod_group("pg1", "default", "root-pg1", 0, None, PG_INQUEUE),
+        build_pod_group("pg2", "default", "root-pg2", 0, None, PG_INQUEUE),
+        build_pod_group("pg31", "default", "root-pg3-pg31", 0, None, PG_INQUEUE),
+        build_pod_group("pg32", "default", "root-pg3-pg31", 0, None, PG_INQUEUE),
+        build_pod_group("pg4", "default", "root-pg4", 0, None, PG_INQUEUE),
+    ],
+    pods=(
+        make_pods(30, "1", "0G", "pg1")
+        + make_pods(30, "1", "0G", "pg2")
+        + make_pods(30, "1", "0G", "pg31")
+        + make_pods(30, "0", "1G", "pg32")
+        + make_pods(30, "0", "1G", "pg4")
+    ),
+    queues=[
+        hierarchy_queue("root-pg1", "root/pg1", "100/25"),
+        hierarchy_queue("root-pg2", "root/pg2", "100/25"),
+        hierarchy_queue("root-pg3-pg31", "root/pg3/pg31", "100/25/50"),
+        hierarchy_queue("root-pg3-pg32", "root/pg3/pg32", "100/25/50"),
+        hierarchy_queue("root-pg4", "root/pg4", "100/25"),
+    ],
     nodes=[build_node("n", rl("30", "30G", scalar("pods", "500")))],
 )
 EXPECTED: dict[str, dict[str, tuple[float, float, int]]] = {  # job -> (milli cpu, memory, pods)
     "rescaling test": {"pg1": (5000, 5 * G, 5), "pg21": (5000, 0, 5), "pg22": (0, 5 * G, 5)},
-    "blocking nodes test": {"pg1": (10000, 0, 10), "pg2": (10000, 0, 10), "pg31": (10000, 0, 10),
-                            "pg32": (0, 15 * G, 15), "pg4": (0, 15 * G, 15)},
+    "blocking nodes test": {
+        "pg1": (10000, 0, 10),
+        "pg2": (10000, 0, 10),
+        "pg31": (10000, 0, 10),
+        "pg32": (0, 15 * G, 15),
+        "pg4": (0, 15 * G, 15),
+    },
 }
 
 

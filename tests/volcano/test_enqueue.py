@@ -20,14 +20,16 @@ from tests.volcano.builders import (
 from tests.volcano.builders import build_resource_list as rl
 from tests.volcano.harness import Case, Plugin, run_case
 
-TIERS = [[
-    Plugin("drf", ("enableJobOrder", "enableJobEnqueued")),
-    Plugin("proportion", ("enableQueueOrder", "enableJobEnqueued")),
-    Plugin("gang", ("enableJobOrder",)),
-]]
+TIERS = [
+    [
+        Plugin("drf", ("enableJobOrder", "enableJobEnqueued")),
+        Plugin("proportion", ("enableQueueOrder", "enableJobEnqueued")),
+        Plugin("gang", ("enableJobOrder",)),
+    ]
+]
 
 CASES = [
-Case(
+    Case(
         name="when podgroup status is inqueue",
         podgroups=[
             build_pod_group("pg1", "c1", "c1", 2, None, "Inqueue"),
@@ -94,8 +96,7 @@ Case(
     Case(
         name="pggroup cannot enqueue because queue resources are less than podgroup MinResources",
         podgroups=[
-            build_pod_group_with_min_resources("pg1", "c1", "c1", 1,
-                None, rl("8", "8G"), "Pending"),
+            build_pod_group_with_min_resources("pg1", "c1", "c1", 1, None, rl("8", "8G"), "Pending"),
         ],
         queues=[
             build_queue("c1", 1, rl("1", "1G")),
@@ -103,8 +104,7 @@ Case(
         expect_status={
             "c1/pg1": "Pending",
         },
-    )
-
+    ),
 ]
 
 

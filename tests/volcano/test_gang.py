@@ -33,31 +33,57 @@ def _pod(uid: str, status: TaskStatus, node: str) -> Pod:
     phase = PENDING if status in (TaskStatus.PENDING, TaskStatus.PIPELINED) else RUNNING
     pod = build_pod("ns", uid, "" if status is TaskStatus.PIPELINED else node, phase, rl("1", "1Gi"), "job-1")
     if status is TaskStatus.RELEASING:
-        pod = msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
-            pod.metadata, deletion_timestamp="2024-01-01T00:00:00Z"))
+        pod = msgspec.structs.replace(
+            pod, metadata=msgspec.structs.replace(pod.metadata, deletion_timestamp="2024-01-01T00:00:00Z")
+        )
     return pod
 
 
 CASES: list[tuple[str, int, list[Task], bool]] = [
-    ("partial termination", 2,
-     [("running", TaskStatus.RUNNING, "node-1"), ("releasing", TaskStatus.RELEASING, "node-2")], True),
-    ("pending replacement still needs condition", 2,
-     [("running", TaskStatus.RUNNING, "node-1"), ("releasing", TaskStatus.RELEASING, "node-2"),
-      ("replacement", TaskStatus.PENDING, "")], False),
-    ("pipelined replacement still needs condition", 2,
-     [("running", TaskStatus.RUNNING, "node-1"), ("releasing", TaskStatus.RELEASING, "node-2"),
-      ("replacement", TaskStatus.PIPELINED, "node-3")], False),
+    (
+        "partial termination",
+        2,
+        [("running", TaskStatus.RUNNING, "node-1"), ("releasing", TaskStatus.RELEASING, "node-2")],
+        True,
+    ),
+    (
+        "pending replacement still needs condition",
+        2,
+        [
+            ("running", TaskStatus.RUNNING, "node-1"),
+            ("releasing", TaskStatus.RELEASING, "node-2"),
+            ("replacement", TaskStatus.PENDING, ""),
+        ],
+        False,
+    ),
+    (
+        "pipelined replacement still needs condition",
+        2,
+        [
+            ("running", TaskStatus.RUNNING, "node-1"),
+            ("releasing", TaskStatus.RELEASING, "node-2"),
+            ("replacement", TaskStatus.PIPELINED, "node-3"),
+        ],
+        False,
+    ),
     ("never scheduled releasing task is not counted", 1, [("releasing", TaskStatus.RELEASING, "")], False),
-    ("scheduled tasks below minAvailable", 3,
-     [("running", TaskStatus.RUNNING, "node-1"), ("releasing", TaskStatus.RELEASING, "node-2")], False),
+    (
+        "scheduled tasks below minAvailable",
+        3,
+        [("running", TaskStatus.RUNNING, "node-1"), ("releasing", TaskStatus.RELEASING, "node-2")],
+        False,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("name", "min_member", "tasks", "skipped"), CASES, ids=[c[0] for c in CASES])
 def test_should_skip_unschedulable_for_releasing(name: str, min_member: int, tasks: list[Task], skipped: bool) -> None:
     """gang_test.go TestShouldSkipUnschedulableForReleasing."""
-    case = Case(name=name, pods=[_pod(*t) for t in tasks],
-                podgroups=[build_pod_group("job-1", "ns", "default", min_member, None, PG_RUNNING)])
+    case = Case(
+        name=name,
+        pods=[_pod(*t) for t in tasks],
+        podgroups=[build_pod_group("job-1", "ns", "default", min_member, None, PG_RUNNING)],
+    )
     ssn = open_session(case, [[Plugin("gang", ("enableJobReady",))]], ["allocate"])
     job = ssn.jobs["ns/job-1"]
     for uid, status, node in tasks:

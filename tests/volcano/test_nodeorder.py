@@ -31,8 +31,16 @@ from tests.volcano.builders import build_resource_list as rl
 from tests.volcano.harness import Case, Plugin, open_session, run_case
 
 PODS10 = scalar("pods", "10")
-WEIGHTS = ("leastrequested.weight", "mostrequested.weight", "balancedresource.weight", "nodeaffinity.weight",
-           "tainttoleration.weight", "podaffinity.weight", "podtopologyspread.weight", "imagelocality.weight")
+WEIGHTS = (
+    "leastrequested.weight",
+    "mostrequested.weight",
+    "balancedresource.weight",
+    "nodeaffinity.weight",
+    "tainttoleration.weight",
+    "podaffinity.weight",
+    "podtopologyspread.weight",
+    "imagelocality.weight",
+)
 
 
 @dataclass
@@ -48,39 +56,84 @@ class NodeOrderCase:
 
 
 def _one_pod(name: str, pod: Pod, nodes: list[Node], expect: str) -> Case:
-    return Case(name=name, podgroups=[build_pod_group("pg1", "c1", "c1", 0, None, PG_INQUEUE)], pods=[pod],
-                nodes=nodes, queues=[build_queue("c1", 1, None)], expect_bind_map={"c1/p1": expect}, expect_binds_num=1)
+    return Case(
+        name=name,
+        podgroups=[build_pod_group("pg1", "c1", "c1", 0, None, PG_INQUEUE)],
+        pods=[pod],
+        nodes=nodes,
+        queues=[build_queue("c1", 1, None)],
+        expect_bind_map={"c1/p1": expect},
+        expect_binds_num=1,
+    )
 
 
-PREFER_ZONE1 = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-    {"weight": 100, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["zone1"]}]}}]}}
+PREFER_ZONE1 = {
+    "nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["zone1"]}]},
+            }
+        ]
+    }
+}
 
 CASES = [
-    NodeOrderCase(_one_pod(
-        "leastAllocated strategy", build_pod("c1", "p1", "", PENDING, rl("1", "1G"), "pg1"),
-        [build_node("n1", rl("2", "4Gi", PODS10)), build_node("n2", rl("4", "8Gi", PODS10))], "n2"),
-        {"leastrequested.weight": 1, "mostrequested.weight": 0}),
-    NodeOrderCase(_one_pod(
-        "mostAllocated strategy", build_pod("c1", "p1", "", PENDING, rl("1", "1G"), "pg1"),
-        [build_node("n1", rl("2", "4Gi", PODS10)), build_node("n2", rl("4", "8Gi", PODS10))], "n1"),
-        {"leastrequested.weight": 0, "mostrequested.weight": 1}),
-    NodeOrderCase(_one_pod(
-        "balanced allocation prefers balanced node", build_pod("c1", "p1", "", PENDING, rl("1", "1Gi"), "pg1"),
-        [build_node("n1", rl("2", "2Gi", PODS10)), build_node("n2", rl("4", "2Gi", PODS10))], "n1"),
-        {"balancedresource.weight": 10}),
-    NodeOrderCase(_one_pod(
-        "node affinity prefers labeled node",
-        build_pod_with_affinity("c1", "p1", "", PENDING, rl("1", "1G"), "pg1", {}, {}, PREFER_ZONE1),
-        [build_node("n1", rl("2", "4Gi", PODS10), {"zone": "zone1"}),
-         build_node("n2", rl("2", "4Gi", PODS10), {"zone": "zone2"})], "n1"),
-        {"nodeaffinity.weight": 10}),
-    NodeOrderCase(_one_pod(
-        "taint toleration prefers non-tainted node",
-        build_pod_with_tolerations("c1", "p1", "", PENDING, rl("1", "1G"), "pg1", {}, {}, []),
-        [build_node("n1", rl("2", "4Gi", PODS10)),
-         build_node("n2", rl("2", "4Gi", PODS10),
-                    taints=[{"key": "key1", "value": "value1", "effect": "PreferNoSchedule"}])], "n1"),
-        {"tainttoleration.weight": 10}),
+    NodeOrderCase(
+        _one_pod(
+            "leastAllocated strategy",
+            build_pod("c1", "p1", "", PENDING, rl("1", "1G"), "pg1"),
+            [build_node("n1", rl("2", "4Gi", PODS10)), build_node("n2", rl("4", "8Gi", PODS10))],
+            "n2",
+        ),
+        {"leastrequested.weight": 1, "mostrequested.weight": 0},
+    ),
+    NodeOrderCase(
+        _one_pod(
+            "mostAllocated strategy",
+            build_pod("c1", "p1", "", PENDING, rl("1", "1G"), "pg1"),
+            [build_node("n1", rl("2", "4Gi", PODS10)), build_node("n2", rl("4", "8Gi", PODS10))],
+            "n1",
+        ),
+        {"leastrequested.weight": 0, "mostrequested.weight": 1},
+    ),
+    NodeOrderCase(
+        _one_pod(
+            "balanced allocation prefers balanced node",
+            build_pod("c1", "p1", "", PENDING, rl("1", "1Gi"), "pg1"),
+            [build_node("n1", rl("2", "2Gi", PODS10)), build_node("n2", rl("4", "2Gi", PODS10))],
+            "n1",
+        ),
+        {"balancedresource.weight": 10},
+    ),
+    NodeOrderCase(
+        _one_pod(
+            "node affinity prefers labeled node",
+            build_pod_with_affinity("c1", "p1", "", PENDING, rl("1", "1G"), "pg1", {}, {}, PREFER_ZONE1),
+            [
+                build_node("n1", rl("2", "4Gi", PODS10), {"zone": "zone1"}),
+                build_node("n2", rl("2", "4Gi", PODS10), {"zone": "zone2"}),
+            ],
+            "n1",
+        ),
+        {"nodeaffinity.weight": 10},
+    ),
+    NodeOrderCase(
+        _one_pod(
+            "taint toleration prefers non-tainted node",
+            build_pod_with_tolerations("c1", "p1", "", PENDING, rl("1", "1G"), "pg1", {}, {}, []),
+            [
+                build_node("n1", rl("2", "4Gi", PODS10)),
+                build_node(
+                    "n2",
+                    rl("2", "4Gi", PODS10),
+                    taints=[{"key": "key1", "value": "value1", "effect": "PreferNoSchedule"}],
+                ),
+            ],
+            "n1",
+        ),
+        {"tainttoleration.weight": 10},
+    ),
 ]
 
 
@@ -91,12 +144,16 @@ def test_node_order_plugin(test: NodeOrderCase) -> None:
 
 
 def _init_session(arguments: dict[str, int] | None) -> tuple[NodeOrderPlugin, list[float]]:
-    case = Case(name="init", podgroups=[build_pod_group("pg1", "c1", "c1", 0, None, PG_INQUEUE)],
-                pods=[build_pod_with_affinity("c1", "p1", "", PENDING, rl("1", "1G"), "pg1", {}, {}, PREFER_ZONE1)],
-                nodes=[build_node("n1", rl("2", "4Gi", PODS10), {"zone": "zone1"}),
-                       build_node("n2", rl("4", "4Gi", PODS10),
-                                  taints=[{"key": "k", "value": "v", "effect": "PreferNoSchedule"}])],
-                queues=[build_queue("c1", 1, None)])
+    case = Case(
+        name="init",
+        podgroups=[build_pod_group("pg1", "c1", "c1", 0, None, PG_INQUEUE)],
+        pods=[build_pod_with_affinity("c1", "p1", "", PENDING, rl("1", "1G"), "pg1", {}, {}, PREFER_ZONE1)],
+        nodes=[
+            build_node("n1", rl("2", "4Gi", PODS10), {"zone": "zone1"}),
+            build_node("n2", rl("4", "4Gi", PODS10), taints=[{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]),
+        ],
+        queues=[build_queue("c1", 1, None)],
+    )
     ssn = open_session(case, [[Plugin("nodeorder", ("enableNodeOrder",), arguments or {})]], ["allocate"])
     [plugin] = [p for tier in ssn.tiers.tiers for p in tier]
     assert isinstance(plugin, NodeOrderPlugin)
@@ -107,8 +164,13 @@ def test_init_plugin_default_weights() -> None:
     """nodeorder_test.go TestInitPlugin "default weights": least requested, balanced allocation,
     node affinity and taint toleration score, most requested does not."""
     plugin, scores = _init_session(None)
-    assert plugin.args.weights == {"leastrequested.weight": 1, "mostrequested.weight": 0, "balancedresource.weight": 1,
-                              "nodeaffinity.weight": 2, "tainttoleration.weight": 3}
+    assert plugin.args.weights == {
+        "leastrequested.weight": 1,
+        "mostrequested.weight": 0,
+        "balancedresource.weight": 1,
+        "nodeaffinity.weight": 2,
+        "tainttoleration.weight": 3,
+    }
     # n1 (2 cpu, 4Gi, zone1, clean): least (50·50 + 76·50) // 100 = 63, balanced int((1 − |0.5 − 0.2328|/2)·100) = 86,
     # affinity 100·2, taint 100·3; n2 (4 cpu, 4Gi, tainted): least (75 + 76) // 2 = 75, balanced 99, 0, 0.
     assert scores == [63 + 86 + 200 + 300, 75 + 99]

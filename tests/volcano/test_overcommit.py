@@ -23,14 +23,26 @@ PG3 = build_pod_group("pg2", "test-namespace", "c1", 2, None, PG_INQUEUE)  # no 
 QUEUE1, QUEUE2 = build_queue("c1", 1, None), build_queue("c1", 1, SMALL)
 
 CASES: list[tuple[Case, dict[str, Any], bool]] = [
-    (Case(name="overCommitFactor is more than 0", podgroups=[PG1], queues=[QUEUE1], nodes=NODES),
-     {"overcommit-factor": 1.2}, True),
-    (Case(name="overCommitFactor is less than 0", podgroups=[PG1], queues=[QUEUE1], nodes=NODES),
-     {"overcommit-factor": 0.8}, True),
-    (Case(name="when the required resources of pg are too large", podgroups=[PG2], queues=[QUEUE1], nodes=NODES),
-     {"overcommit-factor": 1.2}, False),
-    (Case(name="when pg does not fill MinResources", podgroups=[PG3], queues=[QUEUE2], nodes=NODES),
-     {"overcommit-factor": 1.2}, True),
+    (
+        Case(name="overCommitFactor is more than 0", podgroups=[PG1], queues=[QUEUE1], nodes=NODES),
+        {"overcommit-factor": 1.2},
+        True,
+    ),
+    (
+        Case(name="overCommitFactor is less than 0", podgroups=[PG1], queues=[QUEUE1], nodes=NODES),
+        {"overcommit-factor": 0.8},
+        True,
+    ),
+    (
+        Case(name="when the required resources of pg are too large", podgroups=[PG2], queues=[QUEUE1], nodes=NODES),
+        {"overcommit-factor": 1.2},
+        False,
+    ),
+    (
+        Case(name="when pg does not fill MinResources", podgroups=[PG3], queues=[QUEUE2], nodes=NODES),
+        {"overcommit-factor": 1.2},
+        True,
+    ),
 ]
 
 

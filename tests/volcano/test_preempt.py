@@ -30,17 +30,21 @@ from tests.volcano.harness import Case, Plugin, run_case
 HIGH_PRIO = build_priority_class("high-priority", 100000)
 LOW_PRIO = build_priority_class("low-priority", 10)
 
-TIERS = [[
-    Plugin("conformance", ("enablePreemptable",)),
-    Plugin("gang", ("enablePreemptable", "enableJobPipelined", "enableJobStarving")),
-    Plugin("priority", ("enableTaskOrder", "enableJobOrder", "enablePreemptable", "enableJobPipelined",
-                        "enableJobStarving")),
-    Plugin("proportion", ("enabledOverused", "enabledAllocatable", "enableQueueOrder")),
-]]
+TIERS = [
+    [
+        Plugin("conformance", ("enablePreemptable",)),
+        Plugin("gang", ("enablePreemptable", "enableJobPipelined", "enableJobStarving")),
+        Plugin(
+            "priority",
+            ("enableTaskOrder", "enableJobOrder", "enablePreemptable", "enableJobPipelined", "enableJobStarving"),
+        ),
+        Plugin("proportion", ("enabledOverused", "enabledAllocatable", "enableQueueOrder")),
+    ]
+]
 CONFIGURATIONS = [{"name": "preempt", "arguments": {"enableTopologyAwarePreemption": False}}]
 
 CASES = [
-Case(
+    Case(
         name="do not preempt if there are enough idle resources",
         podgroups=[
             build_pod_group("pg1", "c1", "q1", 3, {"": 3}, "Inqueue"),
@@ -174,7 +178,9 @@ Case(
         pods=[
             build_pod("c1", "preemptee1", "n1", RUNNING, rl("1", "1G"), "pg1", {PREEMPTABLE: "false"}, {}),
             build_pod("c1", "preemptee2", "n1", RUNNING, rl("1", "1G"), "pg1", {PREEMPTABLE: "true"}, {}),
-            build_pod_with_priority("c1", "preemptee3", "n1", RUNNING, rl("1", "1G"), "pg1", {PREEMPTABLE: "true"}, {}, HIGH_PRIO.value),
+            build_pod_with_priority(
+                "c1", "preemptee3", "n1", RUNNING, rl("1", "1G"), "pg1", {PREEMPTABLE: "true"}, {}, HIGH_PRIO.value
+            ),
             build_pod("c1", "preemptor1", "", PENDING, rl("1", "1G"), "pg2", {}, {}),
         ],
         nodes=[
@@ -244,7 +250,7 @@ Case(
             build_queue("q1", 1, None),
         ],
         expect_evict_num=0,
-        expect_evicted=[], # no victims should be reclaimed
+        expect_evicted=[],  # no victims should be reclaimed
     ),
     Case(
         # Regression test for the preemptorTasks overwrite issue in multi-queue preemption.
@@ -289,7 +295,7 @@ Case(
         ],
         expect_evicted=["c1/q2-preemptee1"],
         expect_evict_num=1,
-    )
+    ),
 ]
 
 
@@ -300,15 +306,17 @@ def test_preempt(case: Case) -> None:
     run_case(case, TIERS, ["preempt"], CONFIGURATIONS)
 
 
-SHARD_TIERS = [[
-    Plugin("conformance", ("enablePreemptable",)),
-    Plugin("gang", ("enablePreemptable", "enableJobStarving")),
-    Plugin("priority", ("enablePreemptable", "enableJobStarving")),
-    Plugin("predicates", ("enablePredicate",)),
-]]
+SHARD_TIERS = [
+    [
+        Plugin("conformance", ("enablePreemptable",)),
+        Plugin("gang", ("enablePreemptable", "enableJobStarving")),
+        Plugin("priority", ("enablePreemptable", "enableJobStarving")),
+        Plugin("predicates", ("enablePredicate",)),
+    ]
+]
 
 SHARD_CASES = [
-Case(
+    Case(
         name="hard sharding mode - preempt from node in shard",
         podgroups=[
             build_pod_group_with_prio("pg1", "c1", "q1", 1, None, "Inqueue", "low-priority"),
@@ -355,8 +363,7 @@ Case(
         expect_evicted=["c1/preemptee1"],
         sharding_mode="soft",
         nodes_in_shard=["n1"],
-    )
-
+    ),
 ]
 
 

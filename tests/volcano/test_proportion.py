@@ -43,9 +43,16 @@ PODS10 = scalar("pods", "10")
 
 # -- TestProportion -----------------------------------------------------------------------
 
-WORKER_ANTI_AFFINITY = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-    "labelSelector": {"matchExpressions": [{"key": "role", "operator": "In", "values": ["worker"]}]},
-    "topologyKey": "kubernetes.io/hostname"}]}}
+WORKER_ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchExpressions": [{"key": "role", "operator": "In", "values": ["worker"]}]},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+}
 
 
 def _worker(name: str, req: dict[str, str], group: str, selector: dict[str, str]) -> Pod:
@@ -59,20 +66,37 @@ def _inqueue(pg: PodGroup) -> PodGroup:
 def test_proportion_pod_deallocate() -> None:
     """proportion_test.go TestProportion "pod-deallocate": the queue holds 12 cpu, then 4 once pg1
     is deleted, then nothing once pg2 is (the Go test asserts the last: 2000 or 0)."""
-    pods = [_worker("worker-1", rl("3", "3k"), "pg1", {"selector": "worker"}), _worker("worker-2", rl("5", "5k"), "pg1", {}),
-            _worker("worker-3", rl("4", "4k"), "pg2", {})]
-    nodes = [build_node("node1", rl("4", "4k", scalar("pods", "15")), {"selector": "worker", "kubernetes.io/hostname": "node1"}),
-             build_node("node2", rl("3", "3k", scalar("pods", "15")), {"kubernetes.io/hostname": "node2"})]
+    pods = [
+        _worker("worker-1", rl("3", "3k"), "pg1", {"selector": "worker"}),
+        _worker("worker-2", rl("5", "5k"), "pg1", {}),
+        _worker("worker-3", rl("4", "4k"), "pg2", {}),
+    ]
+    nodes = [
+        build_node(
+            "node1", rl("4", "4k", scalar("pods", "15")), {"selector": "worker", "kubernetes.io/hostname": "node1"}
+        ),
+        build_node("node2", rl("3", "3k", scalar("pods", "15")), {"kubernetes.io/hostname": "node2"}),
+    ]
     pg1 = _inqueue(build_pod_group_with_prio("pg1", "ns1", "q1", 2, None, "", "p2"))
     pg2 = _inqueue(build_pod_group_with_prio("pg2", "ns1", "q1", 1, None, "", "p1"))
-    tiers = [[Plugin("proportion", ("enablePredicate",)), Plugin("gang", ("enableJobReady", "enableJobPipelined")),
-              Plugin("priority", ("enableJobOrder",))]]
+    tiers = [
+        [
+            Plugin("proportion", ("enablePredicate",)),
+            Plugin("gang", ("enableJobReady", "enableJobPipelined")),
+            Plugin("priority", ("enableJobOrder",)),
+        ]
+    ]
     q2 = build_queue("q2", 0, rl("2", "2k", PODS10, ("nvidia.com/gpu", "4")))
     held: list[float] = []
     for podgroups in ([pg1, pg2], [pg2], []):
-        case = Case(name="pod-deallocate", pods=pods, nodes=nodes, podgroups=podgroups,
-                    priority_classes=[build_priority_class("p1", 1), build_priority_class("p2", 2)],
-                    queues=[build_queue("q1", 0, None), q2])
+        case = Case(
+            name="pod-deallocate",
+            pods=pods,
+            nodes=nodes,
+            podgroups=podgroups,
+            priority_classes=[build_priority_class("p1", 1), build_priority_class("p2", 2)],
+            queues=[build_queue("q1", 0, None), q2],
+        )
         ssn = open_session(case, tiers, ["allocate"])
         ssn.run()
         held.append(ssn.queues["q1"].allocated.cpu)
@@ -83,8 +107,12 @@ def test_proportion_pod_deallocate_no_queue_holds_the_orphans() -> None:
     """proportion_test.go TestProportion "pod-deallocate", last session: once both PodGroups are
     deleted, no queue holds anything (the metric the Go test reads is 0 for every queue)."""
     pods = [_worker("worker-1", rl("3", "3k"), "pg1", {}), _worker("worker-3", rl("4", "4k"), "pg2", {})]
-    case = Case(name="pod-deallocate", pods=pods, nodes=[build_node("node1", rl("4", "4k", PODS10))],
-                queues=[build_queue("q1", 0, None)])
+    case = Case(
+        name="pod-deallocate",
+        pods=pods,
+        nodes=[build_node("node1", rl("4", "4k", PODS10))],
+        queues=[build_queue("q1", 0, None)],
+    )
     ssn = open_session(case, [[Plugin("proportion", ("enablePredicate",))]], ["allocate"])
     ssn.run()
     assert {name: q.allocated.cpu for name, q in ssn.queues.items()} == {name: 0 for name in ssn.queues}
@@ -93,7 +121,12 @@ def test_proportion_pod_deallocate_no_queue_holds_the_orphans() -> None:
 # -- TestEnqueueAndAllocable --------------------------------------------------------------
 
 RES_1C2G, RES_2C1G, RES_1C0G, RES_0C1G, RES_1C1G = (
-    rl("1", "2G"), rl("2", "1G"), rl("1", "0G"), rl("0", "1G"), rl("1", "1G"))
+    rl("1", "2G"),
+    rl("2", "1G"),
+    rl("1", "0G"),
+    rl("0", "1G"),
+    rl("1", "1G"),
+)
 EA_NODES = [build_node("n1", rl("2", "2G", PODS10)), build_node("n2", rl("2", "2G", PODS10))]
 EA_PODS = {
     "p1": build_pod("ns1", "pod1", "n1", RUNNING, RES_1C2G, "pg1"),
@@ -118,18 +151,43 @@ ENQUEUEABLE = [[Plugin("proportion", ("enableJobEnqueued",), off=("enabledAlloca
 ALLOCATABLE = [[Plugin("proportion", ("enabledAllocatable",), off=("enabledOverused", "enableJobEnqueued"))]]
 
 
-def _ea_case(name: str, pods: Sequence[str], podgroups: Sequence[str], binds: dict[str, str],
-             queues: Sequence[Queue] = (QUEUE1, QUEUE2)) -> Case:
-    return Case(name=name, pods=[EA_PODS[p] for p in pods], nodes=EA_NODES,
-                podgroups=[EA_PODGROUPS[g] for g in podgroups], queues=list(queues),
-                expect_bind_map=binds, expect_binds_num=len(binds))
+def _ea_case(
+    name: str,
+    pods: Sequence[str],
+    podgroups: Sequence[str],
+    binds: dict[str, str],
+    queues: Sequence[Queue] = (QUEUE1, QUEUE2),
+) -> Case:
+    return Case(
+        name=name,
+        pods=[EA_PODS[p] for p in pods],
+        nodes=EA_NODES,
+        podgroups=[EA_PODGROUPS[g] for g in podgroups],
+        queues=list(queues),
+        expect_bind_map=binds,
+        expect_binds_num=len(binds),
+    )
 
 
 EA_CASES = [
-    (_ea_case("case0: memory exceed derserved, job only request cpu can be enqueued and allocated",
-              ["p1", "p2", "p3"], ["pg1", "pg2", "pg3"], {"ns1/pod3": "n1"}), ALL_ENABLE),
-    (_ea_case("case1: cpu exceed derserved, job only request memory can be enqueued and allocated",
-              ["p1", "p2", "p4"], ["pg1", "pg2", "pg4"], {"ns1/pod4": "n2"}), ALL_ENABLE),
+    (
+        _ea_case(
+            "case0: memory exceed derserved, job only request cpu can be enqueued and allocated",
+            ["p1", "p2", "p3"],
+            ["pg1", "pg2", "pg3"],
+            {"ns1/pod3": "n1"},
+        ),
+        ALL_ENABLE,
+    ),
+    (
+        _ea_case(
+            "case1: cpu exceed derserved, job only request memory can be enqueued and allocated",
+            ["p1", "p2", "p4"],
+            ["pg1", "pg2", "pg4"],
+            {"ns1/pod4": "n2"},
+        ),
+        ALL_ENABLE,
+    ),
     (_ea_case("case2: exceed capacity, can not enqueue", ["p1", "p2", "p5"], ["pg1", "pg2", "pg5"], {}), ENQUEUEABLE),
     (_ea_case("case3: exceed deserved, can not allocate", ["p1", "p2", "p5"], ["pg1", "pg2", "pg5"], {}), ALLOCATABLE),
     (_ea_case("case4: queue with  non-open state, can not enqueue", ["p6"], ["pg6"], {}, [CLOSED_QUEUE3]), ENQUEUEABLE),
@@ -150,16 +208,23 @@ def test_allocate() -> None:
     cap = rl("2", "4Gi")
     case = Case(
         name="case0: Pods are assigned according to the order of Queue Priority in which PGs are placed",
-        pods=[build_pod("ns1", "p1", "n1", RUNNING, rl("2", "4Gi"), "pg1"),
-              build_pod("ns1", "p2", "", PENDING, rl("2", "4Gi"), "pg2"),
-              build_pod("ns1", "p3", "", PENDING, rl("2", "4Gi"), "pg3")],
+        pods=[
+            build_pod("ns1", "p1", "n1", RUNNING, rl("2", "4Gi"), "pg1"),
+            build_pod("ns1", "p2", "", PENDING, rl("2", "4Gi"), "pg2"),
+            build_pod("ns1", "p3", "", PENDING, rl("2", "4Gi"), "pg3"),
+        ],
         nodes=[build_node("n1", rl("2", "4Gi", PODS10)), build_node("n2", rl("2", "4Gi", PODS10))],
-        podgroups=[build_pod_group("pg1", "ns1", "q1", 1, None, PG_RUNNING),
-                   build_pod_group("pg2", "ns1", "q2", 1, None, PG_INQUEUE),
-                   build_pod_group("pg3", "ns1", "q3", 1, None, PG_INQUEUE)],
-        queues=[build_queue_with_priority_and_resources_quantity("q1", 5, None, cap),
-                build_queue_with_priority_and_resources_quantity("q2", 1, None, cap),
-                build_queue_with_priority_and_resources_quantity("q3", 10, None, cap)],
-        expect_bind_map={"ns1/p3": "n2"}, expect_binds_num=1,
+        podgroups=[
+            build_pod_group("pg1", "ns1", "q1", 1, None, PG_RUNNING),
+            build_pod_group("pg2", "ns1", "q2", 1, None, PG_INQUEUE),
+            build_pod_group("pg3", "ns1", "q3", 1, None, PG_INQUEUE),
+        ],
+        queues=[
+            build_queue_with_priority_and_resources_quantity("q1", 5, None, cap),
+            build_queue_with_priority_and_resources_quantity("q2", 1, None, cap),
+            build_queue_with_priority_and_resources_quantity("q3", 10, None, cap),
+        ],
+        expect_bind_map={"ns1/p3": "n2"},
+        expect_binds_num=1,
     )
     run_case(case, [[Plugin("proportion", ("enableQueueOrder",))]], ["allocate", "reclaim"])

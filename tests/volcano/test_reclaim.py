@@ -30,16 +30,18 @@ from tests.volcano.harness import Case, Plugin, run_case
 HIGH_PRIO = build_priority_class("high-priority", 100000)
 LOW_PRIO = build_priority_class("low-priority", 10)
 
-TIERS = [[
-    Plugin("conformance", ("enableReclaimable",)),
-    Plugin("gang", ("enableReclaimable", "enableJobStarving")),
-    Plugin("proportion", ("enableReclaimable", "enableQueueOrder", "enablePreemptive")),
-    Plugin("capacity", ("enableReclaimable", "enableQueueOrder", "enablePreemptive")),
-    Plugin("priority", ("enableReclaimable", "enableJobOrder", "enableTaskOrder")),
-]]
+TIERS = [
+    [
+        Plugin("conformance", ("enableReclaimable",)),
+        Plugin("gang", ("enableReclaimable", "enableJobStarving")),
+        Plugin("proportion", ("enableReclaimable", "enableQueueOrder", "enablePreemptive")),
+        Plugin("capacity", ("enableReclaimable", "enableQueueOrder", "enablePreemptive")),
+        Plugin("priority", ("enableReclaimable", "enableJobOrder", "enableTaskOrder")),
+    ]
+]
 
 CASES = [
-Case(
+    Case(
         name="Two Queue with one Queue overusing resource, should reclaim",
         plugins=["conformance", "gang", "proportion"],
         podgroups=[
@@ -60,7 +62,7 @@ Case(
             build_queue("q2", 1, None),
         ],
         expect_evict_num=1,
-        expect_evicted=["c1/preemptee2"], # let pod2 in the middle when sort tasks be preemptable and will not disturb
+        expect_evicted=["c1/preemptee2"],  # let pod2 in the middle when sort tasks be preemptable and will not disturb
     ),
     Case(
         name="sort reclaimees when reclaiming from overusing queue",
@@ -72,7 +74,7 @@ Case(
         ],
         podgroups=[
             build_pod_group_with_prio("pg1", "c1", "q1", 1, None, "Inqueue", "mid-priority"),
-            build_pod_group_with_prio("pg2", "c1", "q2", 1, None, "Inqueue", "low-priority"), # reclaimed first
+            build_pod_group_with_prio("pg2", "c1", "q2", 1, None, "Inqueue", "low-priority"),  # reclaimed first
             build_pod_group_with_prio("pg3", "c1", "q3", 1, None, "Inqueue", "high-priority"),
         ],
         pods=[
@@ -91,7 +93,7 @@ Case(
             build_queue("q3", 1, None),
         ],
         expect_evict_num=1,
-        expect_evicted=["c1/preemptee2-1"], # low priority job's preemptable pod is evicted
+        expect_evicted=["c1/preemptee2-1"],  # low priority job's preemptable pod is evicted
     ),
     Case(
         name="sort reclaimees when reclaiming from overusing queues with different queue priority",
@@ -113,11 +115,11 @@ Case(
         ],
         queues=[
             build_queue_with_priority_and_resources_quantity("q1", 5, None, None),
-            build_queue_with_priority_and_resources_quantity("q2", 10, None, None), # highest queue priority
+            build_queue_with_priority_and_resources_quantity("q2", 10, None, None),  # highest queue priority
             build_queue_with_priority_and_resources_quantity("q3", 1, None, None),
         ],
         expect_evict_num=1,
-        expect_evicted=["c1/preemptee1-1"], # low queue priority job's preemptable pod is evicted
+        expect_evicted=["c1/preemptee1-1"],  # low queue priority job's preemptable pod is evicted
     ),
     Case(
         # case about #3642
@@ -143,7 +145,7 @@ Case(
             build_queue("q2", 10, None),
         ],
         expect_evict_num=0,
-        expect_evicted=[], # no victims should be reclaimed
+        expect_evicted=[],  # no victims should be reclaimed
     ),
     Case(
         name="can not reclaim resources when queue is not open(proportion plugin)",
@@ -236,7 +238,9 @@ Case(
         pods=[
             build_pod("c1", "victim-pod-no", "n1", RUNNING, rl("1", "1G"), "pg-victim", {PREEMPTABLE: "false"}, {}),
             build_pod("c1", "victim-pod", "n1", RUNNING, rl("1", "1G"), "pg-victim", {PREEMPTABLE: "true"}, {}),
-            build_pod_with_preemption_policy("c1", "preemptor-task1-non-preemptable", "", PENDING, rl("1", "1G"), "pg-preemptor", {}, {}, "Never"),
+            build_pod_with_preemption_policy(
+                "c1", "preemptor-task1-non-preemptable", "", PENDING, rl("1", "1G"), "pg-preemptor", {}, {}, "Never"
+            ),
             build_pod("c1", "preemptor-task2-preemptable", "", PENDING, rl("1", "1G"), "pg-preemptor", {}, {}),
         ],
         nodes=[
@@ -248,7 +252,7 @@ Case(
         ],
         expect_evict_num=1,
         expect_evicted=["c1/victim-pod"],
-    )
+    ),
 ]
 
 
@@ -258,16 +262,18 @@ def test_reclaim(case: Case) -> None:
     run_case(case, TIERS, ["reclaim"])
 
 
-SHARD_TIERS = [[
-    Plugin("conformance", ("enableReclaimable",)),
-    Plugin("gang", ("enableReclaimable", "enableJobStarving")),
-    Plugin("proportion", ("enableReclaimable", "enableQueueOrder", "enablePreemptive")),
-    Plugin("priority", ("enableReclaimable", "enableJobOrder", "enableTaskOrder")),
-    Plugin("predicates", ("enablePredicate",)),
-]]
+SHARD_TIERS = [
+    [
+        Plugin("conformance", ("enableReclaimable",)),
+        Plugin("gang", ("enableReclaimable", "enableJobStarving")),
+        Plugin("proportion", ("enableReclaimable", "enableQueueOrder", "enablePreemptive")),
+        Plugin("priority", ("enableReclaimable", "enableJobOrder", "enableTaskOrder")),
+        Plugin("predicates", ("enablePredicate",)),
+    ]
+]
 
 SHARD_CASES = [
-Case(
+    Case(
         name="hard sharding mode - only reclaim from nodes in shard",
         podgroups=[
             build_pod_group_with_prio("pg1", "c1", "q1", 1, None, "Inqueue", "low-priority"),
@@ -327,8 +333,7 @@ Case(
         expect_evicted=["c1/preemptee1"],
         sharding_mode="soft",
         nodes_in_shard=["n1"],
-    )
-
+    ),
 ]
 
 

@@ -23,8 +23,12 @@ GPU_USED = {"gpu-busy": {"nvidia.com/gpu": 7}}
 GPU_ARGS = {"binpack.weight": 10, "binpack.resources": "nvidia.com/gpu", "binpack.resources.nvidia.com/gpu": 5}
 
 
-def binpack_session(arguments: Mapping[str, Any], nodes: list[Node], pods: list[PodRecord],
-                    used: Mapping[str, Mapping[str, int]] | None = None) -> Session:
+def binpack_session(
+    arguments: Mapping[str, Any],
+    nodes: list[Node],
+    pods: list[PodRecord],
+    used: Mapping[str, Mapping[str, int]] | None = None,
+) -> Session:
     return session(conf([{"name": "binpack", "arguments": dict(arguments)}]), nodes, pods, used=used)
 
 
@@ -36,11 +40,14 @@ def test_binpack_counts_only_requested_resources_with_a_weight() -> None:
     assert gpu[0] > gpu[1]  # fill the busy GPU node first
 
 
-@pytest.mark.parametrize(("arguments", "better"), [
-    ({}, "cpu-heavy"),  # cpu 6/8 + memory 1/32 beats cpu 1/8 + memory 16/32 with equal weights
-    ({"binpack.cpu": 0}, "memory-heavy"),  # cpu weight 0: only memory counts
-    ({"binpack.memory": 0}, "cpu-heavy"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "better"),
+    [
+        ({}, "cpu-heavy"),  # cpu 6/8 + memory 1/32 beats cpu 1/8 + memory 16/32 with equal weights
+        ({"binpack.cpu": 0}, "memory-heavy"),  # cpu weight 0: only memory counts
+        ({"binpack.memory": 0}, "cpu-heavy"),
+    ],
+)
 def test_binpack_resource_weights(arguments: dict[str, Any], better: str) -> None:
     nodes = [node("cpu-heavy"), node("memory-heavy")]
     used = {"cpu-heavy": {"cpu": 5000}, "memory-heavy": {"memory": 15 * GI}}
@@ -52,8 +59,10 @@ def test_binpack_resource_weights(arguments: dict[str, Any], better: str) -> Non
 @pytest.mark.parametrize("weight", [1, 3, 10])
 def test_binpack_score_between_zero_and_100_times_the_weight(weight: int) -> None:
     nodes = [node("empty", gpu=8), node("mid", gpu=8), node("will-be-full", gpu=8)]
-    used = {"mid": {"cpu": 3000, "memory": 9 * GI, "nvidia.com/gpu": 2},
-            "will-be-full": {"cpu": 7000, "memory": 31 * GI, "nvidia.com/gpu": 7}}
+    used = {
+        "mid": {"cpu": 3000, "memory": 9 * GI, "nvidia.com/gpu": 2},
+        "will-be-full": {"cpu": 7000, "memory": 31 * GI, "nvidia.com/gpu": 7},
+    }
     args = {**GPU_ARGS, "binpack.weight": weight}
     ssn = binpack_session(args, nodes, [task("p", cpu="1", memory="1Gi", gpu=1)], used)
     s = scores(ssn, BinpackPlugin)
@@ -73,10 +82,13 @@ def test_binpack_a_node_the_task_does_not_fit_scores_zero() -> None:
     assert scores(ssn, BinpackPlugin)[1] == pytest.approx(10 * 100 * (1 / 8 + 1 / 32) / 7)
 
 
-@pytest.mark.parametrize(("arguments", "weight", "cpu"), [
-    ({"binpack.weight": "0.5"}, 1, 1),  # not an integer: Volcano's GetInt keeps the default
-    ({"binpack.weight": "3", "binpack.cpu": "-2"}, 3, 1),  # a negative resource weight is 1
-])
+@pytest.mark.parametrize(
+    ("arguments", "weight", "cpu"),
+    [
+        ({"binpack.weight": "0.5"}, 1, 1),  # not an integer: Volcano's GetInt keeps the default
+        ({"binpack.weight": "3", "binpack.cpu": "-2"}, 3, 1),  # a negative resource weight is 1
+    ],
+)
 def test_binpack_arguments_as_volcano_reads_them(arguments: dict[str, Any], weight: int, cpu: int) -> None:
     ssn = binpack_session(arguments, [node("a")], [task("p")])
     binpack = plugin(ssn, BinpackPlugin)

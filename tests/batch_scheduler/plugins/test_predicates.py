@@ -22,23 +22,34 @@ PRED_NODES = [
     node("cordoned-a", labels={"zone": "a"}, unschedulable=True),
 ]
 TOLERATE_GPU = [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
-ZONE_B = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-    "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}}}
+ZONE_B = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]
+        }
+    }
+}
 
 
-@pytest.mark.parametrize(("arguments", "spec", "expected"), [
-    ({}, {}, ["plain-a", "plain-b"]),
-    ({}, {"tolerations": TOLERATE_GPU}, ["plain-a", "plain-b", "tainted-a"]),
-    ({}, {"nodeSelector": {"zone": "a"}}, ["plain-a"]),
-    ({}, {"nodeSelector": {"zone": "a"}, "tolerations": TOLERATE_GPU}, ["plain-a", "tainted-a"]),
-    ({}, {"affinity": ZONE_B}, ["plain-b"]),
-    ({"predicate.NodeAffinityEnable": "false"}, {"nodeSelector": {"zone": "c"}}, ["plain-a", "plain-b"]),
-    ({"predicate.NodeAffinityEnable": "false"}, {"affinity": ZONE_B}, ["plain-a", "plain-b"]),
-    ({"predicate.TaintTolerationEnable": "false"}, {}, ["plain-a", "plain-b", "tainted-a"]),
-    ({"predicate.TaintTolerationEnable": "false"}, {"nodeSelector": {"zone": "a"}}, ["plain-a", "tainted-a"]),
-    ({"predicate.NodeAffinityEnable": "false", "predicate.TaintTolerationEnable": "false"},
-     {"nodeSelector": {"zone": "z"}}, ["plain-a", "plain-b", "tainted-a"]),  # never a cordoned node
-])
+@pytest.mark.parametrize(
+    ("arguments", "spec", "expected"),
+    [
+        ({}, {}, ["plain-a", "plain-b"]),
+        ({}, {"tolerations": TOLERATE_GPU}, ["plain-a", "plain-b", "tainted-a"]),
+        ({}, {"nodeSelector": {"zone": "a"}}, ["plain-a"]),
+        ({}, {"nodeSelector": {"zone": "a"}, "tolerations": TOLERATE_GPU}, ["plain-a", "tainted-a"]),
+        ({}, {"affinity": ZONE_B}, ["plain-b"]),
+        ({"predicate.NodeAffinityEnable": "false"}, {"nodeSelector": {"zone": "c"}}, ["plain-a", "plain-b"]),
+        ({"predicate.NodeAffinityEnable": "false"}, {"affinity": ZONE_B}, ["plain-a", "plain-b"]),
+        ({"predicate.TaintTolerationEnable": "false"}, {}, ["plain-a", "plain-b", "tainted-a"]),
+        ({"predicate.TaintTolerationEnable": "false"}, {"nodeSelector": {"zone": "a"}}, ["plain-a", "tainted-a"]),
+        (
+            {"predicate.NodeAffinityEnable": "false", "predicate.TaintTolerationEnable": "false"},
+            {"nodeSelector": {"zone": "z"}},
+            ["plain-a", "plain-b", "tainted-a"],
+        ),  # never a cordoned node
+    ],
+)
 def test_predicates_mask(arguments: dict[str, str], spec: dict[str, Any], expected: list[str]) -> None:
     ssn = session(conf([{"name": "predicates", "arguments": arguments}]), PRED_NODES, [task("p", **spec)])
     t = ssn.tasks["uid-p"]

@@ -17,10 +17,18 @@ def test_priority_orders_jobs_and_tasks_higher_first(a: int, b: int, first: str)
     # A lone pod's job takes its PriorityClass (Volcano's podgroup controller copies it to the
     # PodGroup); a task takes its pod's priority.
     classes = [priority_class("pa", a), priority_class("pb", b)]
-    ssn = session(conf(["priority"]), [node("n1")], [
-        task("a", priority_class="pa", created=stamp(1)), task("b", priority_class="pb", created=stamp(2)),
-        task("ga", group="g", priority=a, created=stamp(3)), task("gb", group="g", priority=b, created=stamp(4)),
-    ], podgroups=[podgroup("g", min_member=2)], priority_classes=classes)
+    ssn = session(
+        conf(["priority"]),
+        [node("n1")],
+        [
+            task("a", priority_class="pa", created=stamp(1)),
+            task("b", priority_class="pb", created=stamp(2)),
+            task("ga", group="g", priority=a, created=stamp(3)),
+            task("gb", group="g", priority=b, created=stamp(4)),
+        ],
+        podgroups=[podgroup("g", min_member=2)],
+        priority_classes=classes,
+    )
     jobs = sorted([lone(ssn, "a"), lone(ssn, "b")], key=ssn.tiers.job_key())
     assert jobs[0] is lone(ssn, first)  # equal priority: creation order
     tasks = sorted(ssn.jobs["default/g"].tasks.values(), key=ssn.tiers.task_key())
@@ -28,11 +36,23 @@ def test_priority_orders_jobs_and_tasks_higher_first(a: int, b: int, first: str)
 
 
 def test_job_priority_from_its_podgroup_class_else_the_default_class() -> None:
-    ssn = session(conf(["priority"]), [node("n1")], [
-        task("x1", group="classed", priority=1000), task("y1", group="plain", priority=3),
-        task("y2", group="plain", priority=7), task("z", priority_class="mid"), task("w"),
-    ], podgroups=[podgroup("classed", priority_class="low"), podgroup("plain")],
-        priority_classes=[priority_class("low", 1), priority_class("mid", 50), priority_class("base", 5, global_default=True)])
+    ssn = session(
+        conf(["priority"]),
+        [node("n1")],
+        [
+            task("x1", group="classed", priority=1000),
+            task("y1", group="plain", priority=3),
+            task("y2", group="plain", priority=7),
+            task("z", priority_class="mid"),
+            task("w"),
+        ],
+        podgroups=[podgroup("classed", priority_class="low"), podgroup("plain")],
+        priority_classes=[
+            priority_class("low", 1),
+            priority_class("mid", 50),
+            priority_class("base", 5, global_default=True),
+        ],
+    )
     assert ssn.jobs["default/classed"].priority == 1  # the PodGroup's class wins over its pods'
     assert ssn.jobs["default/plain"].priority == 5  # no class: the global default, not its pods' (Volcano)
     assert lone(ssn, "z").priority == 50
@@ -43,12 +63,20 @@ def test_job_priority_from_its_podgroup_class_else_the_default_class() -> None:
 
 def test_priority_preempts_lower_jobs_and_lower_tasks_of_its_own_job() -> None:
     classes = [priority_class("five", 5), priority_class("ten", 10), priority_class("twenty", 20)]
-    ssn = session(conf(["priority"]), [node("n1", cpu=32)], [
-        task("me", group="mine", priority=10), task("mine-low", group="mine", priority=5, node="n1"),
-        task("mine-same", group="mine", priority=10, node="n1"),
-        task("low", priority_class="five", node="n1"), task("equal", priority_class="ten", node="n1"),
-        task("high", priority_class="twenty", node="n1"),
-    ], podgroups=[podgroup("mine", min_member=1, priority_class="ten")], priority_classes=classes)
+    ssn = session(
+        conf(["priority"]),
+        [node("n1", cpu=32)],
+        [
+            task("me", group="mine", priority=10),
+            task("mine-low", group="mine", priority=5, node="n1"),
+            task("mine-same", group="mine", priority=10, node="n1"),
+            task("low", priority_class="five", node="n1"),
+            task("equal", priority_class="ten", node="n1"),
+            task("high", priority_class="twenty", node="n1"),
+        ],
+        podgroups=[podgroup("mine", min_member=1, priority_class="ten")],
+        priority_classes=classes,
+    )
     me = ssn.tasks["uid-me"]
     candidates = by_name(ssn, "mine-low", "mine-same", "low", "equal", "high")
     # other jobs by job priority, the preemptor's own job by task priority

@@ -7,12 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(f"g{i},32000,131072,4,T4\n" for i in range(4)) + "c0,32000,131072,0,\n"
+NODES = (
+    "sn,cpu_milli,memory_mib,gpu,model\n"
+    + "".join(f"g{i},32000,131072,4,T4\n" for i in range(4))
+    + "c0,32000,131072,0,\n"
+)
 
 
 def pods() -> str:
     """More GPU asked than the 16 GPUs have: 8 shared, then 4-GPU pods (and cpu pods) until well past full."""
-    rows = ["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"]
+    rows = [
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+    ]
     rows += [f"share-{i},1000,1024,1,500,,LS,Running,{i},," for i in range(8)]
     rows += [f"whole-{i},2000,2048,4,1000,,BE,Running,{10 + i},," for i in range(6)]
     rows += [f"cpu-{i},500,512,0,0,,LS,Running,{20 + i},," for i in range(4)]
@@ -22,8 +28,23 @@ def pods() -> str:
 def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_path: Path) -> None:
     (tmp_path / "nodes.csv").write_text(NODES)
     (tmp_path / "pods.csv").write_text(pods())
-    r = subprocess.run([sys.executable, "-m", "caldera", "bench", "--quick", "--json", "--trace", str(tmp_path / "pods.csv"),
-                        "--trace-nodes", str(tmp_path / "nodes.csv")], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "caldera",
+            "bench",
+            "--quick",
+            "--json",
+            "--trace",
+            str(tmp_path / "pods.csv"),
+            "--trace-nodes",
+            str(tmp_path / "nodes.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     out = json.loads(r.stdout)
     benches = out["benches"]
@@ -31,12 +52,19 @@ def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_pat
     for name, bench in benches.items():
         assert bench["rows"] and all(len(row) == 4 and row[1] for row in bench["rows"]), name
     binder = benches["binder"]["report"]
-    assert 0 < binder["single"]["commits_per_s"] and 0 < binder["single"]["ratio"]
+    assert binder["single"]["commits_per_s"] > 0 and binder["single"]["ratio"] > 0
     small, big = benches["batch"]["report"][1], benches["batch"]["report"][0]
     assert (big["nodes"], small["nodes"]) == (200, 100) and big["steady"]["audit"] == small["burst"]["audit"] == "ok"
-    assert benches["mixed"]["report"]["audit"] == "ok" and benches["mixed"]["report"]["schedulers"]["agent-scheduler"]["pods_bound"] > 0
+    assert (
+        benches["mixed"]["report"]["audit"] == "ok"
+        and benches["mixed"]["report"]["schedulers"]["agent-scheduler"]["pods_bound"] > 0
+    )
     agent = benches["agent"]["report"]
-    assert agent["placed"] == 1000 and agent["baseline_one_worker_pods_per_s"] > 0 and agent["coarse_attempts_per_pod"] >= 1
+    assert (
+        agent["placed"] == 1000
+        and agent["baseline_one_worker_pods_per_s"] > 0
+        and agent["coarse_attempts_per_pod"] >= 1
+    )
     peer = benches["peer"]["report"]
     assert peer["placed"] == peer["pods"] == 1000 and peer["volcano_pods_per_s"] == 936
     trace = benches["trace"]["report"]
@@ -52,7 +80,20 @@ def test_bench_trace_refuses_a_malformed_trace_in_one_line(tmp_path: Path) -> No
     (tmp_path / "nodes.csv").write_text(NODES)
     (tmp_path / "pods.csv").write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,x,0\n")
     for args in (["bench", "trace"], ["bench"]):
-        r = subprocess.run([sys.executable, "-m", "caldera", *args, "--trace", str(tmp_path / "pods.csv"), "--trace-nodes",
-                            str(tmp_path / "nodes.csv")], capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "caldera",
+                *args,
+                "--trace",
+                str(tmp_path / "pods.csv"),
+                "--trace-nodes",
+                str(tmp_path / "nodes.csv"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         out = (r.stdout + r.stderr).strip()
         assert r.returncode == 2 and len(out.splitlines()) == 1 and "num_gpu" in out and "line 2" in out, out

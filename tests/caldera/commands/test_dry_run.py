@@ -62,14 +62,24 @@ metadata: {name: svc}
 
 
 def dry_run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "caldera", "dry-run", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "caldera", "dry-run", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_places_both_schedulers_pods_and_says_why_the_others_wait(tmp_path: Path) -> None:
     (tmp_path / "nodes.yaml").write_text(NODES)
     (tmp_path / "workload.yaml").write_text(WORKLOAD)
-    r = dry_run("-f", str(tmp_path / "nodes.yaml"), "-f", str(tmp_path / "workload.yaml"), "--sharding-mode", "none",
-                "-o", "json")
+    r = dry_run(
+        "-f",
+        str(tmp_path / "nodes.yaml"),
+        "-f",
+        str(tmp_path / "workload.yaml"),
+        "--sharding-mode",
+        "none",
+        "-o",
+        "json",
+    )
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)  # exactly one JSON object
     assert set(result) == {"pods", "podgroups", "shards", "queues"}
@@ -83,7 +93,9 @@ def test_places_both_schedulers_pods_and_says_why_the_others_wait(tmp_path: Path
     queues = {q["name"]: q["allocated"] for q in result["queues"]}
     assert queues["default"]["cpu"] == "2"
     warning = r.stderr.strip().splitlines()
-    assert warning == ["caldera dry-run: warning: skipped 2 object(s) of kinds caldera does not schedule: ConfigMap, Service"]
+    assert warning == [
+        "caldera dry-run: warning: skipped 2 object(s) of kinds caldera does not schedule: ConfigMap, Service"
+    ]
 
 
 def test_table_output_names_every_pod(tmp_path: Path) -> None:
@@ -94,12 +106,18 @@ def test_table_output_names_every_pod(tmp_path: Path) -> None:
         assert name in r.stdout
 
 
-@pytest.mark.parametrize(("text", "needles"), [
-    ("apiVersion: v1\nkind: Node\nmetadata: {name: n1\n", ["invalid YAML"]),
-    (NODES + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: lots}}}]\n",
-     ["document 2", "cpu", "lots"]),
-    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n", ["document 0", "spec.containers"]),
-])
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("apiVersion: v1\nkind: Node\nmetadata: {name: n1\n", ["invalid YAML"]),
+        (
+            NODES
+            + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: lots}}}]\n",
+            ["document 2", "cpu", "lots"],
+        ),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n", ["document 0", "spec.containers"]),
+    ],
+)
 def test_a_bad_manifest_is_one_line_with_the_document_and_field(tmp_path: Path, text: str, needles: list[str]) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -109,12 +127,15 @@ def test_a_bad_manifest_is_one_line_with_the_document_and_field(tmp_path: Path, 
     assert len(lines) == 1 and str(path) in lines[0] and all(n in lines[0] for n in needles), lines
 
 
-@pytest.mark.parametrize(("extra", "needle"), [
-    (["--max-rounds", "0"], "--max-rounds"),
-    (["-f", "/nonexistent.yaml"], "/nonexistent.yaml"),
-    (["-o", "xml"], "invalid choice"),
-    (["--scheduler-configs", "a:volcano:0.7:0.2:false:1:2"], "MIN_UTIL"),
-])
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--max-rounds", "0"], "--max-rounds"),
+        (["-f", "/nonexistent.yaml"], "/nonexistent.yaml"),
+        (["-o", "xml"], "invalid choice"),
+        (["--scheduler-configs", "a:volcano:0.7:0.2:false:1:2"], "MIN_UTIL"),
+    ],
+)
 def test_bad_flags_exit_2_with_one_line(tmp_path: Path, extra: list[str], needle: str) -> None:
     (tmp_path / "nodes.yaml").write_text(NODES)
     r = dry_run("-f", str(tmp_path / "nodes.yaml"), *extra)
@@ -125,7 +146,9 @@ def test_bad_flags_exit_2_with_one_line(tmp_path: Path, extra: list[str], needle
 
 def test_a_bad_conf_is_one_line_naming_the_entry(tmp_path: Path) -> None:
     (tmp_path / "nodes.yaml").write_text(NODES)
-    (tmp_path / "conf.yaml").write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrdr: true\n')
+    (tmp_path / "conf.yaml").write_text(
+        'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrdr: true\n'
+    )
     r = dry_run("-f", str(tmp_path / "nodes.yaml"), "--conf", str(tmp_path / "conf.yaml"))
     assert r.returncode == 2
     lines = (r.stdout + r.stderr).strip().splitlines()

@@ -68,8 +68,10 @@ def test_objects_across_files_are_placed_and_what_is_ignored_is_warned_of(tmp_pa
 
 def test_every_refusal_of_every_file_is_one_line_and_nothing_runs(tmp_path: Path) -> None:
     bad_pods = PODS.replace("priorityClassName: high", "priorityClassName: hgh").replace("requests:", "requets:", 0)
-    bad_pods += ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n  containers: [{name: c, resources: "
-                 "{requests: {cpu: 1e16, nvidia.com/gpu: 0.5}}}]\n")
+    bad_pods += (
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n  containers: [{name: c, resources: "
+        "{requests: {cpu: 1e16, nvidia.com/gpu: 0.5}}}]\n"
+    )
     bad_classes = CLASSES.replace("weight: 2", "weight: -1, capabilty: {cpu: 4}")
     r = dry_run(tmp_path, nodes=NODES, classes=bad_classes, pods=bad_pods)
     c, p = tmp_path / "classes.yaml", tmp_path / "pods.yaml"

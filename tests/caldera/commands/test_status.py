@@ -17,26 +17,69 @@ from tests.builders import node
 
 
 def status(redis_server: RedisServer, store: Store, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "caldera", "status", "--redis-url", redis_server.url,
-                           "--cluster", store.keys.cluster, *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "caldera",
+            "status",
+            "--redis-url",
+            redis_server.url,
+            "--cluster",
+            store.keys.cluster,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
-async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(store: Store,
-                                                                              redis_server: RedisServer) -> None:
+async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(
+    store: Store, redis_server: RedisServer
+) -> None:
     await store.upsert_nodes([node("g1", cpu="8", gpu=4), node("g2", cpu="8", gpu=4), node("c1", cpu="16")])
-    await store.write([Own("g1", "volcano"), Own("g2", "volcano"), Own("c1", "agent-scheduler"),
-                       Put(make_podgroup("big", min_member=3))])
-    gang = [make_pod(f"big-{i}", requests={"cpu": "1", "nvidia.com/gpu": 4}, scheduler="volcano", group="big")
-            for i in range(3)]
+    await store.write(
+        [
+            Own("g1", "volcano"),
+            Own("g2", "volcano"),
+            Own("c1", "agent-scheduler"),
+            Put(make_podgroup("big", min_member=3)),
+        ]
+    )
+    gang = [
+        make_pod(f"big-{i}", requests={"cpu": "1", "nvidia.com/gpu": 4}, scheduler="volcano", group="big")
+        for i in range(3)
+    ]
     lone = make_pod("web", requests={"cpu": "1"}, scheduler="agent-scheduler")
-    running = make_pod("busy", requests={"cpu": "4", "nvidia.com/gpu": 2}, scheduler="volcano", node="g1", phase="Running")
+    running = make_pod(
+        "busy", requests={"cpu": "4", "nvidia.com/gpu": 2}, scheduler="volcano", node="g1", phase="Running"
+    )
     await store.upsert_pods([*gang, lone, running])
-    await store.set_reasons("volcano", {p.uid: "gang: 2/3 tasks placeable, 1 short: 0/2 nodes have 4 nvidia.com/gpu free"
-                                        for p in gang})
+    await store.set_reasons(
+        "volcano", {p.uid: "gang: 2/3 tasks placeable, 1 short: 0/2 nodes have 4 nvidia.com/gpu free" for p in gang}
+    )
     # A live batch scheduler, so that processes and queues come from its heartbeat.
-    proc = subprocess.Popen([sys.executable, "-m", "caldera", "batch-scheduler", "--redis-url", redis_server.url,
-                             "--cluster", store.keys.cluster, "--metrics-port", "0", "--schedule-period", "200ms"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "caldera",
+            "batch-scheduler",
+            "--redis-url",
+            redis_server.url,
+            "--cluster",
+            store.keys.cluster,
+            "--metrics-port",
+            "0",
+            "--schedule-period",
+            "200ms",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -53,13 +96,18 @@ async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(st
         assert shards["agent-scheduler"]["nodes"] == 1 and shards["agent-scheduler"]["cpu"] == 0.0
         assert batch[0]["up"] and batch[0]["leading"]
         assert [q["name"] for q in report["queues"]] == ["default"]
-        assert report["queues"][0]["weight"] == 1 and report["queues"][0]["allocated"] == {"cpu": "4", "nvidia.com/gpu": "2"}
+        assert report["queues"][0]["weight"] == 1 and report["queues"][0]["allocated"] == {
+            "cpu": "4",
+            "nvidia.com/gpu": "2",
+        }
         top = report["pending"][0]
         assert (top["job"], top["scheduler"], top["waiting"]) == ("default/big", "volcano", 3)
         assert "nvidia.com/gpu" in top["reason"]  # the scheduler's own words, refreshed by its sessions
         assert {(e["job"], e["scheduler"]) for e in report["pending"]} >= {("default/web", "agent-scheduler")}
         table = status(redis_server, store)
-        assert table.returncode == 0 and "why the top pending jobs wait" in table.stdout and "default/big" in table.stdout
+        assert (
+            table.returncode == 0 and "why the top pending jobs wait" in table.stdout and "default/big" in table.stdout
+        )
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
         after = json.loads(status(redis_server, store, "-o", "json").stdout)
@@ -70,6 +118,10 @@ async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(st
 
 
 def test_bad_flags_exit_2_with_one_line(redis_server: RedisServer) -> None:
-    r = subprocess.run([sys.executable, "-m", "caldera", "status", "--redis-url", redis_server.url, "--top", "0"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "caldera", "status", "--redis-url", redis_server.url, "--top", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and r.stderr.strip() == "caldera status: error: --top: 0 (expected a positive integer)"

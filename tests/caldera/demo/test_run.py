@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -44,8 +45,9 @@ sharding: volcano:volcano:0.0:0.6:false:4:100,agent-scheduler:agent:0.6:1.0:true
 
 
 def caldera_demo(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "caldera", "demo", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "caldera", "demo", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def run_watching_children(proc: subprocess.Popen[str], timeout: float) -> tuple[str, set[int]]:
@@ -54,10 +56,8 @@ def run_watching_children(proc: subprocess.Popen[str], timeout: float) -> tuple[
     deadline = time.monotonic() + timeout
     while proc.poll() is None:
         assert time.monotonic() < deadline, "demo did not finish"
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             seen |= {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
-        except psutil.NoSuchProcess:
-            pass
         time.sleep(0.5)
     return proc.stdout.read() if proc.stdout else "", seen
 
@@ -77,7 +77,8 @@ def assert_all_gone(pids: set[int]) -> None:
 def test_demo_runs_a_workload_file_and_reports(tmp_path: Path) -> None:
     (tmp_path / "small.yaml").write_text(SMALL)
     out, children = run_watching_children(
-        caldera_demo("--duration", "20", "--workload", str(tmp_path / "small.yaml"), "--out", str(tmp_path)), 240)
+        caldera_demo("--duration", "20", "--workload", str(tmp_path / "small.yaml"), "--out", str(tmp_path)), 240
+    )
     assert "Traceback" not in out, out
     assert "caldera audit: ok" in out, out
     # redis-server, the sharding controller, the batch and agent schedulers, Ray's processes
@@ -96,7 +97,10 @@ def test_demo_runs_a_workload_file_and_reports(tmp_path: Path) -> None:
     assert len(report["samples"]) >= 8
     last = report["samples"][-1]
     assert set(last["shard_nodes"]) >= {"agent-scheduler", "volcano"} and "volcano" in last["shard_gpu"]
-    assert all((tmp_path / "demo-logs" / f"{p}.log").stat().st_size > 0 for p in ("sharding", "batch-scheduler", "agent-scheduler"))
+    assert all(
+        (tmp_path / "demo-logs" / f"{p}.log").stat().st_size > 0
+        for p in ("sharding", "batch-scheduler", "agent-scheduler")
+    )
     png = (tmp_path / "demo-report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
 
@@ -111,7 +115,9 @@ n-v100-1,64000,262144,8,V100M32
 
 
 def pods_csv() -> str:
-    rows = ["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"]
+    rows = [
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+    ]
     for i in range(60):  # agent-scheduler pods: latency sensitive, cpu only, short-lived
         rows.append(f"ls-{i},1000,2048,0,0,,LS,Running,{100 * i},{100 * i + 300},{100 * i}")
     for i in range(20):  # batch pods, some sharing a GPU; never deleted
@@ -120,11 +126,23 @@ def pods_csv() -> str:
     return "\n".join(rows) + "\n"
 
 
-def test_demo_replays_a_trace_with_pods_created_and_deleted_at_their_times(tmp_path: Path, redis_server: RedisServer) -> None:
+def test_demo_replays_a_trace_with_pods_created_and_deleted_at_their_times(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
     (tmp_path / "nodes.csv").write_text(NODES_CSV)
     (tmp_path / "pods.csv").write_text(pods_csv())
-    proc = caldera_demo("--duration", "12", "--trace", str(tmp_path / "pods.csv"), "--trace-nodes", str(tmp_path / "nodes.csv"),
-                        "--redis-url", redis_server.url, "--out", str(tmp_path))
+    proc = caldera_demo(
+        "--duration",
+        "12",
+        "--trace",
+        str(tmp_path / "pods.csv"),
+        "--trace-nodes",
+        str(tmp_path / "nodes.csv"),
+        "--redis-url",
+        redis_server.url,
+        "--out",
+        str(tmp_path),
+    )
     out, _ = run_watching_children(proc, 240)
     assert proc.returncode == 0 and "caldera audit: ok" in out, out
     assert "5 nodes" in out and "81 pods" in out
@@ -152,20 +170,37 @@ def test_demo_replays_a_trace_with_pods_created_and_deleted_at_their_times(tmp_p
     assert all(n.startswith(("n-t4", "n-v100")) for n in shared if n)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("pools: []\n", "pools: no nodes (expected at least one pool with count > 0)"),
-    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nqueues: [{name: q, weight: 0}]\n",
-     "Expected `int` >= 1 - at `$.queues[0].weight`"),
-    ("pools: [{name: a, count: 1, resources: {cpu: lots}}]\n", "pools[a].resources"),
-    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\ntraining: [{name: t, queue: nope, every_s: 1, pods: [1],"
-     " duration_s: [1, 2], requests: {cpu: 1}}]\n", "training[t].queue: 'nope' is not a queue of the workload (expected one of [])"),
-    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nagents: [{name: s, every_s: 1, burst: [5, 2], duration_s: [1, 2],"
-     " requests: [{cpu: 1}]}]\n", "agents[s].burst: [5, 2] (expected [low, high] with low <= high)"),
-    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nagents: [{name: s, every_s: 0, burst: [1, 2], duration_s: [1, 2],"
-     " requests: [{cpu: 1}]}]\n", "Expected `float` > 0.0 - at `$.agents[0].every_s`"),
-    ("pools: [{name: a, count: 1, resources: {cpu: 2}}]\nspeed: 3\n", "speed: unknown field (expected one of: agents, "),
-    ("pools: [\n", "not YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("pools: []\n", "pools: no nodes (expected at least one pool with count > 0)"),
+        (
+            "pools: [{name: a, count: 1, resources: {cpu: 2}}]\nqueues: [{name: q, weight: 0}]\n",
+            "Expected `int` >= 1 - at `$.queues[0].weight`",
+        ),
+        ("pools: [{name: a, count: 1, resources: {cpu: lots}}]\n", "pools[a].resources"),
+        (
+            "pools: [{name: a, count: 1, resources: {cpu: 2}}]\ntraining: [{name: t, queue: nope, every_s: 1, pods: [1],"
+            " duration_s: [1, 2], requests: {cpu: 1}}]\n",
+            "training[t].queue: 'nope' is not a queue of the workload (expected one of [])",
+        ),
+        (
+            "pools: [{name: a, count: 1, resources: {cpu: 2}}]\nagents: [{name: s, every_s: 1, burst: [5, 2], duration_s: [1, 2],"
+            " requests: [{cpu: 1}]}]\n",
+            "agents[s].burst: [5, 2] (expected [low, high] with low <= high)",
+        ),
+        (
+            "pools: [{name: a, count: 1, resources: {cpu: 2}}]\nagents: [{name: s, every_s: 0, burst: [1, 2], duration_s: [1, 2],"
+            " requests: [{cpu: 1}]}]\n",
+            "Expected `float` > 0.0 - at `$.agents[0].every_s`",
+        ),
+        (
+            "pools: [{name: a, count: 1, resources: {cpu: 2}}]\nspeed: 3\n",
+            "speed: unknown field (expected one of: agents, ",
+        ),
+        ("pools: [\n", "not YAML"),
+    ],
+)
 def test_a_bad_workload_is_one_line_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "w.yaml"
     path.write_text(text)
@@ -191,8 +226,12 @@ def test_demo_refuses_bad_input_before_starting_anything(tmp_path: Path) -> None
         (["--duration", "0"], "--duration 0"),
         (["--trace", "a.csv", "--trace-nodes", "b.csv", "--workload", "w.yaml"], "give one"),
     ]:
-        r = subprocess.run([sys.executable, "-m", "caldera", "demo", *args, "--out", str(tmp_path)], capture_output=True,
-                           text=True, timeout=60)
+        r = subprocess.run(
+            [sys.executable, "-m", "caldera", "demo", *args, "--out", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         out = (r.stdout + r.stderr).strip()
         assert r.returncode == 2 and len(out.splitlines()) == 1 and needle in out, (args, out)
     assert not (tmp_path / "demo-report.json").exists()
@@ -200,9 +239,23 @@ def test_demo_refuses_bad_input_before_starting_anything(tmp_path: Path) -> None
 
 def test_sigterm_stops_the_demo_and_everything_it_started_and_writes_the_report_so_far(tmp_path: Path) -> None:
     (tmp_path / "small.yaml").write_text(SMALL)
-    proc = subprocess.Popen([sys.executable, "-m", "caldera", "demo", "--duration", "60", "--workload",
-                             str(tmp_path / "small.yaml"), "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "caldera",
+            "demo",
+            "--duration",
+            "60",
+            "--workload",
+            str(tmp_path / "small.yaml"),
+            "--out",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         seen = ""

@@ -22,7 +22,12 @@ def test_each_pod_is_counted_once_however_often_the_feed_reports_it_gone() -> No
     t.gone(pods[0].uid)
     t.gone(pods[0].uid)
     totals = t.totals(elapsed=1.0)["agent-scheduler"]
-    assert (totals["pods_submitted"], totals["pods_bound"], totals["deleted_before_bound"], totals["pending"]) == (4, 1, 1, 2)
+    assert (totals["pods_submitted"], totals["pods_bound"], totals["deleted_before_bound"], totals["pending"]) == (
+        4,
+        1,
+        1,
+        2,
+    )
     assert totals["p50_ms"] == 500.0 and t.completed == 1
 
 

@@ -42,14 +42,21 @@ def test_a_bad_workload_is_refused_by_name(tmp_path: Path, text: str, message: s
     path.write_text(text)
     with pytest.raises(ValueError) as e:
         workload.load(str(path))
-    assert str(e.value).startswith(f"workload {path}: ") and message in str(e.value) and "\n" not in str(e.value), e.value
+    assert str(e.value).startswith(f"workload {path}: ") and message in str(e.value) and "\n" not in str(e.value), (
+        e.value
+    )
 
 
 def test_demo_refuses_a_misspelled_key_by_name_and_starts_nothing(tmp_path: Path) -> None:
     (tmp_path / "w.yaml").write_text(POOL + TRAINING.replace("requests:", "requets:"))
-    r = subprocess.run([sys.executable, "-m", "caldera", "demo", "--workload", str(tmp_path / "w.yaml"), "--out",
-                        str(tmp_path)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "caldera", "demo", "--workload", str(tmp_path / "w.yaml"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     out = (r.stdout + r.stderr).strip()
     assert r.returncode == 2 and out.splitlines() == [
-        f"caldera demo: error: workload {tmp_path / 'w.yaml'}: training[0].requets: unknown field (did you mean requests?)"]
+        f"caldera demo: error: workload {tmp_path / 'w.yaml'}: training[0].requets: unknown field (did you mean requests?)"
+    ]
     assert not (tmp_path / "demo-report.json").exists() and not (tmp_path / "demo-logs").exists()

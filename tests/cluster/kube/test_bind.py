@@ -18,8 +18,12 @@ from tests.kubeapi.server import KubeAPIServer
 
 
 def pod_body(name: str) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]},
+    }
 
 
 async def test_bindings_land_and_a_bound_or_missing_pod_is_a_failure_to_release(kube_api: KubeAPIServer) -> None:  # noqa: F811
@@ -29,9 +33,13 @@ async def test_bindings_land_and_a_bound_or_missing_pod_is_a_failure_to_release(
         core.create_namespaced_pod("default", pod_body(name))
     target = KubeTarget(api, qps=100, burst=10, backoff=0.01)
     try:
-        first = await target.bind([Binding(uid="ua", namespace="default", name="a", node="n1"),
-                                   Binding(uid="ub", namespace="default", name="b", node="n2"),
-                                   Binding(uid="uc", namespace="default", name="ghost", node="n1")])
+        first = await target.bind(
+            [
+                Binding(uid="ua", namespace="default", name="a", node="n1"),
+                Binding(uid="ub", namespace="default", name="b", node="n2"),
+                Binding(uid="uc", namespace="default", name="ghost", node="n1"),
+            ]
+        )
         assert first[:2] == [None, None]
         assert first[2] == Failure(reason="pod not found")
         assert core.read_namespaced_pod("a", "default").spec.node_name == "n1"
@@ -39,8 +47,12 @@ async def test_bindings_land_and_a_bound_or_missing_pod_is_a_failure_to_release(
         again = await target.bind([Binding(uid="ua", namespace="default", name="a", node="n2")])
         assert again == [Failure(reason="pod already bound")]
         assert core.read_namespaced_pod("a", "default").spec.node_name == "n1"
-        evicted = await target.evict([Eviction(uid="ub", namespace="default", name="b", node="n2", reason="preempted by default/x"),
-                                      Eviction(uid="uz", namespace="default", name="ghost", node="n1", reason="x")])
+        evicted = await target.evict(
+            [
+                Eviction(uid="ub", namespace="default", name="b", node="n2", reason="preempted by default/x"),
+                Eviction(uid="uz", namespace="default", name="ghost", node="n1", reason="x"),
+            ]
+        )
         assert evicted == [None, Failure(reason="pod not found")]
         names = [p.metadata.name for p in core.list_namespaced_pod("default").items]
         assert names == ["a"]
@@ -52,6 +64,7 @@ async def test_bindings_land_and_a_bound_or_missing_pod_is_a_failure_to_release(
 
 async def test_the_pace_holds_the_call_rate_to_qps_after_the_burst(kube_api: KubeAPIServer) -> None:  # noqa: F811
     import time
+
     api = kubernetes.client.ApiClient(kube_api.configuration())
     core = kubernetes.client.CoreV1Api(api)
     for i in range(12):
@@ -67,8 +80,10 @@ async def test_the_pace_holds_the_call_rate_to_qps_after_the_burst(kube_api: Kub
     assert took >= (12 - 2) / 20 * 0.9  # 2 at once, then 20 per second
 
 
-async def test_a_pod_deleted_between_commit_and_bind_gives_its_reservation_back(kube_api: KubeAPIServer,  # noqa: F811
-                                                                               store: Store) -> None:
+async def test_a_pod_deleted_between_commit_and_bind_gives_its_reservation_back(
+    kube_api: KubeAPIServer,  # noqa: F811
+    store: Store,
+) -> None:
     api = kubernetes.client.ApiClient(kube_api.configuration())
     core = kubernetes.client.CoreV1Api(api)
     core.create_namespaced_pod("default", pod_body("p"))

@@ -15,7 +15,9 @@ TIMES = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
 
 
 def lease(server: KubeAPIServer, holder: str) -> KubeLease:
-    return KubeLease(kubernetes.client.ApiClient(server.configuration()), "batch-scheduler", "caldera-system", holder, **TIMES)
+    return KubeLease(
+        kubernetes.client.ApiClient(server.configuration()), "batch-scheduler", "caldera-system", holder, **TIMES
+    )
 
 
 async def test_one_leader_at_a_time_and_a_crashed_leader_is_replaced_within_the_lease(kube_api: KubeAPIServer) -> None:  # noqa: F811

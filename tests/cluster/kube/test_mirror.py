@@ -20,13 +20,19 @@ from tests.kubeapi.server import KubeAPIServer
 
 
 def node_body(name: str, cpu: str = "8") -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"zone": "a"}},
-            "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"zone": "a"}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"}},
+    }
 
 
 def pod_body(name: str, node: str = "", cpu: str = "1") -> dict[str, object]:
-    spec: dict[str, object] = {"schedulerName": "volcano",
-                               "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+    spec: dict[str, object] = {
+        "schedulerName": "volcano",
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
+    }
     if node:
         spec["nodeName"] = node
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
@@ -62,20 +68,43 @@ async def test_the_store_follows_the_cluster(store: Store, kube_api: KubeAPIServ
         async def first() -> bool:
             nodes = await store.list_nodes()
             return len(nodes) == 1 and nodes[0].allocated.get("cpu") == 2000
+
         await eventually(first)  # the other scheduler's pod is accounted on its node
         core.create_node(node_body("n2", cpu="16"))
         core.create_namespaced_pod("default", pod_body("p1"))
-        custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "default", "podgroups", {
-            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 2, "queue": "q"}})
-        custom.create_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", {
-            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"},
-            "spec": {"weight": 3}})
+        custom.create_namespaced_custom_object(
+            "scheduling.volcano.sh",
+            "v1beta1",
+            "default",
+            "podgroups",
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": "g", "namespace": "default"},
+                "spec": {"minMember": 2, "queue": "q"},
+            },
+        )
+        custom.create_cluster_custom_object(
+            "scheduling.volcano.sh",
+            "v1beta1",
+            "queues",
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": "q"},
+                "spec": {"weight": 3},
+            },
+        )
 
         async def added() -> bool:
             groups = await store.list_objects(PodGroup)
-            return (len(await store.names(Kind.NODE)) == 2 and len(await store.pending("volcano")) == 1
-                    and "default/g" in groups and await store.names(Kind.QUEUE) == ["q"])
+            return (
+                len(await store.names(Kind.NODE)) == 2
+                and len(await store.pending("volcano")) == 1
+                and "default/g" in groups
+                and await store.names(Kind.QUEUE) == ["q"]
+            )
+
         await eventually(added)
         core.delete_namespaced_pod("other", "default")
         core.delete_node("n2")
@@ -83,11 +112,13 @@ async def test_the_store_follows_the_cluster(store: Store, kube_api: KubeAPIServ
         async def removed() -> bool:
             nodes = await store.list_nodes()
             return [n.name for n in nodes] == ["n1"] and not nodes[0].allocated.get("cpu")
+
         await eventually(removed)  # the deleted pod's resources came back
 
 
 async def test_a_restarted_server_and_a_410_make_the_mirror_list_again_and_converge(
-        store: Store, kube_api_factory: Callable[..., KubeAPIServer]) -> None:  # noqa: F811
+    store: Store, kube_api_factory: Callable[..., KubeAPIServer]
+) -> None:  # noqa: F811
     server = kube_api_factory(ObjectStore(history=5))
     core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(server.configuration()))
     core.create_node(node_body("n1"))
@@ -102,8 +133,8 @@ async def test_a_restarted_server_and_a_410_make_the_mirror_list_again_and_conve
             core.create_namespaced_pod("default", pod_body(f"p{i}"))
 
         async def converged() -> bool:
-            return (await store.names(Kind.NODE) == ["n9"]
-                    and len(await store.names(Kind.POD)) == 20)
+            return await store.names(Kind.NODE) == ["n9"] and len(await store.names(Kind.POD)) == 20
+
         await eventually(converged, timeout=30)
         assert sum(r.lists for r in mirror.reflectors) > len(mirror.reflectors)  # it listed again
 
@@ -123,5 +154,6 @@ async def test_a_pod_with_a_bad_quantity_is_skipped_not_fatal(store: Store, kube
             pytest.skip("the API server refuses the bad quantity itself")
 
         async def good_only() -> bool:
-            return len(await store.names(Kind.POD)) == 1 and mirror.skipped >= 1
+            return len(await store.names(Kind.POD)) == 1 and mirror.skipped >= 1  # noqa: B023 (awaited in this iteration)
+
         await eventually(good_only)

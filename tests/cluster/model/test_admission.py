@@ -64,8 +64,10 @@ def test_container_resources(resources: dict[str, Any], expected: list[str]) -> 
 
 
 def test_init_containers_and_pod_level_resources() -> None:
-    p = pod(initContainers=[{"name": "i", "resources": {"limits": {"nvidia.com/gpu": 1.5}}}],
-            resources={"requests": {"cpu": 2, "nvidia.com/gpu": 1}})
+    p = pod(
+        initContainers=[{"name": "i", "resources": {"limits": {"nvidia.com/gpu": 1.5}}}],
+        resources={"requests": {"cpu": 2, "nvidia.com/gpu": 1}},
+    )
     assert lines(pod_problems(p)) == [
         "spec.initContainers[0].resources.limits.nvidia.com/gpu: 1.5 is not a whole number (nvidia.com/gpu is an "
         "extended resource, counted in whole units)",
@@ -75,11 +77,17 @@ def test_init_containers_and_pod_level_resources() -> None:
 
 
 def test_node_extended_resources_are_whole() -> None:
-    node = from_builtins({"metadata": {"name": "n"}, "status": {"capacity": {"nvidia.com/gpu": "8", "cpu": "1.5"},
-                                                                "allocatable": {"nvidia.com/gpu": "7.5"}}}, Node)
+    node = from_builtins(
+        {
+            "metadata": {"name": "n"},
+            "status": {"capacity": {"nvidia.com/gpu": "8", "cpu": "1.5"}, "allocatable": {"nvidia.com/gpu": "7.5"}},
+        },
+        Node,
+    )
     assert lines(node_problems(node)) == [
         "status.allocatable.nvidia.com/gpu: '7.5' is not a whole number (nvidia.com/gpu is an extended resource, "
-        "counted in whole units)"]
+        "counted in whole units)"
+    ]
 
 
 @pytest.mark.parametrize(("data", "expected"), [
@@ -97,10 +105,13 @@ def test_priority_classes(data: dict[str, Any], expected: list[str]) -> None:
 
 
 def test_one_global_default() -> None:
-    classes = [from_builtins({"metadata": {"name": n}, "value": 1, "globalDefault": d}, PriorityClass)
-               for n, d in (("a", True), ("b", False), ("c", True))]
+    classes = [
+        from_builtins({"metadata": {"name": n}, "value": 1, "globalDefault": d}, PriorityClass)
+        for n, d in (("a", True), ("b", False), ("c", True))
+    ]
     assert {i: str(p) for i, p in global_default_problems(classes).items()} == {
-        2: "globalDefault: PriorityClass 'a' is already the global default (only one may be)"}
+        2: "globalDefault: PriorityClass 'a' is already the global default (only one may be)"
+    }
 
 
 @pytest.mark.parametrize(("ref", "problem"), [

@@ -68,7 +68,12 @@ def expanded(text: str) -> tuple[list[PodGroup], list[Pod]]:
 def test_pytorch_job_is_a_gang_named_after_the_job() -> None:
     [group], pods = expanded(PYTORCH)
     assert [p.name for p in pods] == ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"]
-    assert (group.name, group.namespace, group.spec.queue, group.spec.priority_class_name) == ("mnist", "ml", "research", "high")
+    assert (group.name, group.namespace, group.spec.queue, group.spec.priority_class_name) == (
+        "mnist",
+        "ml",
+        "research",
+        "high",
+    )
     assert group.spec.min_member == 3  # every replica, as schedulingPolicy names no minAvailable
     # The operator sums containers' requests, or a container's limits when it states no requests.
     assert group.spec.min_resources == {"cpu": "10", "memory": "8Gi", GPU: "2"}
@@ -77,8 +82,10 @@ def test_pytorch_job_is_a_gang_named_after_the_job() -> None:
         assert pod.scheduler_name == "volcano" and pod.group_name == "mnist" and pod.namespace == "ml"
     master, worker = pods[0], pods[2]
     assert master.labels == {
-        "training.kubeflow.org/operator-name": "pytorchjob-controller", "training.kubeflow.org/job-name": "mnist",
-        "training.kubeflow.org/replica-type": "master", "training.kubeflow.org/replica-index": "0",
+        "training.kubeflow.org/operator-name": "pytorchjob-controller",
+        "training.kubeflow.org/job-name": "mnist",
+        "training.kubeflow.org/replica-type": "master",
+        "training.kubeflow.org/replica-index": "0",
         "training.kubeflow.org/job-role": "master",
     }
     assert worker.labels["app"] == "mnist" and worker.labels["training.kubeflow.org/replica-index"] == "1"
@@ -89,11 +96,15 @@ def test_pytorch_job_is_a_gang_named_after_the_job() -> None:
 
 def test_scheduling_policy_min_available_and_priority_choose_the_pods_min_resources_count() -> None:
     text = PYTORCH.replace("{queue: research, priorityClass: high}", "{minAvailable: 2}").replace(
-        "        metadata: {labels: {app: mnist}}\n        spec:\n", "        metadata: {labels: {app: mnist}}\n        spec:\n"
-        "          priorityClassName: high\n")
+        "        metadata: {labels: {app: mnist}}\n        spec:\n",
+        "        metadata: {labels: {app: mnist}}\n        spec:\n          priorityClassName: high\n",
+    )
     [group], _ = expanded(text)
     assert group.spec.min_member == 2 and group.spec.queue == "default" and group.spec.priority_class_name == ""
-    assert group.spec.min_resources == {"cpu": "8", GPU: "2"}  # the two workers: their class is higher than the master's
+    assert group.spec.min_resources == {
+        "cpu": "8",
+        GPU: "2",
+    }  # the two workers: their class is higher than the master's
 
 
 def test_stated_min_resources_are_taken_as_they_are() -> None:
@@ -117,7 +128,8 @@ def test_without_volcano_the_operator_makes_plain_pods() -> None:
 def test_a_template_naming_volcano_turns_gang_scheduling_on() -> None:
     text = PYTORCH.replace("  runPolicy:\n    schedulingPolicy: {queue: research, priorityClass: high}\n", "").replace(
         "      restartPolicy: OnFailure\n      template:\n        spec:\n",
-        "      restartPolicy: OnFailure\n      template:\n        spec:\n          schedulerName: volcano\n")
+        "      restartPolicy: OnFailure\n      template:\n        spec:\n          schedulerName: volcano\n",
+    )
     [group], pods = expanded(text)
     assert group.spec.queue == "default" and all(p.scheduler_name == "volcano" for p in pods)
 
@@ -179,14 +191,21 @@ def test_mpijob_v1_has_a_launcher_with_the_kubectl_delivery_init_container() -> 
     [group], pods = expanded(MPI_V1)
     assert [p.name for p in pods] == ["hvd-launcher", "hvd-worker-0", "hvd-worker-1"]
     launcher = pods[0]
-    assert launcher.labels == {"training.kubeflow.org/operator-name": "mpijob-controller",
-                               "training.kubeflow.org/job-name": "hvd", "training.kubeflow.org/replica-type": "launcher",
-                               "training.kubeflow.org/job-role": "master"}
+    assert launcher.labels == {
+        "training.kubeflow.org/operator-name": "mpijob-controller",
+        "training.kubeflow.org/job-name": "hvd",
+        "training.kubeflow.org/replica-type": "launcher",
+        "training.kubeflow.org/job-role": "master",
+    }
     assert pods[1].labels["training.kubeflow.org/replica-index"] == "0"
     # The init container (100m, 512Mi) outweighs the launcher's own container.
     assert launcher.request() == {"cpu": 100, "memory": 512 << 20, "ephemeral-storage": 5 << 30, "pods": 1}
     assert group.spec.min_member == 3 and group.spec.queue == "hpc"
-    assert group.spec.min_resources == {"cpu": "50m", "memory": "64Mi", GPU: "2"}  # containers only, as the operator sums them
+    assert group.spec.min_resources == {
+        "cpu": "50m",
+        "memory": "64Mi",
+        GPU: "2",
+    }  # containers only, as the operator sums them
 
 
 MPI_V2 = """\
@@ -216,8 +235,12 @@ def test_mpijob_v2beta1_launches_through_a_batch_job_and_overrides_the_scheduler
     assert names[3].startswith("pi-launcher-") and len(names[3]) == len("pi-launcher-") + 5
     assert all(p.scheduler_name == "volcano" and p.group_name == "pi" for p in pods)
     worker, launcher = pods[0], pods[3]
-    assert worker.labels == {"training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": "pi",
-                             "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": "0"}
+    assert worker.labels == {
+        "training.kubeflow.org/operator-name": "mpi-operator",
+        "training.kubeflow.org/job-name": "pi",
+        "training.kubeflow.org/job-role": "worker",
+        "training.kubeflow.org/replica-index": "0",
+    }
     assert launcher.labels["training.kubeflow.org/job-role"] == "launcher"
     assert launcher.labels["batch.kubernetes.io/job-name"] == "pi-launcher"
     assert group.spec.queue == "hpc" and group.spec.min_member == 2 and group.metadata.annotations == {}
@@ -227,7 +250,9 @@ def test_mpijob_v2beta1_launches_through_a_batch_job_and_overrides_the_scheduler
 
 
 def test_mpijob_v2beta1_min_member_defaults_to_workers_and_launcher() -> None:
-    [group], _ = expanded(MPI_V2.replace("  runPolicy: {schedulingPolicy: {minAvailable: 2}}\n", "  runPolicy: {schedulingPolicy: {}}\n"))
+    [group], _ = expanded(
+        MPI_V2.replace("  runPolicy: {schedulingPolicy: {minAvailable: 2}}\n", "  runPolicy: {schedulingPolicy: {}}\n")
+    )
     assert group.spec.min_member == 4 and group.spec.min_resources == {"cpu": "7", GPU: "3"}
 
 
@@ -278,8 +303,11 @@ def test_expand_keeps_the_order_podgroup_then_pods() -> None:
 
 def test_pytorch_job_runs_as_a_gang_in_caldera_dry_run(tmp_path: Path) -> None:
     """Through the CLI, as a user runs it: one GPU node too few and the whole job waits; enough, and it runs."""
-    nodes = "".join(f"---\napiVersion: v1\nkind: Node\nmetadata: {{name: gpu-{i}}}\n"
-                    f"status: {{allocatable: {{cpu: '8', memory: 32Gi, nvidia.com/gpu: '1', pods: '110'}}}}\n" for i in range(2))
+    nodes = "".join(
+        f"---\napiVersion: v1\nkind: Node\nmetadata: {{name: gpu-{i}}}\n"
+        f"status: {{allocatable: {{cpu: '8', memory: 32Gi, nvidia.com/gpu: '1', pods: '110'}}}}\n"
+        for i in range(2)
+    )
     queue = "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n"
     (tmp_path / "nodes.yaml").write_text(nodes + queue)
     (tmp_path / "job.yaml").write_text(PYTORCH.replace("replicas: 2", "replicas: 3"))  # three one-GPU workers

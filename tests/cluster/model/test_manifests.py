@@ -85,7 +85,12 @@ def test_loads_a_cluster_and_skips_what_it_does_not_model() -> None:
     assert [type(o) for o in objects] == [Node, Queue, PodGroup, Pod, PriorityClass, NodeShard]
     assert skipped == ["ConfigMap", "Service"]
     node, queue, group, pod, pc, shard = objects
-    assert isinstance(node, Node) and node.allocatable_resources() == {"cpu": 96_000, "memory": 2**40, GPU: 8, "pods": 110}
+    assert isinstance(node, Node) and node.allocatable_resources() == {
+        "cpu": 96_000,
+        "memory": 2**40,
+        GPU: 8,
+        "pods": 110,
+    }
     assert node.metadata.creation_timestamp == "2025-01-07T10:00:00Z"
     assert isinstance(queue, Queue) and queue.capability_resources() == {GPU: 64}
     assert isinstance(group, PodGroup) and group.spec.min_member == 2
@@ -153,7 +158,9 @@ def test_errors_are_one_line_with_document_object_and_field(document: str, messa
 
 def test_document_index_counts_every_document() -> None:
     text = "---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: Node\nmetadata: {name: 7}\n"
-    with pytest.raises(ManifestError, match=r"^document 2 \(Node <no name>\): metadata\.name: Expected `str`, got `int`"):
+    with pytest.raises(
+        ManifestError, match=r"^document 2 \(Node <no name>\): metadata\.name: Expected `str`, got `int`"
+    ):
         load_manifests(text)
 
 
@@ -168,13 +175,29 @@ def test_decode_object() -> None:
     assert decode_object({"apiVersion": "v1", "kind": "Queue", "metadata": {"name": "q"}}) is None  # wrong group
     q = decode_object({"apiVersion": "scheduling.volcano.sh/v1alpha1", "kind": "Queue", "metadata": {"name": "q"}})
     assert isinstance(q, Queue)
-    with pytest.raises(ManifestError, match=r"^document 4 \(Pod p\): spec\.containers\[0\]\.resources\.requests\.cpu: "):
+    with pytest.raises(
+        ManifestError, match=r"^document 4 \(Pod p\): spec\.containers\[0\]\.resources\.requests\.cpu: "
+    ):
         decode_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1 core"}}}]}}, index=4)  # fmt: skip
 
 
 def test_kinds() -> None:
     assert KINDS[("", "Pod")] is Pod and KINDS[("scheduling.volcano.sh", "PodGroup")] is PodGroup
-    assert set(KINDS.values()) == {Node, Pod, PodGroup, Queue, PriorityClass, NodeShard, Job, PyTorchJob, TFJob, MPIJob,
-                                   Deployment, ReplicaSet, StatefulSet, BatchJob}
+    assert set(KINDS.values()) == {
+        Node,
+        Pod,
+        PodGroup,
+        Queue,
+        PriorityClass,
+        NodeShard,
+        Job,
+        PyTorchJob,
+        TFJob,
+        MPIJob,
+        Deployment,
+        ReplicaSet,
+        StatefulSet,
+        BatchJob,
+    }
     assert KINDS[("batch", "Job")] is BatchJob and KINDS[("batch.volcano.sh", "Job")] is Job

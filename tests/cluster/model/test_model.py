@@ -97,7 +97,12 @@ API_POD = {
         "schedulerName": "volcano",
         "tolerations": [
             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
             {"key": "x", "tolerationSeconds": None},
         ],
         "affinity": None,
@@ -146,7 +151,13 @@ API_NODE = {
 def test_api_server_pod_decodes() -> None:
     p = msgspec.json.decode(json.dumps(API_POD).encode(), type=Pod)
     assert (p.name, p.namespace, p.uid) == ("trainer-0", "team-a", "6c1e5a0b-8d1d-4c9a-9d5c-0f0c3a6b2b11")
-    assert (p.scheduler_name, p.node_name, p.phase, p.group_name, p.priority) == ("volcano", "", "Pending", "trainer-pg", 1000)
+    assert (p.scheduler_name, p.node_name, p.phase, p.group_name, p.priority) == (
+        "volcano",
+        "",
+        "Pending",
+        "trainer-pg",
+        1000,
+    )
     assert p.metadata.resource_version == "48213" and p.metadata.deletion_timestamp is None
     assert p.spec.node_selector == {"nvidia.com/gpu.product": "H100"}
     assert [t.toleration_seconds for t in p.spec.tolerations] == [None, 300, None]
@@ -199,8 +210,12 @@ def test_yaml_timestamps_become_text() -> None:
 def test_wrong_type_names_the_path() -> None:
     with pytest.raises(msgspec.ValidationError, match=r"Expected `int`, got `str` - at `\$\.spec\.minMember`"):
         from_builtins({"metadata": {"name": "pg"}, "spec": {"minMember": "x"}}, PodGroup)
-    with pytest.raises(msgspec.ValidationError, match=r"got `bool` - at `\$\.spec\.containers\[0\]\.resources\.requests\[\.\.\.\]`"):
-        msgspec.json.decode(b'{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"requests":{"cpu":true}}}]}}', type=Pod)
+    with pytest.raises(
+        msgspec.ValidationError, match=r"got `bool` - at `\$\.spec\.containers\[0\]\.resources\.requests\[\.\.\.\]`"
+    ):
+        msgspec.json.decode(
+            b'{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"requests":{"cpu":true}}}]}}', type=Pod
+        )
     with pytest.raises(msgspec.ValidationError, match=r"missing required field `name` - at `\$\.metadata`"):
         from_builtins({"metadata": {}}, Node)
 
@@ -224,7 +239,13 @@ def test_uid_falls_back_to_a_stable_uuid() -> None:
 
 def test_defaults() -> None:
     p = pod()
-    assert (p.scheduler_name, p.node_name, p.phase, p.group_name, p.priority) == ("default-scheduler", "", "Pending", "", 0)
+    assert (p.scheduler_name, p.node_name, p.phase, p.group_name, p.priority) == (
+        "default-scheduler",
+        "",
+        "Pending",
+        "",
+        0,
+    )
     assert p.request() == {"pods": 1}
 
 
@@ -291,7 +312,10 @@ def test_request_errors_name_the_field(p: Pod, message: str) -> None:
 def test_allocatable_falls_back_to_capacity_and_pods_default() -> None:
     assert node(capacity={"cpu": "8", "memory": "32Gi"}).allocatable_resources() == {
         "cpu": 8000, "memory": 32 * Gi, "pods": DEFAULT_MAX_PODS}  # fmt: skip
-    assert node(allocatable={"cpu": "7", "pods": 20}, capacity={"cpu": "8"}).allocatable_resources() == {"cpu": 7000, "pods": 20}
+    assert node(allocatable={"cpu": "7", "pods": 20}, capacity={"cpu": "8"}).allocatable_resources() == {
+        "cpu": 7000,
+        "pods": 20,
+    }
     assert node(allocatable={"cpu": "7", "pods": 0}).allocatable_resources() == {"cpu": 7000}
     assert node().allocatable_resources() == {"pods": DEFAULT_MAX_PODS}
 
@@ -343,7 +367,12 @@ def test_podgroup() -> None:
     assert pg.status.conditions[0].transition_id == "abc" and pg.status.running == 2
     assert b'"transitionID":"abc"' in msgspec.json.encode(pg)
     bare = from_builtins({"metadata": {"name": "g"}}, PodGroup)
-    assert (bare.spec.min_member, bare.spec.queue, bare.status.phase, bare.status.failed) == (1, "default", "Pending", 0)
+    assert (bare.spec.min_member, bare.spec.queue, bare.status.phase, bare.status.failed) == (
+        1,
+        "default",
+        "Pending",
+        0,
+    )
     assert bare.min_resources_amounts() == Resources()
 
 
@@ -359,14 +388,22 @@ def test_queue() -> None:
         },
         Queue,
     )  # fmt: skip
-    assert (q.name, q.spec.weight, q.spec.parent, q.status.state, q.spec.reclaimable) == ("research", 3, "root", "Open", False)
+    assert (q.name, q.spec.weight, q.spec.parent, q.status.state, q.spec.reclaimable) == (
+        "research",
+        3,
+        "root",
+        "Open",
+        False,
+    )
     assert q.capability_resources() == {"cpu": 100_000, GPU: 64}
     assert q.guarantee_resources() == {"cpu": 10_000, "memory": 100 * Gi}
     assert q.deserved_resources() == {GPU: 16}
     bare = from_builtins({"metadata": {"name": "default"}}, Queue)
     assert (bare.spec.weight, bare.spec.reclaimable, bare.capability_resources()) == (1, True, Resources())
     with pytest.raises(QuantityError, match=r"^spec\.guarantee\.resource\.cpu: "):
-        from_builtins({"metadata": {"name": "q"}, "spec": {"guarantee": {"resource": {"cpu": "x"}}}}, Queue).guarantee_resources()
+        from_builtins(
+            {"metadata": {"name": "q"}, "spec": {"guarantee": {"resource": {"cpu": "x"}}}}, Queue
+        ).guarantee_resources()
 
 
 def test_priority_class_and_node_shard() -> None:

@@ -51,7 +51,8 @@ def test_deployment_makes_one_pod_through_a_replicaset_and_volcano_groups_it() -
 
 def test_replicas_share_their_owners_podgroup_and_group_min_member_gangs_them() -> None:
     text = DEPLOYMENT.replace("spec:\n  selector", "spec:\n  replicas: 3\n  selector").replace(
-        "volcano.sh/team: a,", "volcano.sh/team: a, scheduling.volcano.sh/group-min-member: '3',")
+        "volcano.sh/team: a,", "volcano.sh/team: a, scheduling.volcano.sh/group-min-member: '3',"
+    )
     [group], pods = expanded(text)
     assert len({p.name for p in pods}) == 3 and {p.group_name for p in pods} == {group.name}
     assert group.spec.min_member == 3 and group.spec.min_resources == {"cpu": "900m", "memory": "192Mi"}
@@ -59,7 +60,8 @@ def test_replicas_share_their_owners_podgroup_and_group_min_member_gangs_them() 
 
 def test_the_queue_comes_from_the_pods_annotation_not_the_owners() -> None:
     text = DEPLOYMENT.replace("annotations: {scheduling.volcano.sh/queue-name: frontend, ", "annotations: {").replace(
-        "other: x", "scheduling.volcano.sh/queue-name: frontend")
+        "other: x", "scheduling.volcano.sh/queue-name: frontend"
+    )
     [group], _ = expanded(text)
     assert group.spec.queue == "default"
 
@@ -67,7 +69,7 @@ def test_the_queue_comes_from_the_pods_annotation_not_the_owners() -> None:
 def test_pods_for_another_scheduler_or_already_grouped_get_no_podgroup() -> None:
     groups, pods = expanded(DEPLOYMENT.replace("schedulerName: volcano", "schedulerName: agent-scheduler"))
     assert groups == [] and pods[0].group_name == ""
-    text = DEPLOYMENT.replace("volcano.sh/preemptable: \"false\"", "scheduling.k8s.io/group-name: mine")
+    text = DEPLOYMENT.replace('volcano.sh/preemptable: "false"', "scheduling.k8s.io/group-name: mine")
     groups, pods = expanded(text)
     assert groups == [] and pods[0].group_name == "mine"
 
@@ -77,7 +79,9 @@ def test_zero_replicas_make_nothing() -> None:
 
 
 def test_replicaset_pods_are_named_after_it() -> None:
-    text = DEPLOYMENT.replace("kind: Deployment", "kind: ReplicaSet").replace("spec:\n  selector", "spec:\n  replicas: 2\n  selector")
+    text = DEPLOYMENT.replace("kind: Deployment", "kind: ReplicaSet").replace(
+        "spec:\n  selector", "spec:\n  replicas: 2\n  selector"
+    )
     [group], pods = expanded(text)
     assert all(p.name.startswith("web-") and len(p.name) == len("web-") + 5 for p in pods)
     assert len({p.name for p in pods}) == 2 and "pod-template-hash" not in pods[0].labels
@@ -137,8 +141,12 @@ def test_batch_job_runs_parallelism_pods_at_most_completions() -> None:
     [group], pods = expanded(BATCH_JOB)
     assert len(pods) == 2 and all(p.name.startswith("etl-") and len(p.name) == len("etl-") + 5 for p in pods)
     uid = pods[0].labels["batch.kubernetes.io/controller-uid"]
-    assert pods[0].labels == {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "etl",
-                              "controller-uid": uid, "job-name": "etl"}
+    assert pods[0].labels == {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": "etl",
+        "controller-uid": uid,
+        "job-name": "etl",
+    }
     assert group.name == f"podgroup-{uid}" and group.spec.min_member == 2  # the Job's own annotation
     assert all(p.metadata.annotations[GROUP_NAME_ANNOTATION] == group.name for p in pods)
 
@@ -175,7 +183,9 @@ def test_the_api_server_refuses(text: str, replace: str, by: str, message: str) 
 
 
 def test_selector_expressions_select_the_template() -> None:
-    text = STATEFULSET.replace("matchLabels: {app: db}", "matchExpressions: [{key: app, operator: In, values: [db, cache]}]")
+    text = STATEFULSET.replace(
+        "matchLabels: {app: db}", "matchExpressions: [{key: app, operator: In, values: [db, cache]}]"
+    )
     assert len(expanded(text)[1]) == 2
 
 

@@ -11,10 +11,21 @@ from cluster.model.queue_admission import mutated, queue_problems
 from cluster.model.volcano import Queue
 
 
-def queue(name: str, parent: str = "", annotations: dict[str, str] | None = None, status: dict[str, Any] | None = None,
-          **spec: Any) -> Queue:
-    return from_builtins({"metadata": {"name": name, "annotations": annotations or {}},
-                          "spec": {"parent": parent, **spec}, "status": status or {}}, Queue)
+def queue(
+    name: str,
+    parent: str = "",
+    annotations: dict[str, str] | None = None,
+    status: dict[str, Any] | None = None,
+    **spec: Any,
+) -> Queue:
+    return from_builtins(
+        {
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"parent": parent, **spec},
+            "status": status or {},
+        },
+        Queue,
+    )
 
 
 def problems(*queues: Queue) -> dict[str, list[str]]:
@@ -55,9 +66,12 @@ def test_no_queue_path_leads_to_another() -> None:
     sci = queue("sci", annotations={"volcano.sh/hierarchy": "root/sci", "volcano.sh/hierarchy-weights": "1/2"})
     dev = queue("dev", annotations={"volcano.sh/hierarchy": "root/sci/dev", "volcano.sh/hierarchy-weights": "1/2/1"})
     scidev = queue("scidev", annotations={"volcano.sh/hierarchy": "root/scidev", "volcano.sh/hierarchy-weights": "1/1"})
-    assert problems(sci, dev, scidev) == {"sci": [
-        "metadata.annotations.volcano.sh/hierarchy: 'root/sci' is a prefix of the path 'root/sci/dev' of queue 'dev' "
-        "(a queue's path may not lead on to another queue's)"]}
+    assert problems(sci, dev, scidev) == {
+        "sci": [
+            "metadata.annotations.volcano.sh/hierarchy: 'root/sci' is a prefix of the path 'root/sci/dev' of queue 'dev' "
+            "(a queue's path may not lead on to another queue's)"
+        ]
+    }
 
 
 @pytest.mark.parametrize(("queues", "expected"), [
@@ -84,10 +98,14 @@ def test_a_capability_is_at_most_the_nearest_ancestors() -> None:
     child = queue("child", parent="mid", capability={"cpu": "20", "memory": "2Gi"})
     big = queue("big", parent="p", capability={"cpu": "20"})
     assert problems(p, mid, child, big) == {
-        "child": ["spec.capability.cpu: '20' is more than the capability of its ancestor 'p' (10; a queue may hold at "
-                  "most what its ancestors may)"],
-        "big": ["spec.capability.cpu: '20' is more than the capability of its ancestor 'p' (10; a queue may hold at "
-                "most what its ancestors may)"],
+        "child": [
+            "spec.capability.cpu: '20' is more than the capability of its ancestor 'p' (10; a queue may hold at "
+            "most what its ancestors may)"
+        ],
+        "big": [
+            "spec.capability.cpu: '20' is more than the capability of its ancestor 'p' (10; a queue may hold at "
+            "most what its ancestors may)"
+        ],
     }
 
 
@@ -96,9 +114,11 @@ def test_a_parent_covers_its_childrens_guarantee_and_deserved() -> None:
     p = queue("p", deserved={"cpu": "10"}, guarantee={"resource": {"cpu": "2"}})
     a = queue("a", parent="p", deserved={"cpu": "6", "nvidia.com/gpu": 1}, guarantee={"resource": {"cpu": "1"}})
     b = queue("b", parent="p", deserved={"cpu": "6"}, guarantee={"resource": {"cpu": "1"}})
-    assert problems(p, a, b) == {"p": [
-        "spec.deserved.cpu: '10' is less than its children's together (12: a 6, b 6)",
-        "spec.deserved.nvidia.com/gpu: missing, below its children's together (1: a 1)",
-    ]}
+    assert problems(p, a, b) == {
+        "p": [
+            "spec.deserved.cpu: '10' is less than its children's together (12: a 6, b 6)",
+            "spec.deserved.nvidia.com/gpu: missing, below its children's together (1: a 1)",
+        ]
+    }
     # under root, nothing to cover
     assert problems(queue("a", deserved={"cpu": "6"}), queue("b", parent="root", deserved={"cpu": "600"})) == {}

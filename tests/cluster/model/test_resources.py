@@ -101,7 +101,10 @@ def test_names_in_standard_order_then_sorted() -> None:
 
 
 def test_repr_is_readable() -> None:
-    assert repr(res(cpu=1500, memory=4 * GiB, gpu=8, pods=1)) == "Resources(cpu=1500m, memory=4Gi, pods=1, nvidia.com/gpu=8)"
+    assert (
+        repr(res(cpu=1500, memory=4 * GiB, gpu=8, pods=1))
+        == "Resources(cpu=1500m, memory=4Gi, pods=1, nvidia.com/gpu=8)"
+    )
     assert repr(Resources()) == "Resources()"
 
 
@@ -151,7 +154,9 @@ def test_amounts_past_int64_are_refused(values: dict[str, str | int | float], me
 
 def test_the_largest_amounts_are_kept() -> None:
     assert Resources.from_quantities({"cpu": "9223372036854775m", "memory": str(2**63 - 1)}, field="spec.x") == {
-        "cpu": 9223372036854775, "memory": 2**63 - 1}
+        "cpu": 9223372036854775,
+        "memory": 2**63 - 1,
+    }
 
 
 def test_to_quantities_round_trips() -> None:
@@ -185,6 +190,9 @@ def test_a_pod_whose_containers_sum_past_int64_is_refused_by_name() -> None:
     """Each quantity is within int64, their sum is not: the store's integer fields could not hold it."""
     big = pod("big", cpu="9e15")
     spec = msgspec.structs.replace(big.spec, containers=[big.spec.containers[0], big.spec.containers[0]])
-    with pytest.raises(QuantityError, match=r"^spec \(the pod's effective request\)\.cpu: the total 18000000000000000000 "
-                                            r"is too large \(at most 9223372036854775807 millicores\)$"):
+    with pytest.raises(
+        QuantityError,
+        match=r"^spec \(the pod's effective request\)\.cpu: the total 18000000000000000000 "
+        r"is too large \(at most 9223372036854775807 millicores\)$",
+    ):
         msgspec.structs.replace(big, spec=spec).request()

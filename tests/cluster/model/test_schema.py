@@ -161,15 +161,23 @@ def test_what_caldera_reads_beyond_the_types() -> None:
         Reference("spec.tasks[0].template.spec.priorityClassName", "PriorityClass", "low"),
     ]  # a Volcano Job's queue is cluster.model.volcano_admission's to check
     assert findings.unhonoured == ["spec.networkTopology", "spec.tasks[0].topologyPolicy"]  # empty volumes ask nothing
-    group = check("scheduling.volcano.sh/v1beta1", "PodGroup", {"metadata": {"name": "g"},
-                                                                "spec": {"queue": "q", "priorityClassName": "p"}})
-    assert group.references == [Reference("spec.queue", "Queue", "q"), Reference("spec.priorityClassName", "PriorityClass", "p")]
+    group = check(
+        "scheduling.volcano.sh/v1beta1",
+        "PodGroup",
+        {"metadata": {"name": "g"}, "spec": {"queue": "q", "priorityClassName": "p"}},
+    )
+    assert group.references == [
+        Reference("spec.queue", "Queue", "q"),
+        Reference("spec.priorityClassName", "PriorityClass", "p"),
+    ]
 
 
 def test_another_version_of_the_group_is_read_with_the_kinds_schema() -> None:
     schemas = Schemas.bundled()
     assert schemas.schema("apps/v1beta2", "Deployment") == schemas.schema("apps/v1", "Deployment")
-    assert schemas.schema("scheduling.volcano.sh/v1alpha1", "Queue") == schemas.schema("scheduling.volcano.sh/v1beta1", "Queue")
+    assert schemas.schema("scheduling.volcano.sh/v1alpha1", "Queue") == schemas.schema(
+        "scheduling.volcano.sh/v1beta1", "Queue"
+    )
     assert schemas.schema("kubeflow.org/v1", "MPIJob") != schemas.schema("kubeflow.org/v2beta1", "MPIJob")
     assert schemas.schema("example.com/v1", "Widget") is None
 

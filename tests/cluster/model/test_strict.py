@@ -19,7 +19,8 @@ def read(text: str, source: str = "") -> tuple[list[str], list[str]]:
 
 
 def test_every_refusal_is_one_line_with_source_document_object_and_field() -> None:
-    errors, _ = read("""\
+    errors, _ = read(
+        """\
         apiVersion: batch.volcano.sh/v1alpha1
         kind: Job
         metadata: {name: j1}
@@ -36,7 +37,9 @@ def test_every_refusal_is_one_line_with_source_document_object_and_field() -> No
         kind: PodGroup
         metadata: {name: g}
         spec: {minMembers: 2}
-        """, source="jobs.yaml")
+        """,
+        source="jobs.yaml",
+    )
     assert errors == [
         "jobs.yaml: document 0 (Job j1): spec.minAvaliable: unknown field (did you mean minAvailable?)",
         "jobs.yaml: document 0 (Job j1): spec.tasks[0].template.spec.containers[0].resources.requets: unknown field "
@@ -75,10 +78,13 @@ def test_pod_templates_are_checked_as_pods_in_every_kind() -> None:
 
 
 def test_references_are_checked_across_the_files() -> None:
-    classes = read_manifests("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 10\n"
-                             "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n",
-                             source="a.yaml")[0]
-    workload, errors = read_manifests(textwrap.dedent("""\
+    classes = read_manifests(
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 10\n"
+        "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n",
+        source="a.yaml",
+    )[0]
+    workload, errors = read_manifests(
+        textwrap.dedent("""\
         apiVersion: v1
         kind: Pod
         metadata: {name: p}
@@ -98,7 +104,9 @@ def test_references_are_checked_across_the_files() -> None:
         kind: PodGroup
         metadata: {name: d}
         spec: {queue: default}
-        """), source="b.yaml")
+        """),
+        source="b.yaml",
+    )
     assert errors == []
     assert admit([*classes, *workload]) == [
         "b.yaml: document 0 (Pod p): spec.priorityClassName: 'hgh' is not a PriorityClass of the files (did you mean high?)",
@@ -123,7 +131,8 @@ def test_a_refused_object_still_counts_as_defined() -> None:
 
 
 def test_queue_admission_runs_over_all_the_queues() -> None:
-    errors, _ = read("""\
+    errors, _ = read(
+        """\
         apiVersion: scheduling.volcano.sh/v1beta1
         kind: Queue
         metadata: {name: team}
@@ -133,7 +142,9 @@ def test_queue_admission_runs_over_all_the_queues() -> None:
         kind: Queue
         metadata: {name: a}
         spec: {parent: teem, weight: -2}
-        """, source="q.yaml")
+        """,
+        source="q.yaml",
+    )
     assert errors == [
         "q.yaml: document 1 (Queue a): spec.weight: -2 is out of range (expected 1 to 65535; 0 means 1)",
         "q.yaml: document 1 (Queue a): spec.parent: 'teem' is not a Queue of the files (did you mean team?)",
@@ -141,7 +152,9 @@ def test_queue_admission_runs_over_all_the_queues() -> None:
 
 
 def test_weight_zero_is_stored_as_one() -> None:
-    (queue,), _ = load_manifests("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\nspec: {weight: 0}\n")
+    (queue,), _ = load_manifests(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\nspec: {weight: 0}\n"
+    )
     assert isinstance(queue, Queue) and queue.spec.weight == 1
 
 
@@ -195,8 +208,10 @@ def test_what_placement_ignores_is_listed_per_object_and_field() -> None:
 
 
 def test_load_manifests_keeps_its_contract() -> None:
-    objects, skipped = load_manifests(NODE + "---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
-                                      "---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {x: 1}\n")
+    objects, skipped = load_manifests(
+        NODE + "---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+        "---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {x: 1}\n"
+    )
     assert [o.metadata.name for o in objects] == ["n1"] and skipped == ["Service", "Widget"]
     pods, _ = load_manifests("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n")
     assert isinstance(pods[0], Pod)

@@ -13,15 +13,22 @@ from cluster.model.decode import from_builtins
 from cluster.model.unhonoured import notice, unhonoured
 from cluster.model.volcano import PodGroup, Queue
 
-ANTI_AFFINITY = {"requiredDuringSchedulingIgnoredDuringExecution": [
-    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}
+ANTI_AFFINITY = {
+    "requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    ]
+}
 
 # A pod as the API server sends it, with everything caldera carries but does not honour.
 API_POD: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Pod",
-    "metadata": {"name": "web-0", "namespace": "team", "uid": "u1",
-                 "annotations": {"volcano.sh/numa-topology-policy": "single-numa-node"}},
+    "metadata": {
+        "name": "web-0",
+        "namespace": "team",
+        "uid": "u1",
+        "annotations": {"volcano.sh/numa-topology-policy": "single-numa-node"},
+    },
     "spec": {
         "volumes": [
             {"name": "token", "projected": {"sources": []}},
@@ -29,10 +36,17 @@ API_POD: dict[str, Any] = {
             {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}},
         ],
         "initContainers": [{"name": "init", "image": "busybox", "ports": [{"containerPort": 9000}]}],
-        "containers": [{"name": "main", "image": "nginx", "ports": [
-            {"containerPort": 80, "protocol": "TCP"},
-            {"name": "metrics", "containerPort": 9090, "hostPort": 9090, "hostIP": "0.0.0.0"},
-        ], "resources": {"claims": [{"name": "gpu"}]}}],
+        "containers": [
+            {
+                "name": "main",
+                "image": "nginx",
+                "ports": [
+                    {"containerPort": 80, "protocol": "TCP"},
+                    {"name": "metrics", "containerPort": 9090, "hostPort": 9090, "hostIP": "0.0.0.0"},
+                ],
+                "resources": {"claims": [{"name": "gpu"}]},
+            }
+        ],
         "affinity": {"nodeAffinity": None, "podAffinity": None, "podAntiAffinity": ANTI_AFFINITY},
         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
         "schedulingGates": [{"name": "example.com/quota"}],
@@ -94,16 +108,29 @@ def test_pod_fields(spec: dict[str, Any], paths: list[str]) -> None:
 def test_podgroup_and_queue_fields() -> None:
     plain = from_builtins({"metadata": {"name": "g"}, "spec": {"minMember": 2}}, PodGroup)
     assert unhonoured(plain) == []
-    topo = from_builtins({"metadata": {"name": "g"}, "spec": {
-        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
-        "subGroupPolicy": [{"name": "w", "subGroupSize": 4}]}}, PodGroup)
+    topo = from_builtins(
+        {
+            "metadata": {"name": "g"},
+            "spec": {
+                "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+                "subGroupPolicy": [{"name": "w", "subGroupSize": 4}],
+            },
+        },
+        PodGroup,
+    )
     assert unhonoured(topo) == ["spec.networkTopology", "spec.subGroupPolicy"]
-    queue = from_builtins({"metadata": {"name": "q"}, "spec": {
-        "affinity": {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ["g1"]}}}}, Queue)
+    queue = from_builtins(
+        {
+            "metadata": {"name": "q"},
+            "spec": {"affinity": {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ["g1"]}}},
+        },
+        Queue,
+    )
     assert unhonoured(queue) == ["spec.affinity"]
     assert unhonoured(from_builtins({"metadata": {"name": "q"}}, Queue)) == []
 
 
 def test_notice_is_one_line_naming_the_field() -> None:
     assert notice("spec.affinity.podAntiAffinity") == (
-        "spec.affinity.podAntiAffinity is not honoured by caldera yet (placement ignores it)")
+        "spec.affinity.podAntiAffinity is not honoured by caldera yet (placement ignores it)"
+    )

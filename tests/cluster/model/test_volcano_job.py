@@ -64,13 +64,26 @@ def task(
         priority_class_name=priority_class,
     )
     meta = TemplateMeta(labels=labels or {}, annotations=annotations or {})
-    return TaskSpec(name=name, replicas=replicas, min_available=min_available, template=PodTemplate(metadata=meta, spec=spec),
-                    policies=policies or [], depends_on=DependsOn(name=depends_on) if depends_on is not None else None,
-                    partition_policy=partition, topology_policy=topology_policy)
+    return TaskSpec(
+        name=name,
+        replicas=replicas,
+        min_available=min_available,
+        template=PodTemplate(metadata=meta, spec=spec),
+        policies=policies or [],
+        depends_on=DependsOn(name=depends_on) if depends_on is not None else None,
+        partition_policy=partition,
+        topology_policy=topology_policy,
+    )
 
 
-def job(name: str, *tasks: TaskSpec, namespace: str = "default", annotations: dict[str, str] | None = None,
-        labels: dict[str, str] | None = None, **spec: Any) -> Job:
+def job(
+    name: str,
+    *tasks: TaskSpec,
+    namespace: str = "default",
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> Job:
     meta = OwnerMeta(name=name, namespace=namespace, annotations=annotations or {}, labels=labels or {})
     return Job(metadata=meta, spec=JobSpec(tasks=list(tasks), **spec))
 
@@ -98,15 +111,30 @@ def test_two_task_job_expands_into_pods_and_a_gang() -> None:
         assert p.metadata.uid == ""
     # The labels createJobPod sets (Volcano's Services select on job-name and job-namespace).
     assert [p.labels for p in pods[:2]] == [
-        {"volcano.sh/task-index": "0", "volcano.sh/job-name": "tf", "volcano.sh/task-spec": "ps",
-         "volcano.sh/job-namespace": "team-a", "volcano.sh/queue-name": "research"},
-        {"volcano.sh/task-index": "0", "volcano.sh/job-name": "tf", "volcano.sh/task-spec": "worker",
-         "volcano.sh/job-namespace": "team-a", "volcano.sh/queue-name": "research"},
+        {
+            "volcano.sh/task-index": "0",
+            "volcano.sh/job-name": "tf",
+            "volcano.sh/task-spec": "ps",
+            "volcano.sh/job-namespace": "team-a",
+            "volcano.sh/queue-name": "research",
+        },
+        {
+            "volcano.sh/task-index": "0",
+            "volcano.sh/job-name": "tf",
+            "volcano.sh/task-spec": "worker",
+            "volcano.sh/job-namespace": "team-a",
+            "volcano.sh/queue-name": "research",
+        },
     ]
     assert pods[2].metadata.annotations == {
-        "volcano.sh/task-index": "1", "volcano.sh/task-spec": "worker", GROUP_NAME_ANNOTATION: "tf",
-        "volcano.sh/job-name": "tf", "volcano.sh/queue-name": "research", "volcano.sh/job-version": "0",
-        "volcano.sh/template-uid": "tf-worker", "volcano.sh/job-retry-count": "0",
+        "volcano.sh/task-index": "1",
+        "volcano.sh/task-spec": "worker",
+        GROUP_NAME_ANNOTATION: "tf",
+        "volcano.sh/job-name": "tf",
+        "volcano.sh/queue-name": "research",
+        "volcano.sh/job-version": "0",
+        "volcano.sh/template-uid": "tf-worker",
+        "volcano.sh/job-retry-count": "0",
     }
     assert len({p.uid for p in pods}) == 4  # derived from namespace/name, so distinct and stable
     assert pods[1].request() == {"cpu": 2000, "memory": 4 << 30, GPU: 1, "pods": 1}
@@ -174,12 +202,32 @@ def test_template_settings_win_where_volcano_keeps_them() -> None:
     [
         ([], {}, "spec.tasks: no tasks (a Job needs at least one task"),
         ([task("Worker")], {}, "spec.tasks[0].name: 'Worker' is not a valid task name (expected lower-case letters"),
-        ([task("a"), task("b"), task("a")], {}, "spec.tasks[2].name: 'a' is also the name of spec.tasks[0] (task names must be unique)"),
+        (
+            [task("a"), task("b"), task("a")],
+            {},
+            "spec.tasks[2].name: 'a' is also the name of spec.tasks[0] (task names must be unique)",
+        ),
         ([task("a"), task("b", -1)], {}, "spec.tasks[1].replicas: -1 is negative (expected 0 or more)"),
-        ([task("a", 2, min_available=3)], {}, "spec.tasks[0].minAvailable: 3 is out of range (expected 0 to the task's replicas, 2)"),
-        ([task("a", 2, min_available=-1)], {}, "spec.tasks[0].minAvailable: -1 is out of range (expected 0 to the task's replicas, 2)"),
-        ([task("a", 2), task("b")], {"min_available": 4}, "spec.minAvailable: 4 is out of range (expected 0 to the replicas of all tasks, 3)"),
-        ([task("a", 2)], {"min_available": -1}, "spec.minAvailable: -1 is out of range (expected 0 to the replicas of all tasks, 2)"),
+        (
+            [task("a", 2, min_available=3)],
+            {},
+            "spec.tasks[0].minAvailable: 3 is out of range (expected 0 to the task's replicas, 2)",
+        ),
+        (
+            [task("a", 2, min_available=-1)],
+            {},
+            "spec.tasks[0].minAvailable: -1 is out of range (expected 0 to the task's replicas, 2)",
+        ),
+        (
+            [task("a", 2), task("b")],
+            {"min_available": 4},
+            "spec.minAvailable: 4 is out of range (expected 0 to the replicas of all tasks, 3)",
+        ),
+        (
+            [task("a", 2)],
+            {"min_available": -1},
+            "spec.minAvailable: -1 is out of range (expected 0 to the replicas of all tasks, 2)",
+        ),
     ],
 )
 def test_invalid_jobs(tasks: list[TaskSpec], spec: dict[str, Any], message: str) -> None:
@@ -190,7 +238,9 @@ def test_invalid_jobs(tasks: list[TaskSpec], spec: dict[str, Any], message: str)
 
 
 def test_bad_quantity_names_the_task_template() -> None:
-    with pytest.raises(QuantityError, match=r"^spec\.tasks\[1\]\.template\.spec\.containers\[0\]\.resources\.requests\.cpu: "):
+    with pytest.raises(
+        QuantityError, match=r"^spec\.tasks\[1\]\.template\.spec\.containers\[0\]\.resources\.requests\.cpu: "
+    ):
         expand_job(job("j", task("a"), task("b", cpu="two")))
 
 
@@ -265,10 +315,18 @@ def test_job_loads_from_yaml_and_expands_in_place() -> None:
 @pytest.mark.parametrize(
     ("replace", "by", "message"),
     [
-        ("cpu: 2,", "cpu: 2 cores,", r"^document 1 \(Job tf\): spec\.tasks\[1\]\.template\.spec\.containers\[0\]\.resources\.limits\.cpu: invalid quantity '2 cores'"),
+        (
+            "cpu: 2,",
+            "cpu: 2 cores,",
+            r"^document 1 \(Job tf\): spec\.tasks\[1\]\.template\.spec\.containers\[0\]\.resources\.limits\.cpu: invalid quantity '2 cores'",
+        ),
         ("replicas: 3", "replicas: -3", r"^document 1 \(Job tf\): spec\.tasks\[1\]\.replicas: -3 is negative"),
         ("minAvailable: 3", "minAvailable: 5", r"^document 1 \(Job tf\): spec\.minAvailable: 5 is out of range"),
-        ("replicas: 3", "replicas: three", r"^document 1 \(Job tf\): spec\.tasks\[1\]\.replicas: Expected `int`, got `str`"),
+        (
+            "replicas: 3",
+            "replicas: three",
+            r"^document 1 \(Job tf\): spec\.tasks\[1\]\.replicas: Expected `int`, got `str`",
+        ),
     ],
 )
 def test_bad_job_fails_at_load_with_the_document_index(replace: str, by: str, message: str) -> None:
@@ -282,10 +340,15 @@ def test_bad_job_fails_at_load_with_the_document_index(replace: str, by: str, me
 
 
 def test_ad1_webhook_defaults_sum_the_tasks_min_available_not_their_replicas() -> None:
-    j = Job(metadata=OwnerMeta(name="j"), spec=JobSpec(tasks=[
-        TaskSpec(replicas=3, template=task("x").template),
-        TaskSpec(name="b", replicas=4, min_available=2, template=task("x").template),
-    ]))
+    j = Job(
+        metadata=OwnerMeta(name="j"),
+        spec=JobSpec(
+            tasks=[
+                TaskSpec(replicas=3, template=task("x").template),
+                TaskSpec(name="b", replicas=4, min_available=2, template=task("x").template),
+            ]
+        ),
+    )
     admitted = admitted_job(j)
     assert (admitted.spec.queue, admitted.spec.scheduler_name, admitted.spec.max_retry) == ("default", "volcano", 3)
     assert [(t.name, t.min_available, t.max_retry) for t in admitted.spec.tasks] == [("default0", 3, 3), ("b", 2, 3)]
@@ -296,17 +359,25 @@ def test_ad1_webhook_defaults_sum_the_tasks_min_available_not_their_replicas() -
 
 
 def test_partition_policy_sets_the_task_min_available_and_the_pods_partitions() -> None:
-    partition = PartitionPolicy(total_partitions=3, partition_size=2, min_partitions=2,
-                                network_topology=NetworkTopologySpec(highest_tier_allowed=1))
+    partition = PartitionPolicy(
+        total_partitions=3,
+        partition_size=2,
+        min_partitions=2,
+        network_topology=NetworkTopologySpec(highest_tier_allowed=1),
+    )
     group, pods = expand_job(job("j", task("t", 6, partition=partition, gpu="1")))
     assert group.spec.min_member == 4 and group.spec.min_task_member == {"t": 4}  # minPartitions × partitionSize
     assert [p.labels["volcano.sh/partition-id"] for p in pods] == ["0", "0", "1", "1", "2", "2"]
-    assert group.spec.sub_group_policy == [{
-        "name": "t", "subGroupSize": 2, "minSubGroups": 2,
-        "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "t"}},
-        "matchLabelKeys": ["volcano.sh/partition-id"],
-        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
-    }]
+    assert group.spec.sub_group_policy == [
+        {
+            "name": "t",
+            "subGroupSize": 2,
+            "minSubGroups": 2,
+            "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "t"}},
+            "matchLabelKeys": ["volcano.sh/partition-id"],
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+        }
+    ]
 
 
 def test_plugins_that_need_svc_and_ssh_get_them() -> None:
@@ -319,9 +390,14 @@ def test_a_task_without_replicas_makes_no_pods() -> None:
     objects, _ = load_manifests(
         "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\n"
         "spec:\n  tasks:\n  - name: idle\n    template: {spec: {containers: [{name: c}]}}\n"
-        "  - name: busy\n    replicas: 2\n    template: {spec: {containers: [{name: c}]}}\n")
+        "  - name: busy\n    replicas: 2\n    template: {spec: {containers: [{name: c}]}}\n"
+    )
     group, *pods = expand(objects)
-    assert isinstance(group, PodGroup) and group.spec.min_member == 2 and group.spec.min_task_member == {"idle": 0, "busy": 2}
+    assert (
+        isinstance(group, PodGroup)
+        and group.spec.min_member == 2
+        and group.spec.min_task_member == {"idle": 0, "busy": 2}
+    )
     assert [p.name for p in pods] == ["j-busy-0", "j-busy-1"]
 
 
@@ -411,19 +487,29 @@ def test_the_webhook_refuses(tasks: list[TaskSpec], spec: dict[str, Any], messag
 
 
 def test_the_webhook_accepts() -> None:
-    expand_job(job("j", task("t"), policies=[
-        LifecyclePolicy(events=["PodFailed", "PodEvicted"], action="RestartJob", timeout="30s"),  # AD-5
-        LifecyclePolicy(exit_code=137, action="RestartTask"),
-    ]))
+    expand_job(
+        job(
+            "j",
+            task("t"),
+            policies=[
+                LifecyclePolicy(events=["PodFailed", "PodEvicted"], action="RestartJob", timeout="30s"),  # AD-5
+                LifecyclePolicy(exit_code=137, action="RestartTask"),
+            ],
+        )
+    )
     expand_job(job("j", task("a"), task("b", depends_on=["a"]), task("c", depends_on=["a", "b"])))  # a DAG
-    expand_job(job("j", task("mpimaster"), task("mpiworker", 2), plugins={"mpi": ["--master=mpimaster", "--worker=mpiworker"]}))
+    expand_job(
+        job("j", task("mpimaster"), task("mpiworker", 2), plugins={"mpi": ["--master=mpimaster", "--worker=mpiworker"]})
+    )
     expand_job(job("j", task("t", topology_policy="best-effort", cpu="2")))
 
 
 def test_a_job_name_that_is_no_qualified_name_is_refused_by_its_first_pod_name() -> None:
     # Volcano checks each pod name before the job name, and a bad job name makes bad pod names.
     assert refused(job("a" * 64, task("t"))).startswith("spec.tasks[0].name: the pod name ")
-    assert refused(job("bad name", task("t"))).startswith("spec.tasks[0].name: the pod name bad name-t-0 would be invalid")
+    assert refused(job("bad name", task("t"))).startswith(
+        "spec.tasks[0].name: the pod name bad name-t-0 would be invalid"
+    )
 
 
 # -- admission: the queue (AD-4) -------------------------------------------------------------
@@ -437,10 +523,17 @@ def queue(name: str, *, parent: str = "", state: str = "Open") -> Queue:
     ("queue_name", "queues", "message"),
     [
         ("nope", [queue("q")], "spec.queue: no queue 'nope' (expected an existing queue: default, q)"),
-        ("q", [queue("q", state="Closed")], "spec.queue: queue 'q' is Closed (a job can only be submitted to an Open queue)"),
+        (
+            "q",
+            [queue("q", state="Closed")],
+            "spec.queue: queue 'q' is Closed (a job can only be submitted to an Open queue)",
+        ),
         ("root", [], "spec.queue: the root queue takes no jobs (expected a leaf queue)"),
-        ("parent", [queue("parent"), queue("child", parent="parent")],
-         "spec.queue: queue 'parent' has child queues (child); a job can only be submitted to a leaf queue"),
+        (
+            "parent",
+            [queue("parent"), queue("child", parent="parent")],
+            "spec.queue: queue 'parent' has child queues (child); a job can only be submitted to a leaf queue",
+        ),
     ],
 )
 def test_ad4_the_queue_must_exist_be_open_and_be_a_leaf(queue_name: str, queues: list[Queue], message: str) -> None:
@@ -453,7 +546,9 @@ def test_ad4_a_queue_nothing_has_opened_takes_jobs() -> None:
     """caldera runs no queue controller, so an empty state is Open (Volcano's webhook refuses it, #3173)."""
     admit_queue(job("j", task("t"), queue="q"), {"q": queue("q", state="")})
     admit_queue(job("j", task("t")), {})  # default exists without being declared
-    admit_queue(job("j", task("t"), queue="child"), {"parent": queue("parent"), "child": queue("child", parent="parent")})
+    admit_queue(
+        job("j", task("t"), queue="child"), {"parent": queue("parent"), "child": queue("child", parent="parent")}
+    )
 
 
 def test_expand_admits_queues_when_given_them() -> None:
@@ -468,8 +563,12 @@ def test_expand_admits_queues_when_given_them() -> None:
 
 def elastic_job(**spec: Any) -> Job:
     """Volcano's task-priority example: nine workers of priority 10, a master of priority 1000."""
-    return job("elastic", task("worker", 9, priority_class="normal-pri", cpu="1"),
-               task("master", 1, priority_class="high-pri", cpu="2"), **spec)
+    return job(
+        "elastic",
+        task("worker", 9, priority_class="normal-pri", cpu="1"),
+        task("master", 1, priority_class="high-pri", cpu="2"),
+        **spec,
+    )
 
 
 def test_min_resources_count_the_highest_priority_task_first() -> None:
@@ -485,20 +584,32 @@ def test_min_resources_count_the_highest_priority_task_first() -> None:
 
 def test_min_resources_take_the_pod_level_request_init_containers_included() -> None:
     t = task("t", 2, cpu="1")
-    spec = msgspec.structs.replace(t.template.spec, init_containers=[
-        Container(name="init", resources=ResourceRequirements(requests={"cpu": "3"}))])
+    spec = msgspec.structs.replace(
+        t.template.spec, init_containers=[Container(name="init", resources=ResourceRequirements(requests={"cpu": "3"}))]
+    )
     t = msgspec.structs.replace(t, template=PodTemplate(spec=spec))
     group, _ = expand_job(job("j", t))
     assert group.spec.min_resources == {"cpu": "6"}  # each pod needs max(init 3, containers 1)
 
 
 def test_pods_carry_the_jobs_annotations_and_labels_that_volcano_copies() -> None:
-    annotations = {"volcano.sh/preemptable": "false", "volcano.sh/cooldown-time": "600s", "volcano.sh/revocable-zone": "*",
-                   "volcano.sh/jdb-min-available": "1", "volcano.sh/jdb-max-unavailable": "1", "team": "a"}
+    annotations = {
+        "volcano.sh/preemptable": "false",
+        "volcano.sh/cooldown-time": "600s",
+        "volcano.sh/revocable-zone": "*",
+        "volcano.sh/jdb-min-available": "1",
+        "volcano.sh/jdb-max-unavailable": "1",
+        "team": "a",
+    }
     labels = {"volcano.sh/preemptable": "false", "volcano.sh/cooldown-time": "600s", "app": "x"}
     group, [pod] = expand_job(job("j", task("t", topology_policy="none"), annotations=annotations, labels=labels))
     meta = pod.metadata
-    for key in ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone", "volcano.sh/jdb-min-available"):
+    for key in (
+        "volcano.sh/preemptable",
+        "volcano.sh/cooldown-time",
+        "volcano.sh/revocable-zone",
+        "volcano.sh/jdb-min-available",
+    ):
         assert meta.annotations[key] == annotations[key]
     assert "volcano.sh/jdb-max-unavailable" not in meta.annotations  # min-available wins
     assert "team" not in meta.annotations and "app" not in meta.labels
@@ -508,19 +619,27 @@ def test_pods_carry_the_jobs_annotations_and_labels_that_volcano_copies() -> Non
 
 
 def test_job_volumes_become_claims_every_pod_mounts() -> None:
-    volumes = [VolumeSpec(mount_path="/data", volume_claim_name="dataset"),
-               VolumeSpec(mount_path="/ckpt", volume_claim={"accessModes": ["ReadWriteOnce"]})]
+    volumes = [
+        VolumeSpec(mount_path="/data", volume_claim_name="dataset"),
+        VolumeSpec(mount_path="/ckpt", volume_claim={"accessModes": ["ReadWriteOnce"]}),
+    ]
     _, pods = expand_job(job("j", task("t", 2), volumes=volumes))
     claims = [[v.persistent_volume_claim for v in p.spec.volumes] for p in pods]
     assert claims[0] == claims[1]
     assert claims[0][0] == {"claimName": "dataset"}
     generated = claims[0][1]
-    assert generated is not None and str(generated["claimName"]).startswith("j-pvc-") and len(str(generated["claimName"])) == 18
+    assert (
+        generated is not None
+        and str(generated["claimName"]).startswith("j-pvc-")
+        and len(str(generated["claimName"])) == 18
+    )
     assert expand_job(job("j", task("t", 2), volumes=volumes))[1] == pods  # the same names every time
 
 
 def test_the_job_network_topology_goes_to_its_podgroup() -> None:
-    group, _ = expand_job(job("j", task("t"), network_topology=NetworkTopologySpec(mode="soft", highest_tier_name="rack")))
+    group, _ = expand_job(
+        job("j", task("t"), network_topology=NetworkTopologySpec(mode="soft", highest_tier_name="rack"))
+    )
     assert group.spec.network_topology == {"mode": "soft", "highestTierName": "rack"}
 
 
@@ -528,7 +647,8 @@ def test_generate_name_gives_each_job_a_name_that_a_repeat_run_gives_again() -> 
     text = "".join(
         "---\napiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {generateName: step-}\n"
         "spec:\n  tasks:\n  - {name: t, replicas: 1, template: {spec: {containers: [{name: c, image: i}]}}}\n"
-        for _ in range(2))
+        for _ in range(2)
+    )
     objects, _ = load_manifests(text)
     names = [o.name for o in expand(objects) if isinstance(o, PodGroup)]
     assert len(set(names)) == 2 and all(n.startswith("step-") and len(n) == len("step-") + 5 for n in names)

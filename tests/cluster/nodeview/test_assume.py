@@ -12,8 +12,15 @@ POD = Resources({"cpu": 1000, "pods": 1})
 
 
 def record(name: str, used: int, version: int) -> NodeRecord:
-    return NodeRecord(name=name, allocatable=Resources({"cpu": 8000, "pods": 110}), allocated=Resources({"cpu": used}),
-                      version=version, owner="", unschedulable=False, node=node(name))
+    return NodeRecord(
+        name=name,
+        allocatable=Resources({"cpu": 8000, "pods": 110}),
+        allocated=Resources({"cpu": used}),
+        version=version,
+        owner="",
+        unschedulable=False,
+        node=node(name),
+    )
 
 
 def cpu(table: NodeTable, name: str) -> int:

@@ -36,8 +36,15 @@ from tests.builders import node
 
 
 def record(n: Node, *, used: Mapping[str, int] | None = None, owner: str = "") -> NodeRecord:
-    return NodeRecord(name=n.name, allocatable=n.allocatable_resources(), allocated=Resources(used or {}),
-                      version=1, owner=owner, unschedulable=n.unschedulable, node=n)
+    return NodeRecord(
+        name=n.name,
+        allocatable=n.allocatable_resources(),
+        allocated=Resources(used or {}),
+        version=1,
+        owner=owner,
+        unschedulable=n.unschedulable,
+        node=n,
+    )
 
 
 def columns_of(*nodes: Node) -> NodeTable:
@@ -76,15 +83,18 @@ SELECTOR_NODES = columns_of(
 )
 
 
-@pytest.mark.parametrize(("selector", "expected"), [
-    ({}, ["a1", "a2", "b1", "bare"]),
-    ({"zone": "a"}, ["a1", "a2"]),
-    ({"zone": "a", "gpu": "h100"}, ["a1"]),
-    ({"gpu": "h100"}, ["a1", "b1"]),
-    ({"zone": "c"}, []),
-    ({"rack": "r1"}, []),
-    ({"zone": "a", "rack": "r1"}, []),
-])
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ({}, ["a1", "a2", "b1", "bare"]),
+        ({"zone": "a"}, ["a1", "a2"]),
+        ({"zone": "a", "gpu": "h100"}, ["a1"]),
+        ({"gpu": "h100"}, ["a1", "b1"]),
+        ({"zone": "c"}, []),
+        ({"rack": "r1"}, []),
+        ({"zone": "a", "rack": "r1"}, []),
+    ],
+)
 def test_selector_requires_every_label(selector: dict[str, str], expected: list[str]) -> None:
     assert names(SELECTOR_NODES, selector_mask(SELECTOR_NODES, selector)) == expected
 
@@ -97,35 +107,73 @@ TAINTED = columns_of(
     node("maint", taints=[TaintSpec(key="maint", effect="NoExecute")]),
     node("soft", taints=[TaintSpec(key="soft", value="x", effect="PreferNoSchedule")]),
     node("gpu-absent", taints=[TaintSpec(key="gpu", value="absent", effect="NoSchedule")]),
-    node("both", taints=[TaintSpec(key="gpu", value="present", effect="NoSchedule"),
-                         TaintSpec(key="maint", effect="NoExecute")]),
+    node(
+        "both",
+        taints=[TaintSpec(key="gpu", value="present", effect="NoSchedule"), TaintSpec(key="maint", effect="NoExecute")],
+    ),
 )
 
 
-@pytest.mark.parametrize(("given", "expected"), [
-    pytest.param([], ["clean", "soft"], id="no tolerations: PreferNoSchedule never filters"),
-    pytest.param([{"operator": "Exists"}], ["clean", "gpu", "maint", "soft", "gpu-absent", "both"],
-                 id="Exists with empty key tolerates everything"),
-    pytest.param([{"key": "gpu", "operator": "Exists"}], ["clean", "gpu", "soft", "gpu-absent"],
-                 id="Exists matches the key, any value"),
-    pytest.param([{"key": "gpu", "operator": "Equal", "value": "present"}], ["clean", "gpu", "soft"],
-                 id="Equal matches key and value"),
-    pytest.param([{"key": "gpu", "value": "present"}], ["clean", "gpu", "soft"], id="Equal is the default operator"),
-    pytest.param([{"key": "gpu", "operator": "", "value": "present"}], ["clean", "gpu", "soft"],
-                 id="empty operator means Equal"),
-    pytest.param([{"key": "gpu", "operator": "Equal", "value": "nope"}], ["clean", "soft"], id="Equal, wrong value"),
-    pytest.param([{"key": "gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}],
-                 ["clean", "gpu", "soft"], id="matching effect"),
-    pytest.param([{"key": "gpu", "operator": "Equal", "value": "present", "effect": "NoExecute"}], ["clean", "soft"],
-                 id="other effect does not tolerate"),
-    pytest.param([{"operator": "Exists", "effect": "NoSchedule"}], ["clean", "gpu", "soft", "gpu-absent"],
-                 id="empty key, one effect: every taint of that effect"),
-    pytest.param([{"key": "maint", "operator": "Exists", "effect": "NoExecute"}], ["clean", "maint", "soft"],
-                 id="NoExecute tolerated"),
-    pytest.param([{"key": "gpu", "operator": "Exists"}, {"key": "maint", "operator": "Exists"}],
-                 ["clean", "gpu", "maint", "soft", "gpu-absent", "both"], id="every taint needs a toleration"),
-    pytest.param([{"key": "gpu", "operator": "Sometimes"}], ["clean", "soft"], id="unknown operator tolerates nothing"),
-])
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        pytest.param([], ["clean", "soft"], id="no tolerations: PreferNoSchedule never filters"),
+        pytest.param(
+            [{"operator": "Exists"}],
+            ["clean", "gpu", "maint", "soft", "gpu-absent", "both"],
+            id="Exists with empty key tolerates everything",
+        ),
+        pytest.param(
+            [{"key": "gpu", "operator": "Exists"}],
+            ["clean", "gpu", "soft", "gpu-absent"],
+            id="Exists matches the key, any value",
+        ),
+        pytest.param(
+            [{"key": "gpu", "operator": "Equal", "value": "present"}],
+            ["clean", "gpu", "soft"],
+            id="Equal matches key and value",
+        ),
+        pytest.param(
+            [{"key": "gpu", "value": "present"}], ["clean", "gpu", "soft"], id="Equal is the default operator"
+        ),
+        pytest.param(
+            [{"key": "gpu", "operator": "", "value": "present"}],
+            ["clean", "gpu", "soft"],
+            id="empty operator means Equal",
+        ),
+        pytest.param(
+            [{"key": "gpu", "operator": "Equal", "value": "nope"}], ["clean", "soft"], id="Equal, wrong value"
+        ),
+        pytest.param(
+            [{"key": "gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}],
+            ["clean", "gpu", "soft"],
+            id="matching effect",
+        ),
+        pytest.param(
+            [{"key": "gpu", "operator": "Equal", "value": "present", "effect": "NoExecute"}],
+            ["clean", "soft"],
+            id="other effect does not tolerate",
+        ),
+        pytest.param(
+            [{"operator": "Exists", "effect": "NoSchedule"}],
+            ["clean", "gpu", "soft", "gpu-absent"],
+            id="empty key, one effect: every taint of that effect",
+        ),
+        pytest.param(
+            [{"key": "maint", "operator": "Exists", "effect": "NoExecute"}],
+            ["clean", "maint", "soft"],
+            id="NoExecute tolerated",
+        ),
+        pytest.param(
+            [{"key": "gpu", "operator": "Exists"}, {"key": "maint", "operator": "Exists"}],
+            ["clean", "gpu", "maint", "soft", "gpu-absent", "both"],
+            id="every taint needs a toleration",
+        ),
+        pytest.param(
+            [{"key": "gpu", "operator": "Sometimes"}], ["clean", "soft"], id="unknown operator tolerates nothing"
+        ),
+    ],
+)
 def test_taints_need_tolerations(given: list[dict[str, str]], expected: list[str]) -> None:
     assert names(TAINTED, taint_mask(TAINTED, tolerations(*given))) == expected
 
@@ -147,49 +195,59 @@ AFFINITY_NODES = columns_of(
 ALL = ["n0", "n1", "n2", "n3"]
 
 
-@pytest.mark.parametrize(("terms", "expected"), [
-    ([{"matchExpressions": [expr("zone", "In", "a", "b")]}], ["n0", "n1"]),
-    ([{"matchExpressions": [expr("zone", "In", "a")]}], ["n0"]),
-    ([{"matchExpressions": [expr("zone", "In", "q", "a", "r", "s", "b")]}], ["n0", "n1"]),
-    ([{"matchExpressions": [expr("zone", "In", "zz")]}], []),
-    ([{"matchExpressions": [expr("zone", "NotIn", "a")]}], ["n1", "n2", "n3"]),  # absent label matches NotIn
-    ([{"matchExpressions": [expr("zone", "NotIn", "a", "b", "x", "y")]}], ["n2", "n3"]),
-    ([{"matchExpressions": [expr("zone", "Exists")]}], ["n0", "n1", "n2"]),
-    ([{"matchExpressions": [expr("zone", "DoesNotExist")]}], ["n3"]),
-    ([{"matchExpressions": [expr("gpus", "Gt", "4")]}], ["n0"]),  # "many" is no integer: fails
-    ([{"matchExpressions": [expr("gpus", "Lt", "8")]}], ["n1", "n3"]),
-    ([{"matchExpressions": [expr("gpus", "Gt", "-3")]}], ["n0", "n1", "n3"]),
-    ([{"matchExpressions": [expr("rack", "Lt", "100")]}], []),  # absent label fails Gt/Lt
-    ([{"matchFields": [expr("metadata.name", "In", "n2")]}], ["n2"]),
-    ([{"matchFields": [expr("metadata.name", "NotIn", "n2")]}], ["n0", "n1", "n3"]),
-    ([{"matchFields": [expr("metadata.name", "In", "elsewhere")]}], []),
-    # expressions within a term are ANDed, with fields too
-    ([{"matchExpressions": [expr("zone", "In", "a", "b"), expr("gpus", "Gt", "5")]}], ["n0"]),
-    ([{"matchExpressions": [expr("zone", "Exists")], "matchFields": [expr("metadata.name", "NotIn", "n0")]}],
-     ["n1", "n2"]),
-    # terms are ORed
-    ([{"matchExpressions": [expr("zone", "In", "a")]}, {"matchExpressions": [expr("zone", "DoesNotExist")]}],
-     ["n0", "n3"]),
-])
+@pytest.mark.parametrize(
+    ("terms", "expected"),
+    [
+        ([{"matchExpressions": [expr("zone", "In", "a", "b")]}], ["n0", "n1"]),
+        ([{"matchExpressions": [expr("zone", "In", "a")]}], ["n0"]),
+        ([{"matchExpressions": [expr("zone", "In", "q", "a", "r", "s", "b")]}], ["n0", "n1"]),
+        ([{"matchExpressions": [expr("zone", "In", "zz")]}], []),
+        ([{"matchExpressions": [expr("zone", "NotIn", "a")]}], ["n1", "n2", "n3"]),  # absent label matches NotIn
+        ([{"matchExpressions": [expr("zone", "NotIn", "a", "b", "x", "y")]}], ["n2", "n3"]),
+        ([{"matchExpressions": [expr("zone", "Exists")]}], ["n0", "n1", "n2"]),
+        ([{"matchExpressions": [expr("zone", "DoesNotExist")]}], ["n3"]),
+        ([{"matchExpressions": [expr("gpus", "Gt", "4")]}], ["n0"]),  # "many" is no integer: fails
+        ([{"matchExpressions": [expr("gpus", "Lt", "8")]}], ["n1", "n3"]),
+        ([{"matchExpressions": [expr("gpus", "Gt", "-3")]}], ["n0", "n1", "n3"]),
+        ([{"matchExpressions": [expr("rack", "Lt", "100")]}], []),  # absent label fails Gt/Lt
+        ([{"matchFields": [expr("metadata.name", "In", "n2")]}], ["n2"]),
+        ([{"matchFields": [expr("metadata.name", "NotIn", "n2")]}], ["n0", "n1", "n3"]),
+        ([{"matchFields": [expr("metadata.name", "In", "elsewhere")]}], []),
+        # expressions within a term are ANDed, with fields too
+        ([{"matchExpressions": [expr("zone", "In", "a", "b"), expr("gpus", "Gt", "5")]}], ["n0"]),
+        (
+            [{"matchExpressions": [expr("zone", "Exists")], "matchFields": [expr("metadata.name", "NotIn", "n0")]}],
+            ["n1", "n2"],
+        ),
+        # terms are ORed
+        (
+            [{"matchExpressions": [expr("zone", "In", "a")]}, {"matchExpressions": [expr("zone", "DoesNotExist")]}],
+            ["n0", "n3"],
+        ),
+    ],
+)
 def test_affinity_operators(terms: list[dict[str, Any]], expected: list[str]) -> None:
     assert names(AFFINITY_NODES, affinity_mask(AFFINITY_NODES, required(*terms))) == expected
 
 
-@pytest.mark.parametrize("bad", [
-    pytest.param({"matchExpressions": [expr("gpus", "Gt", "four")]}, id="non-integer bound"),
-    pytest.param({"matchExpressions": [expr("gpus", "Gt", "1", "2")]}, id="Gt with two values"),
-    pytest.param({"matchExpressions": [expr("gpus", "Lt")]}, id="Lt without a value"),
-    pytest.param({"matchExpressions": [expr("zone", "In")]}, id="In without values"),
-    pytest.param({"matchExpressions": [expr("zone", "NotIn")]}, id="NotIn without values"),
-    pytest.param({"matchExpressions": [expr("zone", "Exists", "a")]}, id="Exists with values"),
-    pytest.param({"matchExpressions": [expr("zone", "DoesNotExist", "a")]}, id="DoesNotExist with values"),
-    pytest.param({"matchExpressions": [expr("zone", "Like", "a")]}, id="unknown operator"),
-    pytest.param({"matchFields": [expr("metadata.labels", "In", "n0")]}, id="field other than metadata.name"),
-    pytest.param({"matchFields": [expr("metadata.name", "In", "n0", "n1")]}, id="field In with two names"),
-    pytest.param({"matchFields": [expr("metadata.name", "Exists")]}, id="field Exists"),
-    pytest.param({}, id="empty term"),
-    pytest.param({"matchExpressions": [], "matchFields": []}, id="term with empty lists"),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param({"matchExpressions": [expr("gpus", "Gt", "four")]}, id="non-integer bound"),
+        pytest.param({"matchExpressions": [expr("gpus", "Gt", "1", "2")]}, id="Gt with two values"),
+        pytest.param({"matchExpressions": [expr("gpus", "Lt")]}, id="Lt without a value"),
+        pytest.param({"matchExpressions": [expr("zone", "In")]}, id="In without values"),
+        pytest.param({"matchExpressions": [expr("zone", "NotIn")]}, id="NotIn without values"),
+        pytest.param({"matchExpressions": [expr("zone", "Exists", "a")]}, id="Exists with values"),
+        pytest.param({"matchExpressions": [expr("zone", "DoesNotExist", "a")]}, id="DoesNotExist with values"),
+        pytest.param({"matchExpressions": [expr("zone", "Like", "a")]}, id="unknown operator"),
+        pytest.param({"matchFields": [expr("metadata.labels", "In", "n0")]}, id="field other than metadata.name"),
+        pytest.param({"matchFields": [expr("metadata.name", "In", "n0", "n1")]}, id="field In with two names"),
+        pytest.param({"matchFields": [expr("metadata.name", "Exists")]}, id="field Exists"),
+        pytest.param({}, id="empty term"),
+        pytest.param({"matchExpressions": [], "matchFields": []}, id="term with empty lists"),
+    ],
+)
 def test_an_empty_or_invalid_term_matches_nothing_but_other_terms_still_count(bad: dict[str, Any]) -> None:
     assert names(AFFINITY_NODES, affinity_mask(AFFINITY_NODES, required(bad))) == []
     valid = {"matchExpressions": [expr("zone", "In", "b")]}
@@ -241,8 +299,17 @@ def test_a_node_added_without_labels_or_taints_gets_masks_of_the_right_length() 
     cols = columns_of(node("x", labels={"zone": "a"}))
     assert names(cols, selector_mask(cols, {"zone": "a"})) == ["x"]
     assert names(cols, taint_mask(cols, [])) == ["x"]
-    cols.upsert(NodeRecord(name="bare", allocatable=Resources({"cpu": 1000}), allocated=Resources(), version=1,
-                           owner="", unschedulable=False, node=bare))
+    cols.upsert(
+        NodeRecord(
+            name="bare",
+            allocatable=Resources({"cpu": 1000}),
+            allocated=Resources(),
+            version=1,
+            owner="",
+            unschedulable=False,
+            node=bare,
+        )
+    )
     assert names(cols, selector_mask(cols, {"zone": "a"})) == ["x"]
     assert names(cols, taint_mask(cols, [])) == ["x", "bare"]
     assert names(cols, affinity_mask(cols, required({"matchExpressions": [expr("zone", "DoesNotExist")]}))) == ["bare"]
@@ -252,16 +319,21 @@ def test_a_node_added_without_labels_or_taints_gets_masks_of_the_right_length() 
 
 
 def test_resources_fit_and_shortages_per_resource() -> None:
-    cols = NodeTable([
-        record(node("roomy", cpu="8", gpu=8)),
-        record(node("busy", cpu="8", gpu=8), used={"cpu": 7000}),
-        record(node("cpu-only", cpu="32")),
-        record(node("full", cpu="8", gpu=8), used={"cpu": 8000, "nvidia.com/gpu": 8}),
-    ])
+    cols = NodeTable(
+        [
+            record(node("roomy", cpu="8", gpu=8)),
+            record(node("busy", cpu="8", gpu=8), used={"cpu": 7000}),
+            record(node("cpu-only", cpu="32")),
+            record(node("full", cpu="8", gpu=8), used={"cpu": 8000, "nvidia.com/gpu": 8}),
+        ]
+    )
     fit, short = resources_fit(cols, Resources({"cpu": 2000, "nvidia.com/gpu": 1, "pods": 1}))
     assert names(cols, fit) == ["roomy"]
     assert {name: names(cols, m) for name, m in short.items()} == {
-        "cpu": ["busy", "full"], "nvidia.com/gpu": ["cpu-only", "full"], "pods": []}
+        "cpu": ["busy", "full"],
+        "nvidia.com/gpu": ["cpu-only", "full"],
+        "pods": [],
+    }
 
 
 def test_an_exact_fit_fits_and_zero_amounts_are_not_requests() -> None:
@@ -308,8 +380,13 @@ def cluster_of_twelve() -> tuple[NodeTable, np.ndarray[Any, np.dtype[np.bool_]]]
 GPU_POD = pod_with(
     nodeSelector={"zone": "a"},
     tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-    affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [expr("pool", "In", "train")]}]}}},
+    affinity={
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [expr("pool", "In", "train")]}]
+            }
+        }
+    },
 )
 GPU_REQUEST = Resources({"cpu": 1000, "nvidia.com/gpu": 2, "pods": 1})
 
@@ -340,10 +417,14 @@ def test_filter_agrees_with_the_single_predicates() -> None:
     fit, _ = resources_fit(cols, GPU_REQUEST)
     affinity = GPU_POD.spec.affinity
     assert affinity is not None and affinity.node_affinity is not None
-    expected = (~cols.unschedulable[: len(cols)] & ours & taint_mask(cols, GPU_POD.spec.tolerations)
-                & selector_mask(cols, GPU_POD.spec.node_selector)
-                & affinity_mask(cols, affinity.node_affinity.required_during_scheduling_ignored_during_execution)
-                & fit)
+    expected = (
+        ~cols.unschedulable[: len(cols)]
+        & ours
+        & taint_mask(cols, GPU_POD.spec.tolerations)
+        & selector_mask(cols, GPU_POD.spec.node_selector)
+        & affinity_mask(cols, affinity.node_affinity.required_during_scheduling_ignored_during_execution)
+        & fit
+    )
     assert np.array_equal(filter_nodes(cols, GPU_POD, GPU_REQUEST, allowed=ours).mask, expected)
 
 
@@ -367,22 +448,40 @@ def test_when_no_node_is_left_later_predicates_count_nothing() -> None:
     result = filter_nodes(cols, GPU_POD, Resources({"example.com/fpga": 1}), allowed=nobody)
     assert result.failed == {Predicate.UNSCHEDULABLE: 1, Predicate.SHARD: 11}
     assert result.reason() == (
-        "0/12 nodes are available: 11 node(s) belong to another scheduler's shard, 1 node(s) were unschedulable.")
+        "0/12 nodes are available: 11 node(s) belong to another scheduler's shard, 1 node(s) were unschedulable."
+    )
 
 
-@pytest.mark.parametrize(("failed", "available", "total", "expected"), [
-    ({Predicate.NODE_SELECTOR: 5, Predicate.NODE_AFFINITY: 4, "Insufficient nvidia.com/gpu": 3}, 0, 12,
-     "0/12 nodes are available: 9 node(s) didn't match Pod's node affinity/selector, 3 Insufficient nvidia.com/gpu."),
-    ({"Insufficient memory": 2, "Insufficient cpu": 2}, 1, 5,
-     "1/5 nodes are available: 2 Insufficient cpu, 2 Insufficient memory."),
-    ({}, 3, 3, "3/3 nodes are available."),
-    ({}, 0, 0, "0/0 nodes are available."),
-])
+@pytest.mark.parametrize(
+    ("failed", "available", "total", "expected"),
+    [
+        (
+            {Predicate.NODE_SELECTOR: 5, Predicate.NODE_AFFINITY: 4, "Insufficient nvidia.com/gpu": 3},
+            0,
+            12,
+            "0/12 nodes are available: 9 node(s) didn't match Pod's node affinity/selector, 3 Insufficient nvidia.com/gpu.",
+        ),
+        (
+            {"Insufficient memory": 2, "Insufficient cpu": 2},
+            1,
+            5,
+            "1/5 nodes are available: 2 Insufficient cpu, 2 Insufficient memory.",
+        ),
+        ({}, 3, 3, "3/3 nodes are available."),
+        ({}, 0, 0, "0/0 nodes are available."),
+    ],
+)
 def test_reason_text(failed: dict[str, int], available: int, total: int, expected: str) -> None:
     mask = np.arange(total) < available
     assert Filtered(mask=mask, failed=failed, total=total).reason() == expected
 
 
 def test_predicates_run_in_the_documented_order() -> None:
-    assert list(Predicate) == [Predicate.UNSCHEDULABLE, Predicate.SHARD, Predicate.TAINTS, Predicate.NODE_SELECTOR,
-                               Predicate.NODE_AFFINITY, Predicate.RESOURCES]
+    assert list(Predicate) == [
+        Predicate.UNSCHEDULABLE,
+        Predicate.SHARD,
+        Predicate.TAINTS,
+        Predicate.NODE_SELECTOR,
+        Predicate.NODE_AFFINITY,
+        Predicate.RESOURCES,
+    ]

@@ -32,10 +32,21 @@ GI = 2**30
 CPU_MEM = {"cpu": 1.0, "memory": 1.0}
 
 
-def record(name: str, allocatable: Mapping[str, int], used: Mapping[str, int] | None = None,
-           labels: Mapping[str, str] | None = None) -> NodeRecord:
-    return NodeRecord(name=name, allocatable=Resources(allocatable), allocated=Resources(used or {}), version=1,
-                      owner="", unschedulable=False, node=Node(metadata=ObjectMeta(name=name, labels=dict(labels or {}))))
+def record(
+    name: str,
+    allocatable: Mapping[str, int],
+    used: Mapping[str, int] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> NodeRecord:
+    return NodeRecord(
+        name=name,
+        allocatable=Resources(allocatable),
+        allocated=Resources(used or {}),
+        version=1,
+        owner="",
+        unschedulable=False,
+        node=Node(metadata=ObjectMeta(name=name, labels=dict(labels or {}))),
+    )
 
 
 def columns(*records: NodeRecord) -> NodeTable:
@@ -67,16 +78,19 @@ def test_binpack_prefers_the_fuller_node_and_least_allocated_the_emptier() -> No
     assert list(np.argsort(-least)) == [0, 1, 2]
 
 
-@pytest.mark.parametrize(("weights", "most", "least"), [
-    # cpu: (2000 used + 2000 asked) / 8000 = 0.5; memory: (0 + 8Gi) / 32Gi = 0.25
-    (CPU_MEM, (0.5 + 0.25) / 2, (0.5 + 0.75) / 2),
-    ({"cpu": 3.0, "memory": 1.0}, (3 * 0.5 + 0.25) / 4, (3 * 0.5 + 0.75) / 4),
-    ({"cpu": 1.0}, 0.5, 0.5),
-    ({"cpu": 1.0, "memory": 0.0}, 0.5, 0.5),
-    ({"cpu": 1.0, "nvidia.com/gpu": 1.0}, 0.25, 0.25),  # no GPUs here: the GPU term contributes 0
-    ({"cpu": 1.0, "example.com/fpga": 1.0}, 0.25, 0.25),  # a resource no node has
-    ({}, 0.0, 0.0),
-])
+@pytest.mark.parametrize(
+    ("weights", "most", "least"),
+    [
+        # cpu: (2000 used + 2000 asked) / 8000 = 0.5; memory: (0 + 8Gi) / 32Gi = 0.25
+        (CPU_MEM, (0.5 + 0.25) / 2, (0.5 + 0.75) / 2),
+        ({"cpu": 3.0, "memory": 1.0}, (3 * 0.5 + 0.25) / 4, (3 * 0.5 + 0.75) / 4),
+        ({"cpu": 1.0}, 0.5, 0.5),
+        ({"cpu": 1.0, "memory": 0.0}, 0.5, 0.5),
+        ({"cpu": 1.0, "nvidia.com/gpu": 1.0}, 0.25, 0.25),  # no GPUs here: the GPU term contributes 0
+        ({"cpu": 1.0, "example.com/fpga": 1.0}, 0.25, 0.25),  # a resource no node has
+        ({}, 0.0, 0.0),
+    ],
+)
 def test_weighted_means_count_the_request(weights: dict[str, float], most: float, least: float) -> None:
     cols = columns(record("n", {"cpu": 8000, "memory": 32 * GI, "pods": 110}, {"cpu": 2000}))
     request = Resources({"cpu": 2000, "memory": 8 * GI})
@@ -106,12 +120,15 @@ def test_a_bad_weight_is_refused_with_its_name(weight: float) -> None:
 # -- balanced allocation ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("allocatable", "used", "expected"), [
-    ({"cpu": 4000, "memory": 4 * GI}, {"cpu": 1000, "memory": GI}, 1.0),  # 50% and 50% after placing
-    ({"cpu": 4000, "memory": 4 * GI}, {"cpu": 3000}, 1 - (1.0 - 0.25) / 2),  # 100% and 25%
-    ({"cpu": 4000, "memory": 4 * GI}, {"cpu": 9000}, 1 - (1.0 - 0.25) / 2),  # cpu capped at 100%
-    ({"cpu": 4000}, {"cpu": 3000}, 1.0),  # no memory: left out, nothing to be unbalanced with
-])
+@pytest.mark.parametrize(
+    ("allocatable", "used", "expected"),
+    [
+        ({"cpu": 4000, "memory": 4 * GI}, {"cpu": 1000, "memory": GI}, 1.0),  # 50% and 50% after placing
+        ({"cpu": 4000, "memory": 4 * GI}, {"cpu": 3000}, 1 - (1.0 - 0.25) / 2),  # 100% and 25%
+        ({"cpu": 4000, "memory": 4 * GI}, {"cpu": 9000}, 1 - (1.0 - 0.25) / 2),  # cpu capped at 100%
+        ({"cpu": 4000}, {"cpu": 3000}, 1.0),  # no memory: left out, nothing to be unbalanced with
+    ],
+)
 def test_balanced_allocation(allocatable: dict[str, int], used: dict[str, int], expected: float) -> None:
     cols = columns(record("n", allocatable, used))
     request = Resources({"cpu": 1000, "memory": GI})
@@ -135,17 +152,28 @@ LABELLED = columns(
 )
 
 
-@pytest.mark.parametrize(("preferred", "expected"), [
-    ([], [0, 0, 0, 0]),
-    ([(3, {"matchExpressions": [expr("zone", "In", "a")]}), (1, {"matchExpressions": [expr("gpu", "Exists")]})],
-     [1.0, 0.75, 0.25, 0.0]),
-    ([(1, {"matchExpressions": [expr("zone", "In", "a")]}), (1, {})], [0.5, 0.5, 0.0, 0.0]),  # empty term: no match
-    ([(2, {"matchFields": [expr("metadata.name", "In", "bare")]})], [0.0, 0.0, 0.0, 1.0]),
-    ([(0, {"matchExpressions": [expr("zone", "Exists")]}), (4, {"matchExpressions": [expr("gpu", "In", "a100")]})],
-     [0.0, 0.0, 1.0, 0.0]),  # weight 0 ignored
-])
+@pytest.mark.parametrize(
+    ("preferred", "expected"),
+    [
+        ([], [0, 0, 0, 0]),
+        (
+            [(3, {"matchExpressions": [expr("zone", "In", "a")]}), (1, {"matchExpressions": [expr("gpu", "Exists")]})],
+            [1.0, 0.75, 0.25, 0.0],
+        ),
+        ([(1, {"matchExpressions": [expr("zone", "In", "a")]}), (1, {})], [0.5, 0.5, 0.0, 0.0]),  # empty term: no match
+        ([(2, {"matchFields": [expr("metadata.name", "In", "bare")]})], [0.0, 0.0, 0.0, 1.0]),
+        (
+            [
+                (0, {"matchExpressions": [expr("zone", "Exists")]}),
+                (4, {"matchExpressions": [expr("gpu", "In", "a100")]}),
+            ],
+            [0.0, 0.0, 1.0, 0.0],
+        ),  # weight 0 ignored
+    ],
+)
 def test_preferred_affinity_is_the_matched_share_of_the_weight(
-        preferred: list[tuple[int, dict[str, Any]]], expected: list[float]) -> None:
+    preferred: list[tuple[int, dict[str, Any]]], expected: list[float]
+) -> None:
     assert list(preferred_affinity(LABELLED, terms(*preferred))) == pytest.approx(expected)
 
 
@@ -157,12 +185,28 @@ def test_label_bonus_marks_nodes_with_the_label_value() -> None:
 
 def test_scores_work_on_builder_nodes_and_an_empty_cluster() -> None:
     n = node("g", cpu="8", gpu=8)
-    cols = NodeTable([NodeRecord(name="g", allocatable=n.allocatable_resources(), allocated=Resources(), version=1,
-                                   owner="", unschedulable=False, node=n)])
+    cols = NodeTable(
+        [
+            NodeRecord(
+                name="g",
+                allocatable=n.allocatable_resources(),
+                allocated=Resources(),
+                version=1,
+                owner="",
+                unschedulable=False,
+                node=n,
+            )
+        ]
+    )
     assert most_allocated(cols, {"nvidia.com/gpu": 4}, {"nvidia.com/gpu": 1.0})[0] == 0.5
     empty = NodeTable()
-    for score in (most_allocated(empty, SMALL, CPU_MEM), least_allocated(empty, SMALL, CPU_MEM),
-                  balanced_allocation(empty, SMALL), preferred_affinity(empty, terms()), label_bonus(empty, "k", "v")):
+    for score in (
+        most_allocated(empty, SMALL, CPU_MEM),
+        least_allocated(empty, SMALL, CPU_MEM),
+        balanced_allocation(empty, SMALL),
+        preferred_affinity(empty, terms()),
+        label_bonus(empty, "k", "v"),
+    ):
         assert score.shape == (0,)
 
 
@@ -175,22 +219,33 @@ node_figures = st.tuples(
     st.dictionaries(st.sampled_from(RESOURCES), amounts),
     st.sampled_from(["a", "b", "c"]),
 )
-weights_st = st.dictionaries(st.sampled_from(RESOURCES + ("pods",)),
-                             st.one_of(st.just(0.0), st.floats(1e-6, 1e6), st.integers(1, 100).map(float)))
+weights_st = st.dictionaries(
+    st.sampled_from(RESOURCES + ("pods",)),
+    st.one_of(st.just(0.0), st.floats(1e-6, 1e6), st.integers(1, 100).map(float)),
+)
 preferred_st = st.lists(st.tuples(st.integers(1, 100), st.sampled_from(["a", "b", "z"])), max_size=4)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(node_figures, max_size=12), st.dictionaries(st.sampled_from(RESOURCES), amounts), weights_st,
-       preferred_st)
+@given(
+    st.lists(node_figures, max_size=12), st.dictionaries(st.sampled_from(RESOURCES), amounts), weights_st, preferred_st
+)
 def test_every_score_stays_in_the_unit_interval(
-        figures: list[tuple[dict[str, int], dict[str, int], str]], request: dict[str, int],
-        weights: dict[str, float], preferred: list[tuple[int, str]]) -> None:
+    figures: list[tuple[dict[str, int], dict[str, int], str]],
+    request: dict[str, int],
+    weights: dict[str, float],
+    preferred: list[tuple[int, str]],
+) -> None:
     cols = columns(*(record(f"n{i}", alloc, used, {"zone": zone}) for i, (alloc, used, zone) in enumerate(figures)))
     pref = terms(*((w, {"matchExpressions": [expr("zone", "In", zone)]}) for w, zone in preferred))
-    for score in (most_allocated(cols, request, weights), least_allocated(cols, request, weights),
-                  balanced_allocation(cols, request), balanced_allocation(cols, request, RESOURCES),
-                  preferred_affinity(cols, pref), label_bonus(cols, "zone", "a")):
+    for score in (
+        most_allocated(cols, request, weights),
+        least_allocated(cols, request, weights),
+        balanced_allocation(cols, request),
+        balanced_allocation(cols, request, RESOURCES),
+        preferred_affinity(cols, pref),
+        label_bonus(cols, "zone", "a"),
+    ):
         assert score.shape == (len(figures),) and score.dtype == np.float64
         assert np.all((score >= 0.0) & (score <= 1.0)), score
 
@@ -221,11 +276,14 @@ def test_kube_normalize_scales_to_the_largest_count() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(node_figures, max_size=12), st.dictionaries(st.sampled_from(RESOURCES), amounts))
-def test_kube_scores_are_integers_in_0_to_100(figures: list[tuple[dict[str, int], dict[str, int], str]],
-                                              request: dict[str, int]) -> None:
+def test_kube_scores_are_integers_in_0_to_100(
+    figures: list[tuple[dict[str, int], dict[str, int], str]], request: dict[str, int]
+) -> None:
     cols = columns(*(record(f"n{i}", alloc, used, {"zone": zone}) for i, (alloc, used, zone) in enumerate(figures)))
-    for score in (requested_score(cols, request, {"cpu": 50, "memory": 50}, most=False),
-                  requested_score(cols, request, {"cpu": 1, "memory": 1, "nvidia.com/gpu": 3}, most=True),
-                  balanced_resource_score(cols, request)):
+    for score in (
+        requested_score(cols, request, {"cpu": 50, "memory": 50}, most=False),
+        requested_score(cols, request, {"cpu": 1, "memory": 1, "nvidia.com/gpu": 3}, most=True),
+        balanced_resource_score(cols, request),
+    ):
         assert score.shape == (len(figures),) and score.dtype == np.float64
         assert np.all((score >= 0) & (score <= 100) & (score == np.floor(score))), score

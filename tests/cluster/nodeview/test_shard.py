@@ -17,8 +17,18 @@ from tests.builders import node
 
 
 def columns(owners: dict[str, str]) -> NodeTable:
-    return NodeTable(NodeRecord(name=n, allocatable=Resources({"cpu": 1000}), allocated=Resources(), version=1, owner=o,
-                                  unschedulable=False, node=node(n)) for n, o in owners.items())
+    return NodeTable(
+        NodeRecord(
+            name=n,
+            allocatable=Resources({"cpu": 1000}),
+            allocated=Resources(),
+            version=1,
+            owner=o,
+            unschedulable=False,
+            node=node(n),
+        )
+        for n, o in owners.items()
+    )
 
 
 def test_modes() -> None:

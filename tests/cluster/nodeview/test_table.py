@@ -11,19 +11,43 @@ from cluster.store.records import NodeRecord
 from tests.builders import node
 
 
-def record(name: str, *, cpu: int = 8000, used: int = 0, gpu: int = 0, version: int = 1, unsched: bool = False) -> NodeRecord:
+def record(
+    name: str, *, cpu: int = 8000, used: int = 0, gpu: int = 0, version: int = 1, unsched: bool = False
+) -> NodeRecord:
     alloc = {"cpu": cpu, "memory": 2**35, "pods": 110}
     if gpu:
         alloc["nvidia.com/gpu"] = gpu
-    return NodeRecord(name=name, allocatable=Resources(alloc), allocated=Resources({"cpu": used}), version=version,
-                      owner="", unschedulable=unsched, node=node(name))
+    return NodeRecord(
+        name=name,
+        allocatable=Resources(alloc),
+        allocated=Resources({"cpu": used}),
+        version=version,
+        owner="",
+        unschedulable=unsched,
+        node=node(name),
+    )
 
 
 def test_fits_checks_every_resource_and_schedulability() -> None:
     cols = NodeTable([record("a"), record("b", used=7500), record("c", gpu=4), record("d", unsched=True)])
-    assert list(fitting(cols, Resources({"cpu": 1000, "pods": 1})) & ~cols.unschedulable[: len(cols)]) == [True, False, True, False]
-    assert list(fitting(cols, Resources({"nvidia.com/gpu": 2, "pods": 1})) & ~cols.unschedulable[: len(cols)]) == [False, False, True, False]
-    assert list(fitting(cols, Resources({"example.com/fpga": 1})) & ~cols.unschedulable[: len(cols)]) == [False, False, False, False]
+    assert list(fitting(cols, Resources({"cpu": 1000, "pods": 1})) & ~cols.unschedulable[: len(cols)]) == [
+        True,
+        False,
+        True,
+        False,
+    ]
+    assert list(fitting(cols, Resources({"nvidia.com/gpu": 2, "pods": 1})) & ~cols.unschedulable[: len(cols)]) == [
+        False,
+        False,
+        True,
+        False,
+    ]
+    assert list(fitting(cols, Resources({"example.com/fpga": 1})) & ~cols.unschedulable[: len(cols)]) == [
+        False,
+        False,
+        False,
+        False,
+    ]
 
 
 def test_remove_keeps_rows_dense_and_growth_keeps_data() -> None:
@@ -50,5 +74,3 @@ def test_stale_figures_do_not_overwrite_newer_ones() -> None:
     assert cols.allocated[0, 0] == 100
     cols.set_figures("a", Resources({"cpu": 8000}), Resources({"cpu": 9}), 6, False)
     assert cols.allocated[0, 0] == 9 and cols.version[0] == 6
-
-

@@ -24,14 +24,18 @@ def test_the_flag_wins_then_the_environment_then_a_file_then_the_default(tmp_pat
     assert resolve_redis_url(args(), {}) == DEFAULT_REDIS_URL
 
 
-@pytest.mark.parametrize(("a", "env", "needle"), [
-    (args(path="/nonexistent/url"), {}, "--redis-url-file: /nonexistent/url"),
-    (args(), {"CALDERA_REDIS_URL_FILE": "/nonexistent/url"}, "$CALDERA_REDIS_URL_FILE: /nonexistent/url"),
-    (args("http://x"), {}, "--redis-url: 'http://x' is not a Redis URL"),
-    (args(), {"CALDERA_REDIS_URL": "localhost:6379"}, "$CALDERA_REDIS_URL: 'localhost:6379' is not a Redis URL"),
-])
-def test_a_bad_url_or_file_is_one_message_naming_where_it_came_from(a: argparse.Namespace, env: dict[str, str],
-                                                                     needle: str) -> None:
+@pytest.mark.parametrize(
+    ("a", "env", "needle"),
+    [
+        (args(path="/nonexistent/url"), {}, "--redis-url-file: /nonexistent/url"),
+        (args(), {"CALDERA_REDIS_URL_FILE": "/nonexistent/url"}, "$CALDERA_REDIS_URL_FILE: /nonexistent/url"),
+        (args("http://x"), {}, "--redis-url: 'http://x' is not a Redis URL"),
+        (args(), {"CALDERA_REDIS_URL": "localhost:6379"}, "$CALDERA_REDIS_URL: 'localhost:6379' is not a Redis URL"),
+    ],
+)
+def test_a_bad_url_or_file_is_one_message_naming_where_it_came_from(
+    a: argparse.Namespace, env: dict[str, str], needle: str
+) -> None:
     with pytest.raises(ValueError, match="^" + needle.replace("$", r"\$").replace("(", r"\(").replace(")", r"\)")):
         resolve_redis_url(a, env)
 

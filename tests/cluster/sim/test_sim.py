@@ -45,9 +45,15 @@ async def test_committed_pods_run_for_their_duration_then_free_the_node(store: S
     task = asyncio.create_task(sim.run())
     binder = Binder(store.client, store.keys, "s")
     version = (await store.get_nodes(["gpu-00000"]))["gpu-00000"].version
-    results = await binder.commit([Placement(uid=p.uid, node="gpu-00000", request=p.request(), version=version) for p in pods])
+    results = await binder.commit(
+        [Placement(uid=p.uid, node="gpu-00000", request=p.request(), version=version) for p in pods]
+    )
     assert all(isinstance(r, Committed) for r in results)
-    failures = await bind_committed(binder, SimBindTarget(store), [Binding(uid=p.uid, namespace="default", name=p.name, node="gpu-00000") for p in pods])
+    failures = await bind_committed(
+        binder,
+        SimBindTarget(store),
+        [Binding(uid=p.uid, namespace="default", name=p.name, node="gpu-00000") for p in pods],
+    )
     assert failures == [None, None]
     for _ in range(100):
         recs = await store.get_pods([p.uid for p in pods])
@@ -75,7 +81,9 @@ async def test_a_failed_bind_releases_and_requeues(store: Store) -> None:
     [r] = await binder.commit([Placement(uid=p.uid, node="gpu-00001", request=p.request(), version=0)])
     assert isinstance(r, Committed)
     # The pod is bound in the store to gpu-00001, but the binding names another node: the target refuses.
-    [failure] = await bind_committed(binder, SimBindTarget(store), [Binding(uid=p.uid, namespace="default", name=p.name, node="gpu-00000")])
+    [failure] = await bind_committed(
+        binder, SimBindTarget(store), [Binding(uid=p.uid, namespace="default", name=p.name, node="gpu-00000")]
+    )
     assert failure is not None and "gpu-00001" in failure.reason
     assert await store.pending("s") == [p.uid]
     assert (await store.get_nodes(["gpu-00001"]))["gpu-00001"].allocated == Resources()

@@ -35,11 +35,16 @@ t4-0,96000,786432,2,T4
 v100-0,96000,786432,8,V100M16
 v100-1,96000,786432,8,V100M32
 """
-POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
-PODS = POD_HEADER + """late,1000,2048,0,0,,BE,Running,30.5,40,30.5
+POD_HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+)
+PODS = (
+    POD_HEADER
+    + """late,1000,2048,0,0,,BE,Running,30.5,40,30.5
 whole,12000,16384,2,1000,,LS,Running,10,,10
 share,6000,12288,1,460,V100M16|V100M32,LS,Pending,10,20,
 """
+)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -49,8 +54,20 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def columns_of(nodes: list[Node]) -> NodeTable:
-    return NodeTable([NodeRecord(name=n.name, allocatable=n.allocatable_resources(), allocated=Resources(),
-                                   version=1, owner="", unschedulable=n.unschedulable, node=n) for n in nodes])
+    return NodeTable(
+        [
+            NodeRecord(
+                name=n.name,
+                allocatable=n.allocatable_resources(),
+                allocated=Resources(),
+                version=1,
+                owner="",
+                unschedulable=n.unschedulable,
+                node=n,
+            )
+            for n in nodes
+        ]
+    )
 
 
 def pod_named(pods: list[TracePod], name: str) -> TracePod:
@@ -61,8 +78,13 @@ def test_nodes_offer_cpu_memory_pods_and_gpus_in_whole_and_milli_with_a_model_la
     nodes = read_nodes(write(tmp_path, "nodes.csv", NODES))
     assert [n.name for n in nodes] == ["cpu-0", "t4-0", "v100-0", "v100-1"]
     assert nodes[0].allocatable_resources() == {"cpu": 32000, "memory": 262144 * 2**20, "pods": 110}
-    assert nodes[1].allocatable_resources() == {"cpu": 96000, "memory": 786432 * 2**20, "pods": 110,
-                                                GPU: 2, GPU_MILLI: 2000}
+    assert nodes[1].allocatable_resources() == {
+        "cpu": 96000,
+        "memory": 786432 * 2**20,
+        "pods": 110,
+        GPU: 2,
+        GPU_MILLI: 2000,
+    }
     assert GPU_MODEL_LABEL not in nodes[0].labels
     assert nodes[1].labels[GPU_MODEL_LABEL] == "T4"
     assert nodes[1].labels["kubernetes.io/hostname"] == "t4-0"
@@ -70,8 +92,11 @@ def test_nodes_offer_cpu_memory_pods_and_gpus_in_whole_and_milli_with_a_model_la
 
 def test_pods_come_in_creation_order_with_times_qos_and_phase(tmp_path: Path) -> None:
     pods = read_pods(write(tmp_path, "pods.csv", PODS))
-    assert [(p.name, p.created, p.deleted) for p in pods] == [("share", 10.0, 20.0), ("whole", 10.0, None),
-                                                              ("late", 30.5, 40.0)]
+    assert [(p.name, p.created, p.deleted) for p in pods] == [
+        ("share", 10.0, 20.0),
+        ("whole", 10.0, None),
+        ("late", 30.5, 40.0),
+    ]
     assert (pods[0].qos, pods[0].phase) == ("LS", "Pending")
 
 
@@ -84,13 +109,20 @@ def test_whole_gpus_count_in_milli_too_and_a_share_asks_only_milli(tmp_path: Pat
 
 def test_whole_and_shared_gpus_draw_on_one_per_node_total(tmp_path: Path) -> None:
     nodes = read_nodes(write(tmp_path, "nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn,96000,786432,1,T4\n"))
-    pods = read_pods(write(tmp_path, "pods.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
-                                                 "share,1000,1024,1,500\nwhole,1000,1024,1,1000\n"))
+    pods = read_pods(
+        write(
+            tmp_path,
+            "pods.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nshare,1000,1024,1,500\nwhole,1000,1024,1,1000\n",
+        )
+    )
     cols = columns_of(nodes)
     share, whole = (to_pod(pod_named(pods, n), "s") for n in ("share", "whole"))
     assert filter_nodes(cols, whole, whole.request()).available == 1
     cols.take("n", share.request())
-    assert filter_nodes(cols, whole, whole.request()).reason() == f"0/1 nodes are available: 1 Insufficient {GPU_MILLI}."
+    assert (
+        filter_nodes(cols, whole, whole.request()).reason() == f"0/1 nodes are available: 1 Insufficient {GPU_MILLI}."
+    )
 
 
 def test_gpu_spec_is_required_affinity_that_the_predicates_honour(tmp_path: Path) -> None:
@@ -120,7 +152,9 @@ def test_five_column_file_reads_with_everything_created_at_zero(tmp_path: Path) 
     text = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nb,8000,30720,8,1000\na,4000,15360,1,250\n"
     pods = read_pods(write(tmp_path, "multigpu50.csv", text))
     assert [(p.name, p.created, p.deleted, p.qos, p.phase, p.gpu_models) for p in pods] == [
-        ("a", 0.0, None, "", "", ()), ("b", 0.0, None, "", "", ())]
+        ("a", 0.0, None, "", "", ()),
+        ("b", 0.0, None, "", "", ()),
+    ]
     assert pods[1].requests[GPU] == "8"
 
 
@@ -139,18 +173,23 @@ def test_mapping_sends_named_qos_classes_and_star_takes_the_rest() -> None:
     assert scheduler_for(TracePod(name="p", created=0, deleted=None, requests={}), custom) == "c"
 
 
-EXPECTED_FORM = "(expected QOS=SCHEDULER pairs separated by commas, with * for every other qos, e.g. LS=agent-scheduler,*=volcano)"
+EXPECTED_FORM = (
+    "(expected QOS=SCHEDULER pairs separated by commas, with * for every other qos, e.g. LS=agent-scheduler,*=volcano)"
+)
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("LS=a", "no *=SCHEDULER for the other qos classes (every pod must go to some scheduler)"),
-    ("", '"" is not QOS=SCHEDULER'),
-    ("LS=a,,*=b", '"" is not QOS=SCHEDULER'),
-    ("LS,*=b", '"LS" is not QOS=SCHEDULER'),
-    ("LS=,*=b", '"LS=" is not QOS=SCHEDULER'),
-    ("=a,*=b", '"=a" is not QOS=SCHEDULER'),
-    ("LS=a,LS=b,*=c", "LS is given twice"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("LS=a", "no *=SCHEDULER for the other qos classes (every pod must go to some scheduler)"),
+        ("", '"" is not QOS=SCHEDULER'),
+        ("LS=a,,*=b", '"" is not QOS=SCHEDULER'),
+        ("LS,*=b", '"LS" is not QOS=SCHEDULER'),
+        ("LS=,*=b", '"LS=" is not QOS=SCHEDULER'),
+        ("=a,*=b", '"=a" is not QOS=SCHEDULER'),
+        ("LS=a,LS=b,*=c", "LS is given twice"),
+    ],
+)
 def test_bad_mapping_says_what_is_wrong_and_the_accepted_form(text: str, problem: str) -> None:
     with pytest.raises(ValueError) as e:
         parse_mapping(text)
@@ -160,23 +199,28 @@ def test_bad_mapping_says_what_is_wrong_and_the_accepted_form(text: str, problem
 SHORT_POD = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time,gpu_spec\n"
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ("p,1000,1024,x,0,0,,", 'num_gpu "x" is not a whole number (expected 0 or more)'),
-    ("p,-5,1024,0,0,0,,", 'cpu_milli "-5" is negative (expected 0 or more)'),
-    ("p,1000,1.5,0,0,0,,", 'memory_mib "1.5" is not a whole number (expected 0 or more)'),
-    ("p,1000,1024,1,1001,0,,", 'gpu_milli "1001" is more than 1000 (expected 0 to 1000)'),
-    ("p,1000,1024,1,-1,0,,", 'gpu_milli "-1" is negative (expected 0 to 1000)'),
-    ("p,1000,1024,0,0,soon,,", 'creation_time "soon" is not a number of seconds (expected 0 or more, e.g. 12.5)'),
-    ("p,1000,1024,0,0,nan,,", 'creation_time "nan" is not a number of seconds (expected 0 or more, e.g. 12.5)'),
-    ("p,1000,1024,0,0,-1,,", 'creation_time "-1" is negative (expected seconds, 0 or more)'),
-    ("p,1000,1024,0,0,,,", 'creation_time "" is empty (expected seconds, 0 or more)'),
-    ("p,1000,1024,0,0,10,5,", 'deletion_time "5" is before creation_time "10" (expected empty or no earlier)'),
-    ("p,1000,1024,1,1000,0,,T4||G2", 'gpu_spec "T4||G2" has an empty model (expected GPU models separated by |, '
-                                    'e.g. V100M16|V100M32)'),
-    (",1000,1024,0,0,0,,", 'name "" is empty (expected a name)'),
-    ("ok,1,1,0,0,0,,\np,1000,1024", "3 values, but the header has 8 columns (expected one value per column)"),
-    ("p,1,1,0,0,0,,\np,1,1,0,0,0,,", 'name "p" repeats line 2 (expected each name once)'),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("p,1000,1024,x,0,0,,", 'num_gpu "x" is not a whole number (expected 0 or more)'),
+        ("p,-5,1024,0,0,0,,", 'cpu_milli "-5" is negative (expected 0 or more)'),
+        ("p,1000,1.5,0,0,0,,", 'memory_mib "1.5" is not a whole number (expected 0 or more)'),
+        ("p,1000,1024,1,1001,0,,", 'gpu_milli "1001" is more than 1000 (expected 0 to 1000)'),
+        ("p,1000,1024,1,-1,0,,", 'gpu_milli "-1" is negative (expected 0 to 1000)'),
+        ("p,1000,1024,0,0,soon,,", 'creation_time "soon" is not a number of seconds (expected 0 or more, e.g. 12.5)'),
+        ("p,1000,1024,0,0,nan,,", 'creation_time "nan" is not a number of seconds (expected 0 or more, e.g. 12.5)'),
+        ("p,1000,1024,0,0,-1,,", 'creation_time "-1" is negative (expected seconds, 0 or more)'),
+        ("p,1000,1024,0,0,,,", 'creation_time "" is empty (expected seconds, 0 or more)'),
+        ("p,1000,1024,0,0,10,5,", 'deletion_time "5" is before creation_time "10" (expected empty or no earlier)'),
+        (
+            "p,1000,1024,1,1000,0,,T4||G2",
+            'gpu_spec "T4||G2" has an empty model (expected GPU models separated by |, e.g. V100M16|V100M32)',
+        ),
+        (",1000,1024,0,0,0,,", 'name "" is empty (expected a name)'),
+        ("ok,1,1,0,0,0,,\np,1000,1024", "3 values, but the header has 8 columns (expected one value per column)"),
+        ("p,1,1,0,0,0,,\np,1,1,0,0,0,,", 'name "p" repeats line 2 (expected each name once)'),
+    ],
+)
 def test_bad_pod_row_names_file_line_column_value_and_what_is_accepted(tmp_path: Path, row: str, message: str) -> None:
     path = write(tmp_path, "pods.csv", SHORT_POD + row + "\n")
     line = 1 + len(row.splitlines())
@@ -185,11 +229,14 @@ def test_bad_pod_row_names_file_line_column_value_and_what_is_accepted(tmp_path:
     assert str(e.value) == f"{path} line {line}: {message}"
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ("n,32000,1024,two,T4", 'gpu "two" is not a whole number (expected 0 or more)'),
-    ("n,32000,-1,0,", 'memory_mib "-1" is negative (expected 0 or more)'),
-    ("n,1,1,0,\nn,1,1,0,", 'sn "n" repeats line 2 (expected each name once)'),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("n,32000,1024,two,T4", 'gpu "two" is not a whole number (expected 0 or more)'),
+        ("n,32000,-1,0,", 'memory_mib "-1" is negative (expected 0 or more)'),
+        ("n,1,1,0,\nn,1,1,0,", 'sn "n" repeats line 2 (expected each name once)'),
+    ],
+)
 def test_bad_node_row_names_file_line_column_value_and_what_is_accepted(tmp_path: Path, row: str, message: str) -> None:
     path = write(tmp_path, "nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\n" + row + "\n")
     with pytest.raises(ValueError) as e:
@@ -199,8 +246,9 @@ def test_bad_node_row_names_file_line_column_value_and_what_is_accepted(tmp_path
 
 def test_missing_column_is_named_with_the_header_found(tmp_path: Path) -> None:
     path = write(tmp_path, "pods.csv", "name,cpu_milli,memory_mib,num_gpu\np,1,1,0\n")
-    with pytest.raises(ValueError, match=re.escape(f'{path}: no column "gpu_milli" '
-                                                   "(header found: name,cpu_milli,memory_mib,num_gpu)")):
+    with pytest.raises(
+        ValueError, match=re.escape(f'{path}: no column "gpu_milli" (header found: name,cpu_milli,memory_mib,num_gpu)')
+    ):
         read_pods(path)
     nodes = write(tmp_path, "nodes.csv", "sn,cpu_milli,memory_mib,gpu\n")
     with pytest.raises(ValueError, match=re.escape('no column "model"')):

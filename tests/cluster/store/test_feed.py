@@ -21,9 +21,12 @@ async def test_every_write_is_one_entry_with_consecutive_versions(store: Store) 
     changes = await reader.read(block_ms=None)
     assert reader.position == await store.version() == 4
     assert [(c.kind, c.name, c.deleted) for c in changes] == [
-        (Kind.NODE, "n1", False), (Kind.NODE, "n2", False),
-        (Kind.POD, "uid-a", False), (Kind.NODE, "n1", False),
-        (Kind.NODE, "n1", False), (Kind.POD, "uid-a", True),
+        (Kind.NODE, "n1", False),
+        (Kind.NODE, "n2", False),
+        (Kind.POD, "uid-a", False),
+        (Kind.NODE, "n1", False),
+        (Kind.NODE, "n1", False),
+        (Kind.POD, "uid-a", True),
     ]
 
 
@@ -62,7 +65,9 @@ async def test_informer_lists_then_follows_and_relists_after_a_trim(store: Store
 
 
 @pytest.mark.parametrize("settle_s, at_most", [(0.0, None), (0.3, 2)])
-async def test_a_settling_informer_reads_a_busy_feed_in_few_steps(store: Store, settle_s: float, at_most: int | None) -> None:
+async def test_a_settling_informer_reads_a_busy_feed_in_few_steps(
+    store: Store, settle_s: float, at_most: int | None
+) -> None:
     """Changes written while the informer settles after a read come in one update, not one each."""
     informer = Informer(store, [Kind.POD], block_ms=50, settle_s=settle_s)
     updates = informer.updates()

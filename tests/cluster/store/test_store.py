@@ -35,7 +35,9 @@ async def test_a_pod_seen_before_its_node_is_accounted_when_the_node_appears(sto
 
 async def test_finished_and_deleted_pods_return_their_resources(store: Store) -> None:
     await store.upsert_nodes([node("n1")])
-    await store.upsert_pods([pod("a", cpu="1", node="n1", phase="Running"), pod("b", cpu="2", node="n1", phase="Running")])
+    await store.upsert_pods(
+        [pod("a", cpu="1", node="n1", phase="Running"), pod("b", cpu="2", node="n1", phase="Running")]
+    )
     await store.upsert_pods([pod("a", cpu="1", node="n1", phase="Succeeded")])
     assert (await store.get_nodes(["n1"]))["n1"].allocated["cpu"] == 2000
     await store.delete_pods(["uid-b"])
@@ -68,8 +70,10 @@ async def test_a_bad_quantity_changes_nothing(store: Store) -> None:
     await store.upsert_nodes([node("n1")])
     before = await dump(store)
     bad = pod("bad")
-    container = msgspec.structs.replace(bad.spec.containers[0], resources=msgspec.structs.replace(
-        bad.spec.containers[0].resources, requests={"cpu": "1.2.3"}))
+    container = msgspec.structs.replace(
+        bad.spec.containers[0],
+        resources=msgspec.structs.replace(bad.spec.containers[0].resources, requests={"cpu": "1.2.3"}),
+    )
     bad = msgspec.structs.replace(bad, spec=msgspec.structs.replace(bad.spec, containers=[container]))
     with pytest.raises(QuantityError, match=r"cpu.*'1\.2\.3'"):
         await store.upsert_pods([pod("good"), bad])
