@@ -34,9 +34,9 @@ from batch_scheduler.plugin_set import PluginSet
 from batch_scheduler.tasks import TaskInfo
 from cluster.model.resources import Resources
 from cluster.nodeview.fit import fitting
+from cluster.nodeview.shard import preference_penalty
 from cluster.nodeview.table import Mask
 
-RANK_PENALTY = 1e9  # far above any sum of plugin scores
 MAX_TEMPLATES = 64
 MAX_LEVELS = 16  # beyond this many of its own tasks on one node, a node is scored on its own
 Values = npt.NDArray[np.float64]
@@ -66,7 +66,7 @@ class _Template:
 class Chooser:
     def __init__(self, ssn: ChoosingSession) -> None:
         self.ssn = ssn
-        self.penalty = ssn.rank.astype(np.float64) * RANK_PENALTY
+        self.penalty = preference_penalty(ssn.rank)
         self.templates: dict[Template, _Template] = {}
         self.changes: list[tuple[int, Template, int]] = []  # (node row, template placed or removed, +1/−1)
 

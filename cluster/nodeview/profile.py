@@ -4,10 +4,11 @@ As kube-scheduler runs several schedulerNames as profiles of one framework, cald
 schedulers judge nodes through the same extension points: a :class:`Filter` says where a
 pod may go (with the reason it may go nowhere), each :class:`Score` rates the nodes the
 filter left, and a :class:`Select` picks one. Shard preference is applied once, between
-scoring and selection (:func:`cluster.nodeview.shard.preference_penalty`): a node of a
-worse shard rank never beats one of a better rank. The agent scheduler's profile is
-predicates; binpack or least-allocated plus the warmup and partition bonuses; a seeded
-top-K draw (:func:`agent_profile` builds it). Plugins here are pure: given the table, the
+scoring and selection: only the nodes of the best shard rank (own, unowned, others) are
+selected from — the same order the batch chooser applies as a penalty
+(:func:`cluster.nodeview.shard.preference_penalty`). The agent scheduler's profile is
+predicates; binpack or least-allocated, plus the warmup and partition bonuses (node-only
+scores, summed once per table topology); a seeded top-K draw (:func:`agent_profile` builds it). Plugins here are pure: given the table, the
 pod and its request, they return the same arrays.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -28,7 +29,6 @@ from cluster.nodeview.predicates import Filtered, filter_nodes
 from cluster.nodeview.scores import label_bonus, least_allocated, most_allocated
 from cluster.nodeview.shard import (
     ShardingMode,
-    preference_penalty,
     shard_feasible,
     shard_rank,
 )
@@ -49,6 +49,13 @@ class Score(Protocol):
     """How good each of ``rows`` is for the pod (higher is better)."""
 
     def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values: ...
+
+
+class Bonus(Protocol):
+    """A score that depends on the node alone (its labels, its name), not on the pod: summed once per
+    topology of the table and added to every pod's score."""
+
+    def bonus(self, table: NodeTable) -> Values: ...
 
 
 class Select(Protocol):
@@ -94,7 +101,8 @@ class Allocated:
 
     def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values:
         fn = most_allocated if self.most else least_allocated
-        return fn(table, request, self.weights, nodes=rows)
+        # Over every node, then the rows: contiguous columns beat gathering when most rows remain.
+        return fn(table, request, self.weights)[rows]
 
 
 @dataclass(frozen=True)
@@ -105,13 +113,8 @@ class LabelBonus:
     value: str
     weight: float
 
-    def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values:
-        bonus = _standing(
-            table,
-            ("label-bonus", self.key, self.value, self.weight),
-            lambda: label_bonus(table, self.key, self.value) * self.weight,
-        )
-        return bonus[rows]
+    def bonus(self, table: NodeTable) -> Values:
+        return label_bonus(table, self.key, self.value) * self.weight
 
 
 @dataclass(frozen=True)
@@ -123,12 +126,9 @@ class PartitionBonus:
     workers: int
     weight: float
 
-    def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values:
-        def compute() -> Values:
-            mine: Values = (table.name_hash[: len(table)] % self.workers == self.worker) * float(self.weight)
-            return mine
-
-        return _standing(table, ("partition", self.worker, self.workers, self.weight), compute)[rows]
+    def bonus(self, table: NodeTable) -> Values:
+        mine: Values = (table.name_hash[: len(table)] % self.workers == self.worker) * float(self.weight)
+        return mine
 
 
 @dataclass(frozen=True)
@@ -145,13 +145,27 @@ class TopK:
 
 @dataclass(frozen=True)
 class Profile:
-    """Filter, then score (the first score plus the sum of the others), prefer the best shard rank, select."""
+    """Filter; score (the sum of the scores, plus the sum of the bonuses); prefer the best shard rank; select."""
 
     filter: Filter
     scores: Sequence[Score]
+    bonuses: tuple[Bonus, ...]
     select: Select
     scheduler: str
     sharding: ShardingMode
+    _rank_key: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _bonus_key: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def _bonus(self, table: NodeTable) -> Values:
+        total = np.zeros(len(table), dtype=np.float64)
+        for b in self.bonuses:
+            total = total + b.bonus(table)
+        return total
+
+    def __post_init__(self) -> None:
+        # Memo keys built once: hashing the plugins' dataclasses on every pod costs more than the lookup.
+        object.__setattr__(self, "_rank_key", ("shard-rank", self.scheduler, str(self.sharding)))
+        object.__setattr__(self, "_bonus_key", ("bonus", repr(self.bonuses)))
 
     def place(self, table: NodeTable, pod: Pod, request: Resources, rng: random.Random) -> int | Filtered:
         """The row to place the pod on, or the filter's verdict when no node is feasible."""
@@ -159,19 +173,14 @@ class Profile:
         rows = np.flatnonzero(filtered.mask)
         if not len(rows):
             return filtered
-        penalty = _standing(
-            table,
-            ("shard-penalty", self.scheduler, self.sharding),
-            lambda: preference_penalty(shard_rank(table, self.scheduler, self.sharding)),
-        )
-        best = penalty[rows]
-        rows = rows[best == best.min()]
+        rank = _standing(table, self._rank_key, lambda: shard_rank(table, self.scheduler, self.sharding))
+        tiers = rank[rows]
+        rows = rows[tiers == tiers.min()]
         values = self.scores[0].score(table, pod, request, rows)
-        if len(self.scores) > 1:
-            extra = self.scores[1].score(table, pod, request, rows)
-            for s in self.scores[2:]:
-                extra = extra + s.score(table, pod, request, rows)
-            values = values + extra
+        for s in self.scores[1:]:
+            values = values + s.score(table, pod, request, rows)
+        if self.bonuses:
+            values = values + _standing(table, self._bonus_key, lambda: self._bonus(table))[rows]
         return self.select.select(rows, values, rng)
 
 
@@ -188,12 +197,13 @@ def agent_profile(
     candidates: int,
 ) -> Profile:
     """The agent scheduler's profile (see the module docstring)."""
-    scores: list[Score] = [Allocated(weights=weights, most=binpack), LabelBonus(WARMUP_LABEL, "true", warmup_bonus)]
+    bonuses: list[Bonus] = [LabelBonus(WARMUP_LABEL, "true", warmup_bonus)]
     if workers > 1:
-        scores.append(PartitionBonus(worker=worker, workers=workers, weight=partition_bonus))
+        bonuses.append(PartitionBonus(worker=worker, workers=workers, weight=partition_bonus))
     return Profile(
         filter=Predicates(scheduler, sharding),
-        scores=tuple(scores),
+        scores=(Allocated(weights=weights, most=binpack),),
+        bonuses=tuple(bonuses),
         select=TopK(candidates),
         scheduler=scheduler,
         sharding=sharding,
