@@ -20,7 +20,6 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -29,6 +28,7 @@ from batch_scheduler.cache import BatchCache
 from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.reasons import EVICTING, PendingReason
+from batch_scheduler.report import SessionReport, observe
 from batch_scheduler.session import Session
 from batch_scheduler.session_input import SessionConfig
 from batch_scheduler.status import (
@@ -38,7 +38,6 @@ from batch_scheduler.status import (
     same_status,
 )
 from batch_scheduler.tasks import TaskInfo, TaskStatus
-from batch_scheduler.vector import Vector
 from binder.bind import BindTarget, Evictor, bind_committed
 from binder.commit import Binder
 from binder.metrics import BinderMetrics
@@ -60,21 +59,6 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     period: float = 1.0
     conf_path: str | None = None
     kube: KubeConnection | None = None  # None: bind and evict in the simulator
-
-
-@dataclass
-class SessionReport:
-    """What one session did (for metrics, dry-run and the bench)."""
-
-    seconds: float = 0.0
-    committed: int = 0  # pods
-    jobs_started: int = 0
-    conflicts: int = 0  # pods in gang batches the binder refused
-    evicted: int = 0
-    pending: int = 0
-    actions: dict[str, float] = field(default_factory=dict)
-    session: Session | None = None
-    allocated: dict[str, Vector] = field(default_factory=dict)  # per queue, what its jobs hold after the session
 
 
 def _now_text(wall: Callable[[], float]) -> str:
@@ -193,7 +177,8 @@ class BatchScheduler:
         await self._commit(ssn, report)
         await self._write_back(ssn, report)
         report.seconds = self.clock() - start
-        self._observe(ssn, report)
+        if self.metrics is not None:
+            observe(self.metrics, ssn, report, self.cache.phases)
         self.sessions += 1
         self.conflicts += report.conflicts
         if self.last is not None and self.last.session is not None:
@@ -381,31 +366,3 @@ class BatchScheduler:
             await self.store.set_reasons(name, changed)
             await self.store.clear_reasons(name, gone)
             self.reasons[name] = reasons
-
-    def _observe(self, ssn: Session, report: SessionReport) -> None:
-        m = self.metrics
-        if m is None:
-            return
-        m.session.observe(report.seconds * 1000)
-        for action, seconds in report.actions.items():
-            m.action.labels(action).observe(seconds * 1e6)
-        m.attempts.labels("scheduled").inc(report.jobs_started)
-        waiting = [j for j in ssn.jobs.values() if j.pending()]
-        lost = sum(1 for j in waiting if j.reason_kind is PendingReason.COMMIT_CONFLICT)
-        m.attempts.labels("unschedulable").inc(len(waiting) - lost)
-        m.attempts.labels("error").inc(lost)
-        m.victims.set(report.evicted)
-        m.preemption_attempts.inc(report.evicted)
-        m.unschedulable_tasks.set(report.pending)
-        m.unschedulable_jobs.set(len(waiting))
-        for name, queue in ssn.queues.items():
-            held = report.allocated.get(name) or queue.allocated
-            allocated = held.to_amounts(pods=False)
-            m.queue_cpu.labels(name).set(allocated.get("cpu", 0))
-            m.queue_memory.labels(name).set(allocated.get("memory", 0))
-            for r, amount in allocated.items():
-                if r not in ("cpu", "memory"):
-                    m.queue_scalar.labels(name, r).set(amount)
-            status = queue_status(queue, self.cache.phases, held)
-            for phase, gauge in m.queue_groups.items():
-                gauge.labels(name).set(getattr(status, phase))

@@ -19,7 +19,8 @@ import msgspec
 
 from caldera.bench.runner import figures, run_bench
 from caldera.demo import workload as workloads
-from caldera.demo.run import Options, run_system
+from caldera.demo.processes import Options
+from caldera.demo.run import run_system
 from caldera.demo.view import View
 from caldera.demo.workload import WorkloadDriver
 

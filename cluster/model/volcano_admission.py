@@ -30,24 +30,12 @@ from cluster.model.volcano_job_api import (
     DEFAULT_QUEUE,
     Job,
     JobError,
-    LifecyclePolicy,
     NetworkTopologySpec,
     TaskSpec,
 )
+from cluster.model.volcano_policies import validate_policies, validate_policy_schema
 
 ROOT_QUEUE = "root"
-# The events and actions a policy may name (validate/util.go: the externally allowed ones).
-EVENTS = ("*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated")
-ACTIONS = (
-    "AbortJob",
-    "RestartJob",
-    "RestartTask",
-    "RestartPod",
-    "RestartPartition",
-    "TerminateJob",
-    "CompleteJob",
-    "ResumeJob",
-)
 PLUGINS = ("ssh", "env", "svc", "tensorflow", "mpi", "pytorch", "hcclrank", "ray")  # plugins/factory.go
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 NETWORK_TOPOLOGY_MODES = ("hard", "soft")
@@ -91,7 +79,7 @@ def validate_job(job: Job) -> None:
             problem = f"{task.name!r} is also the name of spec.tasks[{seen[task.name]}] (task names must be unique)"
             raise JobError(f"{field}.name", task.name, problem)
         seen[task.name] = i
-        _validate_policies(task.policies, f"{field}.policies")
+        validate_policies(task.policies, f"{field}.policies")
         # Volcano checks the pod name with the task's position as the index (a quirk kept here).
         _validate_qualified(
             f"{job.name}-{task.name}-{i}",
@@ -106,7 +94,7 @@ def validate_job(job: Job) -> None:
     if spec.min_available > total:
         problem = f"{spec.min_available} is out of range (expected 0 to the replicas of all tasks, {total})"
         raise JobError("spec.minAvailable", spec.min_available, problem)
-    _validate_policies(spec.policies, "spec.policies")
+    validate_policies(spec.policies, "spec.policies")
     for name in spec.plugins:
         if name not in PLUGINS:
             raise JobError(
@@ -171,9 +159,9 @@ def _validate_schema(job: Job) -> None:  # noqa: C901 (a flat list of checks, on
                     )
             _validate_topology_schema(partition.network_topology, f"{field}.partitionPolicy.networkTopology")
         for j, policy in enumerate(task.policies):
-            _validate_policy_schema(policy, f"{field}.policies[{j}]")
+            validate_policy_schema(policy, f"{field}.policies[{j}]")
     for j, policy in enumerate(spec.policies):
-        _validate_policy_schema(policy, f"spec.policies[{j}]")
+        validate_policy_schema(policy, f"spec.policies[{j}]")
     # After the tasks': a task's negative minAvailable is what makes the defaulted sum negative.
     if spec.min_available < 0:
         total = sum(task.replicas for task in spec.tasks)
@@ -189,18 +177,6 @@ def _validate_topology_schema(topology: NetworkTopologySpec | None, field: str) 
         raise JobError(f"{field}.mode", topology.mode, problem)
     if topology.highest_tier_allowed is not None and topology.highest_tier_allowed < 0:
         raise JobError(f"{field}.highestTierAllowed", topology.highest_tier_allowed, "negative (expected 0 or more)")
-
-
-def _validate_policy_schema(policy: LifecyclePolicy, field: str) -> None:
-    if policy.timeout is not None:
-        try:
-            parse_duration(policy.timeout)
-        except ValueError:
-            raise JobError(
-                f"{field}.timeout",
-                policy.timeout,
-                f"{policy.timeout!r} is not a duration (expected e.g. 30s, 5m, 1h30m)",
-            ) from None
 
 
 def _validate_network_topology(topology: NetworkTopologySpec | None, field: str) -> None:
@@ -238,65 +214,6 @@ def _flag(args: Sequence[str], name: str, default: str) -> str:
             if i + 1 < len(args):
                 return args[i + 1]
     return default
-
-
-def _validate_policies(policies: Sequence[LifecyclePolicy], field: str) -> None:
-    """One list of policies, as ``validatePolicies``: events and exit codes each at most once."""
-    seen_events: dict[str, int] = {}
-    seen_codes: dict[int, int] = {}
-    for i, policy in enumerate(policies):
-        where = f"{field}[{i}]"
-        events = policy.event_list()
-        if events and policy.exit_code is not None:
-            raise JobError(
-                where,
-                events,
-                f"both event {', '.join(events)} and exitCode {policy.exit_code} are set (expected one of them)",
-            )
-        if not events and policy.exit_code is None:
-            raise JobError(where, policy, "neither an event nor an exitCode (a policy needs one of them)")
-        if events:
-            for event in events:
-                if event not in EVENTS:
-                    raise JobError(
-                        f"{where}.event",
-                        event,
-                        f"{event!r} is not a policy event (expected one of {', '.join(EVENTS)})",
-                    )
-                if policy.action not in ACTIONS:
-                    raise JobError(
-                        f"{where}.action",
-                        policy.action,
-                        f"{policy.action!r} is not a policy action (expected one of {', '.join(ACTIONS)})",
-                    )
-                if event in seen_events:
-                    raise JobError(
-                        f"{where}.event",
-                        event,
-                        f"duplicated policy event {event!r}: "
-                        f"{field}[{seen_events[event]}] names it too (each event at most once per list)",
-                    )
-                seen_events[event] = i
-        else:
-            code = policy.exit_code
-            assert code is not None
-            if code == 0:
-                raise JobError(f"{where}.exitCode", code, "0 is not an error code (expected a non-zero exit code)")
-            if code in seen_codes:
-                raise JobError(
-                    f"{where}.exitCode",
-                    code,
-                    f"duplicated exitCode {code}: "
-                    f"{field}[{seen_codes[code]}] names it too (each exit code at most once per list)",
-                )
-            seen_codes[code] = i
-    if "*" in seen_events and len(seen_events) > 1:
-        others = ", ".join(e for e in seen_events if e != "*")
-        raise JobError(
-            f"{field}[{seen_events['*']}].event",
-            "*",
-            f"'*' (any event) is used beside {others} (with '*', no other event may be named)",
-        )
 
 
 def _validate_qualified(name: str, field: str, value: str, what: str) -> None:
@@ -426,19 +343,6 @@ def _validate_dependencies(tasks: Sequence[TaskSpec]) -> None:
     for task in tasks:
         if state.get(task.name) is None:
             visit(task.name, [task.name])
-
-
-def parse_duration(text: str) -> float:
-    """A Go duration (``30s``, ``1m30s``, ``1.5h``, ``500ms``) in seconds; ValueError if it is not one."""
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    parts = re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)", text)
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0.0
-    if not parts or "".join(n + u for n, u in parts) != body:
-        raise ValueError(f"not a duration: {text!r}")
-    seconds = sum(float(n) * units[u] for n, u in parts)
-    return -seconds if text.startswith("-") else seconds
 
 
 # -- the queue ----------------------------------------------------------------------------

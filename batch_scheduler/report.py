@@ -1,0 +1,54 @@
+"""What one batch session did, and the metrics it updates."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from batch_scheduler.metrics import BatchMetrics
+from batch_scheduler.reasons import PendingReason
+from batch_scheduler.session import Session
+from batch_scheduler.status import queue_status
+from batch_scheduler.vector import Vector
+
+
+@dataclass
+class SessionReport:
+    """What one session did (for metrics, dry-run and the bench)."""
+
+    seconds: float = 0.0
+    committed: int = 0  # pods
+    jobs_started: int = 0
+    conflicts: int = 0  # pods in gang batches the binder refused
+    evicted: int = 0
+    pending: int = 0
+    actions: dict[str, float] = field(default_factory=dict)
+    session: Session | None = None
+    allocated: dict[str, Vector] = field(default_factory=dict)  # per queue, what its jobs hold after the session
+
+
+def observe(m: BatchMetrics, ssn: Session, report: SessionReport, phases: Mapping[str, str]) -> None:
+    """Volcano's metrics after one session: its latency, the actions', attempts, victims, each queue."""
+    m.session.observe(report.seconds * 1000)
+    for action, seconds in report.actions.items():
+        m.action.labels(action).observe(seconds * 1e6)
+    m.attempts.labels("scheduled").inc(report.jobs_started)
+    waiting = [j for j in ssn.jobs.values() if j.pending()]
+    lost = sum(1 for j in waiting if j.reason_kind is PendingReason.COMMIT_CONFLICT)
+    m.attempts.labels("unschedulable").inc(len(waiting) - lost)
+    m.attempts.labels("error").inc(lost)
+    m.victims.set(report.evicted)
+    m.preemption_attempts.inc(report.evicted)
+    m.unschedulable_tasks.set(report.pending)
+    m.unschedulable_jobs.set(len(waiting))
+    for name, queue in ssn.queues.items():
+        held = report.allocated.get(name) or queue.allocated
+        allocated = held.to_amounts(pods=False)
+        m.queue_cpu.labels(name).set(allocated.get("cpu", 0))
+        m.queue_memory.labels(name).set(allocated.get("memory", 0))
+        for r, amount in allocated.items():
+            if r not in ("cpu", "memory"):
+                m.queue_scalar.labels(name, r).set(amount)
+        status = queue_status(queue, phases, held)
+        for phase, gauge in m.queue_groups.items():
+            gauge.labels(name).set(getattr(status, phase))
