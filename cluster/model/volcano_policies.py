@@ -6,9 +6,9 @@ the Job's checks are :mod:`cluster.model.volcano_admission`'s.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from cluster.model.duration import parse_duration
 from cluster.model.volcano_job_api import JobError, LifecyclePolicy
 
 # The events and actions a policy may name (validate/util.go: the externally allowed ones).
@@ -28,7 +28,7 @@ ACTIONS = (
 def validate_policy_schema(policy: LifecyclePolicy, field: str) -> None:
     if policy.timeout is not None:
         try:
-            parse_duration(policy.timeout)
+            parse_duration(policy.timeout, signed=True)
         except ValueError:
             raise JobError(
                 f"{field}.timeout",
@@ -94,16 +94,3 @@ def validate_policies(policies: Sequence[LifecyclePolicy], field: str) -> None:
             "*",
             f"'*' (any event) is used beside {others} (with '*', no other event may be named)",
         )
-
-
-def parse_duration(text: str) -> float:
-    """A Go duration (``30s``, ``1m30s``, ``1.5h``, ``500ms``) in seconds; ValueError if it is not one."""
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    parts = re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)", text)
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0.0
-    if not parts or "".join(n + u for n, u in parts) != body:
-        raise ValueError(f"not a duration: {text!r}")
-    seconds = sum(float(n) * units[u] for n, u in parts)
-    return -seconds if text.startswith("-") else seconds

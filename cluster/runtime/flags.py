@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import re
 from typing import NoReturn
 
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+from cluster.model.duration import parse_duration as go_duration
 
 
 class Parser(argparse.ArgumentParser):
@@ -18,23 +16,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in a Go duration (``200ms``, ``1m30s``, ``60s``; a bare ``0`` is zero).
-
-    Raises ValueError naming the value and the accepted form.
-    """
-    s = text.strip()
-    if s == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(s):
-        m = _PART.match(s, pos)
-        if m is None:
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not s or pos != len(s):
-        raise ValueError(f"invalid duration {text!r} (expected a Go duration such as 200ms, 60s or 1m30s)")
-    return total
+    """Seconds in a flag's Go duration (surrounding spaces ignored, no sign). ValueError names the value."""
+    return go_duration(text.strip())
 
 
 def duration(text: str) -> float:
