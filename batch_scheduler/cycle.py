@@ -263,9 +263,8 @@ class BatchScheduler:
             ]
             results = await binder.commit_many(placements, gang=True)
             bindings: list[Binding] = []
-            taken: dict[
-                str, tuple[Resources, int]
-            ] = {}  # node -> (what this round committed there, its newest version)
+            # (node, request) -> (pods committed there with that request, the node's newest version)
+            taken: dict[tuple[str, Resources], tuple[int, int]] = {}
             for tasks, outcome in zip(jobs, results):
                 done = [r for r in outcome if isinstance(r, Committed)]
                 if len(done) == len(outcome):
@@ -273,8 +272,8 @@ class BatchScheduler:
                     for t, c in zip(tasks, done):
                         bindings.append(Binding(uid=t.uid, namespace=t.namespace, name=t.name, node=t.node))
                         self._assume(t)
-                        request, version = taken.get(t.node, (Resources(), 0))
-                        taken[t.node] = (request + t.request, max(version, c.version))
+                        count, version = taken.get((t.node, t.request), (0, 0))
+                        taken[t.node, t.request] = (count + 1, max(version, c.version))
                         if self.metrics is not None and t.uid in self.cache.first_seen:
                             self.metrics.task_latency.observe((now - self.cache.first_seen[t.uid]) * 1000)
                     continue
@@ -299,9 +298,7 @@ class BatchScheduler:
                     (f"placement lost a race with another scheduler ({detail}); retried next session"),
                     PendingReason.COMMIT_CONFLICT,
                 )
-            for node, (request, version) in taken.items():  # held on the cache until the feed's records count them
-                if node in self.cache.columns.index:
-                    self.cache.assumed.confirm(self.cache.assumed.assume(node, request), version)
+            self._hold(taken)
             report.committed += len(bindings)
             if bindings:
                 bound = await bind_committed(binder, self.bind_target, bindings)
@@ -311,6 +308,17 @@ class BatchScheduler:
                     task = ssn.tasks.get(b.uid)
                     if task is not None and failure is None:
                         task.status = TaskStatus.BOUND
+
+    def _hold(self, taken: dict[tuple[str, Resources], tuple[int, int]]) -> None:
+        """Hold a round's committed pods on the cache's node table, one token per node, until the
+        feed's records count them (``taken``: (node, request) -> (pods, the node's newest version))."""
+        held: dict[str, tuple[Resources, int]] = {}
+        for (node, request), (count, version) in taken.items():
+            total, newest = held.get(node, (Resources(), 0))
+            held[node] = (total + request.scaled(count), max(newest, version))
+        for node, (request, version) in held.items():
+            if node in self.cache.columns.index:
+                self.cache.assumed.confirm(self.cache.assumed.assume(node, request), version)
 
     def _assume(self, task: TaskInfo) -> None:
         """Record a committed pod as bound in the cache before the feed reports it (its node's

@@ -82,13 +82,13 @@ class Predicates:
 
     scheduler: str
     sharding: ShardingMode
+    _key: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_key", ("shard-feasible", self.scheduler, str(self.sharding)))
 
     def filter(self, table: NodeTable, pod: Pod, request: Resources) -> Filtered:
-        allowed = _standing(
-            table,
-            ("shard-feasible", self.scheduler, self.sharding),
-            lambda: shard_feasible(table, self.scheduler, self.sharding),
-        )
+        allowed = _standing(table, self._key, lambda: shard_feasible(table, self.scheduler, self.sharding))
         return filter_nodes(table, pod, request, allowed=allowed)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import logging
 import os
 import signal
 import socket
@@ -28,7 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from cluster.runtime import heartbeat
 from cluster.runtime.flags import parse_duration
-from cluster.runtime.logs import LogFormat, add_log_flags, configure
+from cluster.runtime.logs import LogFormat, add_log_flags, configure, logger
 from cluster.runtime.serving import HttpEndpoint
 from cluster.store.client import Client, connect
 from cluster.store.keys import Keys
@@ -232,7 +231,7 @@ async def run_process(
     few seconds (``caldera status``).
     """
     configure(config.component, config.log_level, config.log_format)
-    log = logging.getLogger(f"caldera.{config.component}")
+    log = logger(config.component)
     keys = Keys(config.cluster)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

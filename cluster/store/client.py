@@ -15,7 +15,6 @@ import redis
 import redis.asyncio as aioredis
 
 Client: TypeAlias = aioredis.Redis
-Pipeline: TypeAlias = aioredis.client.Pipeline
 StoreError = redis.RedisError
 """Any error the client raises talking to Redis (connection lost, timeout, a script error)."""
 
