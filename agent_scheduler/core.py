@@ -19,9 +19,11 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from cluster.model.core import Pod
+from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import Resources
+from cluster.nodeview.plugins import Allocated, LabelBonus, NodePredicates, PartitionBonus, TopK
 from cluster.nodeview.predicates import Filtered
-from cluster.nodeview.profile import Profile, agent_profile
+from cluster.nodeview.profile import Bonus, Profile
 from cluster.nodeview.shard import ShardingMode
 from cluster.nodeview.table import NodeTable
 
@@ -64,17 +66,19 @@ class NoFit(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def profile(config: CoreConfig) -> Profile:
-    """The agent's profile of the placement framework, from its config."""
-    return agent_profile(
+    """The agent's profile of the placement framework: the predicates (the batch ``predicates``
+    plugin's filter); binpack or least-allocated; the warmup bonus and, with several workers,
+    the partition bonus (node-only scores, summed once per table topology); a seeded top-K draw."""
+    bonuses: list[Bonus] = [LabelBonus(WARMUP_LABEL, "true", config.warmup_bonus)]
+    if config.workers > 1:
+        bonuses.append(PartitionBonus(worker=config.worker, workers=config.workers, weight=config.partition_bonus))
+    return Profile(
+        filters=(NodePredicates(),),
+        scores=(Allocated(weights=config.weights, most=config.score is ScoreKind.BINPACK),),
+        bonuses=tuple(bonuses),
+        select=TopK(config.candidates),
         scheduler=config.scheduler,
         sharding=config.sharding,
-        binpack=config.score is ScoreKind.BINPACK,
-        weights=config.weights,
-        warmup_bonus=config.warmup_bonus,
-        worker=config.worker,
-        workers=config.workers,
-        partition_bonus=config.partition_bonus,
-        candidates=config.candidates,
     )
 
 

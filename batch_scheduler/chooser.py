@@ -11,7 +11,7 @@ Most of those changes are the template's own placements (a gang filling nodes), 
 them nothing needs scoring: a node that took ``j`` tasks of the template since the
 session began looks, to the next task, exactly like the node at session start scored
 for ``j + 1`` tasks at once — every score depends on a node only through its allocated
-amounts plus the request (the NodeOrder contract). So *levels* of the whole score array,
+amounts plus the request (the Score contract). So *levels* of the whole score array,
 for ``j = 0, 1, 2, …`` tasks, are computed with numpy over all nodes, lazily, and a node's
 value after a placement is a lookup. A node another template or job touched is fitted and
 scored on its own.

@@ -1,7 +1,10 @@
 """The extension points, one Protocol each; what a plugin sees of a session; the registry as a value.
 
 A plugin subclasses :class:`PluginBase` (its name, its typed arguments, the session it is
-open in) and implements only the extension-point Protocols it needs;
+open in) and implements only the extension-point Protocols it needs — to filter and score
+nodes, the placement framework's :class:`~cluster.nodeview.profile.Filter` and
+:class:`~cluster.nodeview.profile.Score`, which take the node table and a placing, not the
+session, so that the agent scheduler can run the same plugin;
 :class:`~batch_scheduler.plugin_set.PluginSet` sorts a session's plugins into one list per
 point and combines their answers as Volcano's tiers do. A plugin reads the session
 through :class:`SessionView` and changes nothing in it: statements change the session and
@@ -26,7 +29,7 @@ from batch_scheduler.tasks import TaskInfo
 from batch_scheduler.vector import Vector
 from batch_scheduler.votes import Refusal, Vote
 from cluster.nodeview.predicates import Filtered
-from cluster.nodeview.scores import Index, Scores
+from cluster.nodeview.profile import Filter, Placing, Score
 from cluster.nodeview.table import Mask, NodeTable
 
 A = TypeVar("A", bound=Arguments)
@@ -79,6 +82,11 @@ class SessionView(Protocol):
         """A sort key putting the first victim first (Volcano's victims priority queue)."""
         ...
 
+    def placing(self, task: TaskInfo) -> Placing:
+        """The task as filters and scores see it (keyed by its template; ``anywhere`` is
+        :meth:`feasible` free resources aside)."""
+        ...
+
 
 # -- the extension points ---------------------------------------------------------------
 
@@ -123,27 +131,6 @@ class TaskOrder(Protocol):
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
         """As job_order. A plugin may also define ``task_order_key(task)``, a sort key that
         orders tasks as ``task_order`` does (it lets a whole list be sorted by key)."""
-        ...
-
-
-@runtime_checkable
-class PredicateFilter(Protocol):
-    def predicate(self, ssn: SessionView, task: TaskInfo, allowed: Mask, *, resources: bool) -> Filtered:
-        """The nodes the task may go to, among ``allowed``, with the count each check ruled out.
-
-        ``resources``: whether free resources count (preempt and reclaim look past them).
-        """
-        ...
-
-
-@runtime_checkable
-class NodeOrder(Protocol):
-    def node_scores(self, ssn: SessionView, task: TaskInfo, nodes: Index | None = None) -> Scores:
-        """A score per node (already weighted), higher is better; only for ``nodes`` when given.
-
-        A score may depend on a node's allocation only through allocated + ``task.request``
-        (the chooser scores "j more tasks like this one" as one task asking j + 1 times).
-        """
         ...
 
 
@@ -233,8 +220,8 @@ SWITCHES: dict[type, str] = {
     JobOrder: "enableJobOrder",
     QueueOrder: "enableQueueOrder",
     TaskOrder: "enableTaskOrder",
-    PredicateFilter: "enablePredicate",
-    NodeOrder: "enableNodeOrder",
+    Filter: "enablePredicate",  # nodes are filtered and scored through the placement framework's
+    Score: "enableNodeOrder",  # Protocols (cluster.nodeview.profile), as the agent's profile is
     JobReady: "enableJobReady",
     JobPipelined: "enableJobPipelined",
     JobStarving: "enableJobStarving",

@@ -39,10 +39,8 @@ from batch_scheduler.framework import (
     JobReady,
     JobStarving,
     JobValid,
-    NodeOrder,
     Overused,
     Plugin,
-    PredicateFilter,
     Preemptable,
     Preemptive,
     QueueOrder,
@@ -55,6 +53,7 @@ from batch_scheduler.jobs import JobInfo, job_order
 from batch_scheduler.queues import QueueInfo, queue_order
 from batch_scheduler.tasks import TaskInfo, task_order
 from batch_scheduler.votes import PERMIT, Refusal, Vote, VoteKind
+from cluster.nodeview.profile import Filter, Score
 from cluster.nodeview.scores import Index, Scores
 
 T = TypeVar("T")
@@ -77,8 +76,8 @@ class PluginSet:
         self.job_orders: list[list[JobOrder]] = point(JobOrder)
         self.queue_orders: list[list[QueueOrder]] = point(QueueOrder)
         self.task_orders: list[list[TaskOrder]] = point(TaskOrder)
-        self.predicates: list[PredicateFilter] = flat(PredicateFilter)
-        self.node_orders: list[NodeOrder] = flat(NodeOrder)
+        self.predicates: list[Filter] = flat(Filter)
+        self.node_orders: list[Score] = flat(Score)
         self.ready_checks: list[JobReady] = flat(JobReady)
         self.schedulable_checks: list[JobValid] = [p for tier in self.tiers for p in tier if isinstance(p, JobValid)]
         self.preempt_voters: list[list[Preemptable]] = point(Preemptable)
@@ -261,6 +260,8 @@ class PluginSet:
     def scores(self, ssn: SessionView, task: TaskInfo, nodes: Index | None = None) -> Scores:
         """The summed node scores of every plugin, for every node or only ``nodes``."""
         total = np.zeros(ssn.n if nodes is None else len(nodes), dtype=np.float64)
-        for p in self.node_orders:
-            total += p.node_scores(ssn, task, nodes)
+        if self.node_orders:
+            placing = ssn.placing(task)
+            for p in self.node_orders:
+                total += p.score(ssn.columns, placing, nodes)
         return total

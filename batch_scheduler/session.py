@@ -32,6 +32,7 @@ from batch_scheduler.vector import Vector
 from cluster.model.resources import Resources
 from cluster.nodeview.fit import resources_fit
 from cluster.nodeview.predicates import Filtered, insufficient
+from cluster.nodeview.profile import Placing, all_of
 from cluster.nodeview.shard import shard_feasible, shard_rank
 from cluster.nodeview.table import Mask
 
@@ -139,20 +140,19 @@ class Session:
         """Whether the conf turns ``enableHierarchy`` on for the plugin (Volcano's default: off)."""
         return any(o.name == plugin and "enableHierarchy" in o.enabled for tier in self.conf.tiers for o in tier)
 
+    def placing(self, task: TaskInfo) -> Placing:
+        return Placing(
+            task.pod, task.request, task.template[1], lambda: self.feasible(task, ignore_resources=True).mask
+        )
+
     def feasible(self, task: TaskInfo, *, ignore_resources: bool = False) -> Filtered:
         """The nodes the task may go to, by every predicate (resources unless told otherwise)."""
         allowed = self.allowed
         if self.tiers.predicates:
-            result: Filtered | None = None
-            for p in self.tiers.predicates:
-                f = p.predicate(self, task, allowed, resources=not ignore_resources)
-                result = (
-                    f
-                    if result is None
-                    else Filtered(mask=result.mask & f.mask, failed={**result.failed, **f.failed}, total=self.n)
-                )
-            assert result is not None
-            return result
+            placing = self.placing(task)
+            if ignore_resources:
+                placing = placing.without_resources()
+            return all_of([p.filter(self.columns, placing, allowed) for p in self.tiers.predicates], self.n)
         mask = allowed & ~self.columns.unschedulable[: self.n]
         failed: dict[str, int] = {}
         if self.n - int(np.count_nonzero(mask)):

@@ -1,5 +1,8 @@
 """binpack: fill nodes up before starting new ones, so whole nodes stay free for big gangs — Volcano's binpack plugin.
 
+The plugin is the placement framework's :class:`~cluster.nodeview.plugins.Binpack` score,
+built from the conf's arguments (an agent profile can run the same one).
+
 A node's score, as Volcano computes it: over the resources the task requests that have a
 weight, the weighted mean of (used + request) ÷ allocatable — a resource the node has none
 of adds 0 but still counts its weight — times 100 × ``binpack.weight``; and 0 when the
@@ -18,13 +21,13 @@ from collections.abc import Mapping
 from typing import Self
 
 import msgspec
-import numpy as np
 
 from batch_scheduler.arguments import Arguments, weight
-from batch_scheduler.framework import PluginBase, SessionView
-from batch_scheduler.tasks import TaskInfo
+from batch_scheduler.framework import PluginBase
 from cluster.model.resources import CPU, MEMORY
-from cluster.nodeview.scores import MAX_NODE_SCORE, Index, Scores
+from cluster.nodeview.plugins import Binpack
+from cluster.nodeview.profile import Placing, Rows, Values
+from cluster.nodeview.table import NodeTable
 
 RESOURCES = "binpack.resources"
 
@@ -51,30 +54,9 @@ class BinpackArguments(Arguments, frozen=True, kw_only=True):
 
 
 class BinpackPlugin(PluginBase[BinpackArguments]):
-    def node_scores(self, ssn: SessionView, task: TaskInfo, nodes: Index | None = None) -> Scores:
-        n = ssn.n if nodes is None else len(nodes)
-        if not self.args.weight:
-            return np.zeros(n, dtype=np.float64)
-        cols = ssn.columns
-        sel: slice | Index = slice(0, n) if nodes is None else nodes
-        total = np.zeros(n, dtype=np.float64)
-        short = np.zeros(n, dtype=np.bool_)
-        weight_sum = 0
-        for name, amount in task.request.items():
-            w = self.args.resource_weights.get(name)
-            if amount <= 0 or w is None:
-                continue
-            weight_sum += w
-            r = cols.resource_index.get(name)
-            if r is None or w == 0:
-                continue  # no node has any, or weight 0: adds nothing (and is not checked), as in Volcano
-            capacity = cols.allocatable[r, sel]
-            used = cols.allocated[r, sel] + amount
-            has = capacity > 0
-            short |= has & (used > capacity)
-            total += np.divide(used * float(w), capacity, out=np.zeros(n, dtype=np.float64), where=has)
-        if weight_sum:
-            total /= weight_sum
-        total *= MAX_NODE_SCORE * self.args.weight
-        total[short] = 0.0
-        return total
+    def __init__(self, name: str, args: BinpackArguments) -> None:
+        super().__init__(name, args)
+        self.binpack = Binpack(weight=args.weight, resource_weights=args.resource_weights)
+
+    def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
+        return self.binpack.score(table, placing, rows)

@@ -1,5 +1,8 @@
 """nodeorder: kube-scheduler's node scores times Volcano's weights, over all nodes at once — Volcano's nodeorder plugin.
 
+The plugin is the placement framework's :class:`~cluster.nodeview.plugins.NodeOrder`
+score, built from the conf's weights (an agent profile can run the same one).
+
 Each score is kube-scheduler's integer in [0, 100], computed as Volcano's plugin gets it
 (so a weight means what it means in Volcano), times its weight, and the plugin answers
 their sum. Arguments (Volcano's names and defaults; a number that is not an integer leaves
@@ -33,32 +36,14 @@ from collections.abc import Mapping
 from typing import Self
 
 import msgspec
-import numpy as np
 
 from batch_scheduler.arguments import Arguments, weight
-from batch_scheduler.framework import PluginBase, SessionView
-from batch_scheduler.tasks import TaskInfo
-from cluster.model.core import Pod
-from cluster.model.resources import CPU, MEMORY, Resources
-from cluster.nodeview.predicates import tolerates
-from cluster.nodeview.scores import (
-    DEFAULT_MEMORY,
-    DEFAULT_MILLI_CPU,
-    Index,
-    Scores,
-    balanced_resource_score,
-    default_normalize,
-    preferred_affinity_weight,
-    requested_score,
-)
+from batch_scheduler.framework import PluginBase
+from cluster.nodeview.plugins import NODE_ORDER_WEIGHTS, NodeOrder
+from cluster.nodeview.profile import Placing, Rows, Values
+from cluster.nodeview.table import NodeTable
 
-DEFAULTS = {
-    "leastrequested.weight": 1,
-    "mostrequested.weight": 0,
-    "balancedresource.weight": 1,
-    "nodeaffinity.weight": 2,
-    "tainttoleration.weight": 3,
-}
+DEFAULTS = NODE_ORDER_WEIGHTS
 NO_EFFECT = {
     "podaffinity.weight": 2,
     "imagelocality.weight": 1,
@@ -66,24 +51,6 @@ NO_EFFECT = {
     "selectorspread.weight": 0,
     "volumebinding.weight": 0,
 }
-LEAST_WEIGHTS = {CPU: 50, MEMORY: 50}  # Volcano's NodeResourcesFit args for LeastAllocated
-MOST_WEIGHTS = {CPU: 1, MEMORY: 1}
-
-
-def nonzero_request(pod: Pod, request: Resources) -> Resources:
-    """The request kube-scheduler's least/most requested score: a container that states no cpu
-    (request or limit) counts 100m, no memory 200Mi (``NonMissingContainerRequests``)."""
-    extra: dict[str, int] = {}
-    level = pod.spec.resources
-    for name, default in ((CPU, DEFAULT_MILLI_CPU), (MEMORY, DEFAULT_MEMORY)):
-        if level is not None and (name in level.requests or name in level.limits):
-            continue
-        missing = sum(
-            1 for c in pod.spec.containers if name not in c.resources.requests and name not in c.resources.limits
-        )
-        if missing:
-            extra[name] = missing * default
-    return request + extra if extra else request
 
 
 class NodeOrderArguments(Arguments, frozen=True, kw_only=True):
@@ -98,58 +65,9 @@ class NodeOrderArguments(Arguments, frozen=True, kw_only=True):
 
 
 class NodeOrderPlugin(PluginBase[NodeOrderArguments]):
-    def open(self, ssn: SessionView) -> None:
-        super().open(ssn)
-        self._taint_scores: dict[bytes, Scores] = {}
+    def __init__(self, name: str, args: NodeOrderArguments) -> None:
+        super().__init__(name, args)
+        self.node_order = NodeOrder(weights=args.weights)
 
-    def _taint_score(self, ssn: SessionView, task: TaskInfo) -> Scores:
-        """kube-scheduler's TaintToleration score per node, normalised over the nodes the task may go to."""
-        key = task.template[1]
-        cached = self._taint_scores.get(key)
-        if cached is None:
-            tolerations = [t for t in task.pod.spec.tolerations if t.effect in ("", "PreferNoSchedule")]
-            counts = np.fromiter(
-                (
-                    sum(
-                        1
-                        for t in taints
-                        if t.effect == "PreferNoSchedule" and not any(tolerates(x, t) for x in tolerations)
-                    )
-                    for taints in ssn.columns.taints[: ssn.n]
-                ),
-                dtype=np.float64,
-                count=ssn.n,
-            )
-            allowed = ssn.feasible(task, ignore_resources=True).mask
-            cached = np.zeros(ssn.n, dtype=np.float64)
-            cached[allowed] = default_normalize(counts[allowed], reverse=True)
-            self._taint_scores[key] = cached
-        return cached
-
-    def node_scores(self, ssn: SessionView, task: TaskInfo, nodes: Index | None = None) -> Scores:
-        w, cols, req = self.args.weights, ssn.columns, task.request
-        every: slice | Index = slice(None) if nodes is None else nodes
-        total = np.zeros(ssn.n if nodes is None else len(nodes), dtype=np.float64)
-        if w["leastrequested.weight"] or w["mostrequested.weight"]:
-            nonzero = nonzero_request(task.pod, req)
-            if w["leastrequested.weight"]:
-                total += w["leastrequested.weight"] * requested_score(
-                    cols, nonzero, LEAST_WEIGHTS, most=False, nodes=nodes
-                )
-            if w["mostrequested.weight"]:
-                total += w["mostrequested.weight"] * requested_score(
-                    cols, nonzero, MOST_WEIGHTS, most=True, nodes=nodes
-                )
-        if w["balancedresource.weight"]:
-            total += w["balancedresource.weight"] * balanced_resource_score(cols, req, nodes=nodes)
-        affinity = task.pod.spec.affinity
-        terms = (
-            affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
-            if (affinity and affinity.node_affinity)
-            else []
-        )
-        if w["nodeaffinity.weight"] and terms:
-            total += w["nodeaffinity.weight"] * preferred_affinity_weight(cols, terms)[every]
-        if w["tainttoleration.weight"]:
-            total += w["tainttoleration.weight"] * self._taint_score(ssn, task)[every]
-        return total
+    def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
+        return self.node_order.score(table, placing, rows)

@@ -1,6 +1,8 @@
 """predicates: the nodes a task may go to — resources (pod count included), nodeSelector,
 taints and tolerations, required node affinity, unschedulable — as one mask over all nodes.
 
+The plugin is the placement framework's :class:`~cluster.nodeview.plugins.NodePredicates`
+filter, the one the agent scheduler runs, built from the conf's arguments.
 ``predicate.NodeAffinityEnable`` and ``predicate.TaintTolerationEnable`` (default true)
 turn those checks off. Volcano's other ``predicate.*`` switches (pod affinity, ports,
 volumes, GPU sharing, caches) are accepted so existing confs load; caldera does not model
@@ -12,18 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Self
 
-import msgspec
-
 from batch_scheduler.arguments import Arguments, flag
-from batch_scheduler.framework import PluginBase, SessionView
-from batch_scheduler.tasks import TaskInfo
-from cluster.model.core import Pod, Toleration
-from cluster.nodeview.predicates import Filtered, filter_nodes
-from cluster.nodeview.table import Mask
+from batch_scheduler.framework import PluginBase
+from cluster.nodeview.plugins import NodePredicates
+from cluster.nodeview.predicates import Filtered
+from cluster.nodeview.profile import Placing
+from cluster.nodeview.table import Mask, NodeTable
 
 NODE_AFFINITY = "predicate.NodeAffinityEnable"
 TAINTS = "predicate.TaintTolerationEnable"
-_TOLERATE_ALL = [Toleration(operator="Exists")]
 
 
 class PredicatesArguments(Arguments, frozen=True, kw_only=True):
@@ -53,16 +52,9 @@ class PredicatesArguments(Arguments, frozen=True, kw_only=True):
 
 
 class PredicatesPlugin(PluginBase[PredicatesArguments]):
-    def _pod(self, pod: Pod) -> Pod:
-        node_affinity, taints = self.args.node_affinity, self.args.taints
-        if node_affinity and taints:
-            return pod
-        spec = pod.spec
-        if not node_affinity:
-            spec = msgspec.structs.replace(spec, node_selector={}, affinity=None)
-        if not taints:
-            spec = msgspec.structs.replace(spec, tolerations=_TOLERATE_ALL)
-        return msgspec.structs.replace(pod, spec=spec)
+    def __init__(self, name: str, args: PredicatesArguments) -> None:
+        super().__init__(name, args)
+        self.predicates = NodePredicates(node_affinity=args.node_affinity, taints=args.taints)
 
-    def predicate(self, ssn: SessionView, task: TaskInfo, allowed: Mask, *, resources: bool) -> Filtered:
-        return filter_nodes(ssn.columns, self._pod(task.pod), task.request if resources else {}, allowed=allowed)
+    def filter(self, table: NodeTable, placing: Placing, allowed: Mask | None) -> Filtered:
+        return self.predicates.filter(table, placing, allowed)

@@ -1,54 +1,84 @@
-"""A scheduling profile over the node table: Filter plugins, Score plugins and a Select policy.
+"""The placement framework both schedulers run: Filter and Score plugins, a Select policy, a Profile.
 
-As kube-scheduler runs several schedulerNames as profiles of one framework, caldera's
-schedulers judge nodes through the same extension points: a :class:`Filter` says where a
-pod may go (with the reason it may go nowhere), each :class:`Score` rates the nodes the
-filter left, and a :class:`Select` picks one. Shard preference is applied once, between
-scoring and selection: only the nodes of the best shard rank (own, unowned, others) are
-selected from — the same order the batch chooser applies as a penalty
-(:func:`cluster.nodeview.shard.preference_penalty`). The agent scheduler's profile is
-predicates; binpack or least-allocated, plus the warmup and partition bonuses (node-only
-scores, summed once per table topology); a seeded top-K draw (:func:`agent_profile` builds it). Plugins here are pure: given the table, the
-pod and its request, they return the same arrays.
+As kube-scheduler runs several schedulerNames as profiles of one framework, caldera's two
+schedulers judge nodes through the same extension points. A :class:`Filter` says where a
+pod may go (with the count each check ruled out, so a pod that fits nowhere says why); a
+:class:`Score` rates nodes for it (higher is better); a :class:`Bonus` is a score of the
+node alone; a :class:`Select` picks one node. The batch scheduler's conf plugins that
+filter or score (``predicates``, ``binpack``, ``nodeorder``) *are* these Protocols — the
+session asks them directly — and the agent scheduler runs a :class:`Profile` of them
+(``agent_scheduler.core.profile``). The plugins themselves are in
+:mod:`cluster.nodeview.plugins`: written once, usable by either scheduler.
+
+What is being placed reaches a plugin as a :class:`Placing`: the pod, its request (the
+batch chooser may ask for several alike tasks at once as one scaled request), a key alike
+pods share, and — for a score normalised over the nodes the pod may go to, as
+kube-scheduler's TaintToleration is — those nodes, free resources aside.
+
+A :class:`Profile` filters, keeps the nodes of the best shard rank (own shard, then
+unowned, then others: the order the batch chooser applies as a penalty,
+:func:`cluster.nodeview.shard.preference_penalty`), sums the scores and bonuses there, and
+selects. Plugins are pure: given the table and the placing, they return the same arrays.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from cluster.model.core import Pod
-from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import Resources
-from cluster.nodeview.predicates import Filtered, filter_nodes
-from cluster.nodeview.scores import label_bonus, least_allocated, most_allocated
-from cluster.nodeview.shard import (
-    ShardingMode,
-    shard_feasible,
-    shard_rank,
-)
-from cluster.nodeview.table import NodeTable
+from cluster.nodeview.predicates import Filtered
+from cluster.nodeview.shard import ShardingMode, shard_feasible, shard_rank
+from cluster.nodeview.table import Mask, NodeTable
 
 Rows = npt.NDArray[np.intp]
 Values = npt.NDArray[np.float64]
 A = TypeVar("A", bound=npt.NDArray[Any])
 
 
+class Placing(msgspec.Struct, frozen=True):
+    """A pod being placed, as filters and scores see it.
+
+    ``key``: placings with one key differ at most in their request (a job's task template),
+    so a plugin may cache what depends on the rest under it; None, do not cache.
+    ``anywhere``: the nodes every filter of the scheduler allows the pod, free resources
+    aside (None when nothing filters but the plugin itself).
+    """
+
+    pod: Pod
+    request: Resources
+    key: Hashable | None = None
+    anywhere: Callable[[], Mask] | None = None
+
+    def without_resources(self) -> Placing:
+        """The same pod as if it asked for nothing: the filters' verdict free resources aside."""
+        return Placing(self.pod, Resources(), self.key, self.anywhere)
+
+
+@runtime_checkable
 class Filter(Protocol):
-    """Where a pod may go: a mask over every node, and the reason when it is empty."""
+    def filter(self, table: NodeTable, placing: Placing, allowed: Mask | None) -> Filtered:
+        """Where the pod may go, among ``allowed`` (the scheduler's shard; None, every node), with the
+        count each check ruled out."""
+        ...
 
-    def filter(self, table: NodeTable, pod: Pod, request: Resources) -> Filtered: ...
 
-
+@runtime_checkable
 class Score(Protocol):
-    """How good each of ``rows`` is for the pod (higher is better)."""
+    def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
+        """How good each of ``rows`` (every node when None) is for the pod, higher is better.
 
-    def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values: ...
+        A score may depend on a node's allocation only through allocated + ``placing.request``
+        (the batch chooser scores "j more tasks like this one" as one task asking j + 1 times).
+        """
+        ...
 
 
 class Bonus(Protocol):
@@ -64,7 +94,15 @@ class Select(Protocol):
     def select(self, rows: Rows, values: Values, rng: random.Random) -> int: ...
 
 
-def _standing(table: NodeTable, key: tuple[object, ...], compute: Callable[[], A]) -> A:
+def all_of(verdicts: Sequence[Filtered], n: int) -> Filtered:
+    """Several filters' verdicts as one: a node passes when every filter passes it."""
+    result = verdicts[0]
+    for f in verdicts[1:]:
+        result = Filtered(mask=result.mask & f.mask, failed={**result.failed, **f.failed}, total=n)
+    return result
+
+
+def standing(table: NodeTable, key: Hashable, compute: Callable[[], A]) -> A:
     """An array that depends only on the table's nodes, owners, labels and taints, cached on the table
     and shared: made read-only so that no plugin writes to it."""
 
@@ -77,84 +115,24 @@ def _standing(table: NodeTable, key: tuple[object, ...], compute: Callable[[], A
 
 
 @dataclass(frozen=True)
-class Predicates:
-    """Every predicate of :func:`filter_nodes`, within the nodes the scheduler's shard allows."""
-
-    scheduler: str
-    sharding: ShardingMode
-    _key: tuple[str, ...] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_key", ("shard-feasible", self.scheduler, str(self.sharding)))
-
-    def filter(self, table: NodeTable, pod: Pod, request: Resources) -> Filtered:
-        allowed = _standing(table, self._key, lambda: shard_feasible(table, self.scheduler, self.sharding))
-        return filter_nodes(table, pod, request, allowed=allowed)
-
-
-@dataclass(frozen=True)
-class Allocated:
-    """Binpack (``most``: fill the fullest node) or least-allocated: the weighted used fraction after placing."""
-
-    weights: Mapping[str, float]
-    most: bool = True
-
-    def score(self, table: NodeTable, pod: Pod, request: Resources, rows: Rows) -> Values:
-        fn = most_allocated if self.most else least_allocated
-        # Over every node, then the rows: contiguous columns beat gathering when most rows remain.
-        return fn(table, request, self.weights)[rows]
-
-
-@dataclass(frozen=True)
-class LabelBonus:
-    """``weight`` on nodes labelled ``key=value`` (the warmup label: images already pulled)."""
-
-    key: str
-    value: str
-    weight: float
-
-    def bonus(self, table: NodeTable) -> Values:
-        return label_bonus(table, self.key, self.value) * self.weight
-
-
-@dataclass(frozen=True)
-class PartitionBonus:
-    """``weight`` on the nodes whose name hashes to ``worker`` (mod ``workers``): workers sharing one
-    view fill different nodes first and rarely collide; a worker whose partition is full falls back."""
-
-    worker: int
-    workers: int
-    weight: float
-
-    def bonus(self, table: NodeTable) -> Values:
-        mine: Values = (table.name_hash[: len(table)] % self.workers == self.worker) * float(self.weight)
-        return mine
-
-
-@dataclass(frozen=True)
-class TopK:
-    """A seeded draw among the ``k`` best rows, so that workers holding the same view do not all chase one node."""
-
-    k: int
-
-    def select(self, rows: Rows, values: Values, rng: random.Random) -> int:
-        k = min(self.k, len(rows))
-        top = rows[np.argpartition(-values, k - 1)[:k]] if k < len(rows) else rows
-        return int(top[rng.randrange(len(top))])
-
-
-@dataclass(frozen=True)
 class Profile:
-    """Filter; score (the sum of the scores, plus the sum of the bonuses); prefer the best shard rank; select."""
+    """Filter (every filter must pass, within the scheduler's shard); score (the sum of the scores,
+    plus the sum of the bonuses); keep the best shard rank; select."""
 
-    filter: Filter
+    filters: Sequence[Filter]
     scores: Sequence[Score]
     bonuses: tuple[Bonus, ...]
     select: Select
     scheduler: str
     sharding: ShardingMode
-    _rank_key: tuple[str, ...] = field(init=False, repr=False, compare=False)
-    _bonus_key: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _keys: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Memo keys built once: hashing the plugins' dataclasses on every pod costs more than the lookup.
+        shard = (self.scheduler, str(self.sharding))
+        object.__setattr__(
+            self, "_keys", (("shard-feasible", *shard), ("shard-rank", *shard), ("bonus", repr(self.bonuses)))
+        )
 
     def _bonus(self, table: NodeTable) -> Values:
         total = np.zeros(len(table), dtype=np.float64)
@@ -162,49 +140,26 @@ class Profile:
             total = total + b.bonus(table)
         return total
 
-    def __post_init__(self) -> None:
-        # Memo keys built once: hashing the plugins' dataclasses on every pod costs more than the lookup.
-        object.__setattr__(self, "_rank_key", ("shard-rank", self.scheduler, str(self.sharding)))
-        object.__setattr__(self, "_bonus_key", ("bonus", repr(self.bonuses)))
+    def feasible(self, table: NodeTable, placing: Placing) -> Filtered:
+        """Every filter's verdict on the pod, within the shard."""
+        allowed = standing(table, self._keys[0], lambda: shard_feasible(table, self.scheduler, self.sharding))
+        if len(self.filters) == 1:
+            return self.filters[0].filter(table, placing, allowed)
+        return all_of([f.filter(table, placing, allowed) for f in self.filters], len(table))
 
     def place(self, table: NodeTable, pod: Pod, request: Resources, rng: random.Random) -> int | Filtered:
-        """The row to place the pod on, or the filter's verdict when no node is feasible."""
-        filtered = self.filter.filter(table, pod, request)
+        """The row to place the pod on, or the filters' verdict when no node is feasible."""
+        placing = Placing(pod, request, anywhere=lambda: self.feasible(table, placing.without_resources()).mask)
+        filtered = self.feasible(table, placing)
         rows = np.flatnonzero(filtered.mask)
         if not len(rows):
             return filtered
-        rank = _standing(table, self._rank_key, lambda: shard_rank(table, self.scheduler, self.sharding))
+        rank = standing(table, self._keys[1], lambda: shard_rank(table, self.scheduler, self.sharding))
         tiers = rank[rows]
         rows = rows[tiers == tiers.min()]
-        values = self.scores[0].score(table, pod, request, rows)
+        values = self.scores[0].score(table, placing, rows) if self.scores else np.zeros(len(rows))
         for s in self.scores[1:]:
-            values = values + s.score(table, pod, request, rows)
+            values = values + s.score(table, placing, rows)
         if self.bonuses:
-            values = values + _standing(table, self._bonus_key, lambda: self._bonus(table))[rows]
+            values = values + standing(table, self._keys[2], lambda: self._bonus(table))[rows]
         return self.select.select(rows, values, rng)
-
-
-def agent_profile(
-    *,
-    scheduler: str,
-    sharding: ShardingMode,
-    binpack: bool,
-    weights: Mapping[str, float],
-    warmup_bonus: float,
-    worker: int,
-    workers: int,
-    partition_bonus: float,
-    candidates: int,
-) -> Profile:
-    """The agent scheduler's profile (see the module docstring)."""
-    bonuses: list[Bonus] = [LabelBonus(WARMUP_LABEL, "true", warmup_bonus)]
-    if workers > 1:
-        bonuses.append(PartitionBonus(worker=worker, workers=workers, weight=partition_bonus))
-    return Profile(
-        filter=Predicates(scheduler, sharding),
-        scores=(Allocated(weights=weights, most=binpack),),
-        bonuses=tuple(bonuses),
-        select=TopK(candidates),
-        scheduler=scheduler,
-        sharding=sharding,
-    )

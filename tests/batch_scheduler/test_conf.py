@@ -30,7 +30,6 @@ from batch_scheduler.framework import (
     Allocatable,
     Enqueueable,
     JobOrder,
-    NodeOrder,
     Preemptable,
 )
 from batch_scheduler.metrics import BatchMetrics
@@ -42,6 +41,7 @@ from batch_scheduler.plugins.overcommit import OvercommitPlugin
 from batch_scheduler.plugins.predicates import PredicatesPlugin
 from batch_scheduler.plugins.priority import PriorityPlugin
 from batch_scheduler.volcano_names import VOLCANO_PLUGINS
+from cluster.nodeview.profile import Score
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.pods import make_pod
 from cluster.store.store import Store
@@ -186,7 +186,7 @@ def test_full_volcano_conf_loads_with_its_arguments() -> None:
 def test_full_conf_sorts_plugins_into_points() -> None:
     tiers = parse(FULL).build()
     assert [type(p).__name__ for p in tiers.node_orders] == ["NodeOrderPlugin", "BinpackPlugin"]
-    assert all(isinstance(p, NodeOrder) for p in tiers.node_orders)
+    assert all(isinstance(p, Score) for p in tiers.node_orders)
     assert [type(p).__name__ for p in tiers.allocatable_checks] == ["CapacityPlugin"]
     assert all(isinstance(p, Allocatable) for p in tiers.allocatable_checks)
     assert [[type(p).__name__ for p in t] for t in tiers.enqueue_voters] == [[], ["OvercommitPlugin", "CapacityPlugin"]]

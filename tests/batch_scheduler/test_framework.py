@@ -146,8 +146,8 @@ class Everything(Order, Victims):
     def job_ready(self, job: JobInfo) -> bool:
         return False
 
-    def node_scores(self, ssn: Any, task: TaskInfo, nodes: Any = None) -> Any:
-        return np.ones(ssn.n if nodes is None else len(nodes))
+    def score(self, table: Any, placing: Any, rows: Any) -> Any:
+        return np.ones(len(table) if rows is None else len(rows))
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Refusal | None:
         return Refusal("full", "QueueShareExceeded")
@@ -409,6 +409,10 @@ def test_allocatable_and_overused_take_the_first_refusal() -> None:
 
 class FakeSession:
     n = 3
+    columns = [None] * 3
+
+    def placing(self, task: TaskInfo) -> None:
+        return None
 
 
 def test_node_scores_add_up() -> None:

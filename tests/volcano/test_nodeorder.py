@@ -157,7 +157,7 @@ def _init_session(arguments: dict[str, int] | None) -> tuple[NodeOrderPlugin, li
     ssn = open_session(case, [[Plugin("nodeorder", ("enableNodeOrder",), arguments or {})]], ["allocate"])
     [plugin] = [p for tier in ssn.tiers.tiers for p in tier]
     assert isinstance(plugin, NodeOrderPlugin)
-    return plugin, [float(s) for s in plugin.node_scores(ssn, ssn.tasks["c1-p1"])]
+    return plugin, [float(s) for s in plugin.score(ssn.columns, ssn.placing(ssn.tasks["c1-p1"]), None)]
 
 
 def test_init_plugin_default_weights() -> None:

@@ -42,4 +42,4 @@ THREE_NODES = [node(f"n{i}", cpu=10, memory="64Gi") for i in range(3)]
 
 
 def scores(ssn: Session, kind: type[Any], pod_name: str = "p") -> list[float]:
-    return [float(x) for x in plugin(ssn, kind).node_scores(ssn, ssn.tasks[f"uid-{pod_name}"])]
+    return [float(x) for x in plugin(ssn, kind).score(ssn.columns, ssn.placing(ssn.tasks[f"uid-{pod_name}"]), None)]

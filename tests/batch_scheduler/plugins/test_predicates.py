@@ -53,7 +53,7 @@ ZONE_B = {
 def test_predicates_mask(arguments: dict[str, str], spec: dict[str, Any], expected: list[str]) -> None:
     ssn = session(conf([{"name": "predicates", "arguments": arguments}]), PRED_NODES, [task("p", **spec)])
     t = ssn.tasks["uid-p"]
-    f = plugin(ssn, PredicatesPlugin).predicate(ssn, t, ssn.allowed, resources=True)
+    f = plugin(ssn, PredicatesPlugin).filter(ssn.columns, ssn.placing(t), ssn.allowed)
     assert [ssn.columns.names[i] for i in np.flatnonzero(f.mask)] == expected
     assert f.total == 4 and sum(f.failed.values()) == 4 - len(expected)
     assert np.array_equal(ssn.feasible(t).mask, f.mask)
@@ -63,9 +63,9 @@ def test_predicates_resources_count_unless_told_otherwise() -> None:
     ssn = session(conf(["predicates"]), PRED_NODES, [task("big", cpu="9")])
     t = ssn.tasks["uid-big"]
     p = plugin(ssn, PredicatesPlugin)
-    with_resources = p.predicate(ssn, t, ssn.allowed, resources=True)
+    with_resources = p.filter(ssn.columns, ssn.placing(t), ssn.allowed)
     assert not with_resources.mask.any() and with_resources.failed["Insufficient cpu"] == 2
     assert "Insufficient cpu" in with_resources.reason()
-    without = p.predicate(ssn, t, ssn.allowed, resources=False)
+    without = p.filter(ssn.columns, ssn.placing(t).without_resources(), ssn.allowed)
     assert [ssn.columns.names[i] for i in np.flatnonzero(without.mask)] == ["plain-a", "plain-b"]
     assert np.array_equal(ssn.feasible(t, ignore_resources=True).mask, without.mask)

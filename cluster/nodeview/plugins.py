@@ -1,0 +1,255 @@
+"""The Filter, Score, Bonus and Select plugins of the placement framework, written once for both schedulers.
+
+- :class:`NodePredicates` (Filter): every predicate of :func:`filter_nodes` — resources,
+  taints, nodeSelector, required node affinity, unschedulable, shard — with Volcano's
+  switches for node affinity and taints. The batch ``predicates`` plugin and the agent
+  scheduler run this one class.
+- :class:`Allocated` (Score): the agent's binpack or least-allocated, in [0, 1].
+- :class:`Binpack` (Score): Volcano's binpack formula (the batch ``binpack`` plugin).
+- :class:`NodeOrder` (Score): kube-scheduler's scores times Volcano's weights (the batch
+  ``nodeorder`` plugin).
+- :class:`LabelBonus`, :class:`PartitionBonus` (Bonus) and :class:`TopK` (Select): the
+  agent's warmup and worker-partition preferences and its seeded draw.
+
+A batch conf plugin that filters or scores is one of these built from its decoded
+arguments, so the same class, with the same arguments, can be put in an agent profile.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import msgspec
+import numpy as np
+
+from cluster.model.core import Pod, Toleration
+from cluster.model.resources import CPU, MEMORY, Resources
+from cluster.nodeview.predicates import Filtered, filter_nodes, tolerates
+from cluster.nodeview.profile import Placing, Rows, Values, standing
+from cluster.nodeview.scores import (
+    DEFAULT_MEMORY,
+    DEFAULT_MILLI_CPU,
+    MAX_NODE_SCORE,
+    balanced_resource_score,
+    default_normalize,
+    label_bonus,
+    least_allocated,
+    most_allocated,
+    preferred_affinity_weight,
+    requested_score,
+)
+from cluster.nodeview.table import Mask, NodeTable
+
+_TOLERATE_ALL = [Toleration(operator="Exists")]
+
+
+@dataclass(frozen=True)
+class NodePredicates:
+    """Every predicate of :func:`filter_nodes`; ``node_affinity=False`` ignores nodeSelector and node
+    affinity, ``taints=False`` tolerates every taint (Volcano's ``predicate.*Enable`` switches)."""
+
+    node_affinity: bool = True
+    taints: bool = True
+
+    def _pod(self, pod: Pod) -> Pod:
+        if self.node_affinity and self.taints:
+            return pod
+        spec = pod.spec
+        if not self.node_affinity:
+            spec = msgspec.structs.replace(spec, node_selector={}, affinity=None)
+        if not self.taints:
+            spec = msgspec.structs.replace(spec, tolerations=_TOLERATE_ALL)
+        return msgspec.structs.replace(pod, spec=spec)
+
+    def filter(self, table: NodeTable, placing: Placing, allowed: Mask | None) -> Filtered:
+        return filter_nodes(table, self._pod(placing.pod), placing.request, allowed=allowed)
+
+
+@dataclass(frozen=True)
+class Allocated:
+    """Binpack (``most``: fill the fullest node) or least-allocated: the weighted used fraction after placing."""
+
+    weights: Mapping[str, float]
+    most: bool = True
+
+    def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
+        fn = most_allocated if self.most else least_allocated
+        every = fn(table, placing.request, self.weights)
+        # Over every node, then the rows: contiguous columns beat gathering when most rows remain.
+        return every if rows is None else every[rows]
+
+
+@dataclass(frozen=True)
+class Binpack:
+    """Volcano's binpack: over the requested resources that have a weight, the weighted mean of
+    (used + request) ÷ allocatable — a resource the node has none of adds 0 but still counts its
+    weight — times 100 × ``weight``; 0 when the request does not fit in some such resource."""
+
+    weight: int = 1
+    resource_weights: Mapping[str, int] = field(default_factory=lambda: {CPU: 1, MEMORY: 1})
+
+    def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
+        n = len(table) if rows is None else len(rows)
+        if not self.weight:
+            return np.zeros(n, dtype=np.float64)
+        sel: slice | Rows = slice(0, n) if rows is None else rows
+        total = np.zeros(n, dtype=np.float64)
+        short = np.zeros(n, dtype=np.bool_)
+        weight_sum = 0
+        for name, amount in placing.request.items():
+            w = self.resource_weights.get(name)
+            if amount <= 0 or w is None:
+                continue
+            weight_sum += w
+            r = table.resource_index.get(name)
+            if r is None or w == 0:
+                continue  # no node has any, or weight 0: adds nothing (and is not checked), as in Volcano
+            capacity = table.allocatable[r, sel]
+            used = table.allocated[r, sel] + amount
+            has = capacity > 0
+            short |= has & (used > capacity)
+            total += np.divide(used * float(w), capacity, out=np.zeros(n, dtype=np.float64), where=has)
+        if weight_sum:
+            total /= weight_sum
+        total *= MAX_NODE_SCORE * self.weight
+        total[short] = 0.0
+        return total
+
+
+NODE_ORDER_WEIGHTS = {
+    "leastrequested.weight": 1,
+    "mostrequested.weight": 0,
+    "balancedresource.weight": 1,
+    "nodeaffinity.weight": 2,
+    "tainttoleration.weight": 3,
+}
+"""Volcano nodeorder's weights and their defaults (weight 0 turns a score off)."""
+LEAST_WEIGHTS = {CPU: 50, MEMORY: 50}  # Volcano's NodeResourcesFit args for LeastAllocated
+MOST_WEIGHTS = {CPU: 1, MEMORY: 1}
+
+
+def nonzero_request(pod: Pod, request: Resources) -> Resources:
+    """The request kube-scheduler's least/most requested score: a container that states no cpu
+    (request or limit) counts 100m, no memory 200Mi (``NonMissingContainerRequests``)."""
+    extra: dict[str, int] = {}
+    level = pod.spec.resources
+    for name, default in ((CPU, DEFAULT_MILLI_CPU), (MEMORY, DEFAULT_MEMORY)):
+        if level is not None and (name in level.requests or name in level.limits):
+            continue
+        missing = sum(
+            1 for c in pod.spec.containers if name not in c.resources.requests and name not in c.resources.limits
+        )
+        if missing:
+            extra[name] = missing * default
+    return request + extra if extra else request
+
+
+@dataclass(frozen=True)
+class NodeOrder:
+    """kube-scheduler's node scores, each an integer in [0, 100], times Volcano nodeorder's
+    ``weights`` (:data:`NODE_ORDER_WEIGHTS`), summed. The taint score is normalised over
+    ``placing.anywhere()`` (the nodes the filters allow, free resources aside)."""
+
+    weights: Mapping[str, int] = field(default_factory=lambda: dict(NODE_ORDER_WEIGHTS))
+
+    def _untolerated(self, table: NodeTable, pod: Pod) -> Values:
+        """Per node, the PreferNoSchedule taints the pod does not tolerate."""
+        tolerations = tuple(t for t in pod.spec.tolerations if t.effect in ("", "PreferNoSchedule"))
+
+        def count() -> Values:
+            return np.fromiter(
+                (
+                    sum(
+                        1
+                        for t in taints
+                        if t.effect == "PreferNoSchedule" and not any(tolerates(x, t) for x in tolerations)
+                    )
+                    for taints in table.taints[: len(table)]
+                ),
+                dtype=np.float64,
+                count=len(table),
+            )
+
+        return standing(table, ("untolerated-prefer-no-schedule", tolerations), count)
+
+    def _taint_score(self, table: NodeTable, placing: Placing) -> Values:
+        """kube-scheduler's TaintToleration score per node, normalised over the nodes the pod may go to."""
+
+        def normalised() -> Values:
+            counts = self._untolerated(table, placing.pod)
+            allowed = placing.anywhere() if placing.anywhere is not None else ~table.unschedulable[: len(table)]
+            out = np.zeros(len(table), dtype=np.float64)
+            out[allowed] = default_normalize(counts[allowed], reverse=True)
+            return out
+
+        if placing.key is None:
+            return normalised()
+        return standing(table, ("taint-score", id(self), placing.key), normalised)
+
+    def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
+        w, req, pod = self.weights, placing.request, placing.pod
+        every: slice | Rows = slice(None) if rows is None else rows
+        total = np.zeros(len(table) if rows is None else len(rows), dtype=np.float64)
+        if w["leastrequested.weight"] or w["mostrequested.weight"]:
+            nonzero = nonzero_request(pod, req)
+            if w["leastrequested.weight"]:
+                total += w["leastrequested.weight"] * requested_score(
+                    table, nonzero, LEAST_WEIGHTS, most=False, nodes=rows
+                )
+            if w["mostrequested.weight"]:
+                total += w["mostrequested.weight"] * requested_score(
+                    table, nonzero, MOST_WEIGHTS, most=True, nodes=rows
+                )
+        if w["balancedresource.weight"]:
+            total += w["balancedresource.weight"] * balanced_resource_score(table, req, nodes=rows)
+        affinity = pod.spec.affinity
+        terms = (
+            affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+            if (affinity and affinity.node_affinity)
+            else []
+        )
+        if w["nodeaffinity.weight"] and terms:
+            total += w["nodeaffinity.weight"] * preferred_affinity_weight(table, terms)[every]
+        if w["tainttoleration.weight"]:
+            total += w["tainttoleration.weight"] * self._taint_score(table, placing)[every]
+        return total
+
+
+@dataclass(frozen=True)
+class LabelBonus:
+    """``weight`` on nodes labelled ``key=value`` (the warmup label: images already pulled)."""
+
+    key: str
+    value: str
+    weight: float
+
+    def bonus(self, table: NodeTable) -> Values:
+        return label_bonus(table, self.key, self.value) * self.weight
+
+
+@dataclass(frozen=True)
+class PartitionBonus:
+    """``weight`` on the nodes whose name hashes to ``worker`` (mod ``workers``): workers sharing one
+    view fill different nodes first and rarely collide; a worker whose partition is full falls back."""
+
+    worker: int
+    workers: int
+    weight: float
+
+    def bonus(self, table: NodeTable) -> Values:
+        mine: Values = (table.name_hash[: len(table)] % self.workers == self.worker) * float(self.weight)
+        return mine
+
+
+@dataclass(frozen=True)
+class TopK:
+    """A seeded draw among the ``k`` best rows, so that workers holding the same view do not all chase one node."""
+
+    k: int
+
+    def select(self, rows: Rows, values: Values, rng: random.Random) -> int:
+        k = min(self.k, len(rows))
+        top = rows[np.argpartition(-values, k - 1)[:k]] if k < len(rows) else rows
+        return int(top[rng.randrange(len(top))])
