@@ -15,7 +15,7 @@ takes off what pipelined tasks wait for.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -30,7 +30,7 @@ from batch_scheduler.session_input import SessionConfig, SessionInput, build
 from batch_scheduler.tasks import TaskInfo
 from batch_scheduler.vector import Vector
 from cluster.model.resources import Resources
-from cluster.nodeview.fit import resources_fit
+from cluster.nodeview.fit import fits_once_freed, resources_fit
 from cluster.nodeview.predicates import Filtered, insufficient
 from cluster.nodeview.profile import Placing, all_of
 from cluster.nodeview.shard import shard_feasible, shard_rank
@@ -188,7 +188,7 @@ class Session:
         if not rows:
             return None
         allowed = self.chooser.allowed(task)
-        fits = [r for r in rows if allowed[r] and task.request.fits_in(self.future_idle(self.columns.names[r]))]
+        fits = [r for r in rows if allowed[r] and self.fits_once_freed(task.request, self.columns.names[r])]
         if not fits:
             return None
         idx = np.array(sorted(fits), dtype=np.intp)
@@ -203,6 +203,14 @@ class Session:
                 for k, r in enumerate(self.columns.resources)
             }
         )
+
+    def fits_once_freed(self, request: Resources, node: str, victims: Sequence[TaskInfo] = ()) -> bool:
+        """Whether ``request`` fits on the node once the evictions under way there, and ``victims``,
+        finish (Volcano's FutureIdle)."""
+        freed = self.releasing.get(node, Resources())
+        for v in victims:
+            freed = freed + v.request
+        return fits_once_freed(self.columns, request, self.columns.index[node], freed)
 
     def future_idle(self, node: str) -> Resources:
         """What the node will have free once the evictions under way finish (Volcano's FutureIdle)."""

@@ -11,7 +11,7 @@ pipelined onto the node: allocate places it in a later session, once its victims
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from batch_scheduler.statement import Statement
 from batch_scheduler.tasks import PREEMPTABLE_STATUSES, TaskInfo
-from cluster.model.resources import Resources
+from cluster.nodeview.fit import fitting
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -68,17 +68,12 @@ class VictimIndex:
 
 def room_rows(ssn: Session, task: TaskInfo) -> npt.NDArray[np.bool_]:
     """Nodes where the task fits in what they will have once their evictions finish."""
-    cols, n = ssn.columns, ssn.n
-    fits = np.ones(n, dtype=np.bool_)
-    for name, amount in task.request.items():
-        r = cols.resource_index.get(name)
-        if r is None:
-            return np.zeros(n, dtype=np.bool_)
-        fits &= cols.allocated[r, :n] + amount <= cols.allocatable[r, :n]
-    for node, _freed in ssn.releasing.items():  # few nodes: evictions under way
+    cols = ssn.columns
+    fits = fitting(cols, task.request)
+    for node in ssn.releasing:  # few nodes: evictions under way
         i = cols.index.get(node)
         if i is not None and not fits[i]:
-            fits[i] = task.request.fits_in(ssn.future_idle(node))
+            fits[i] = ssn.fits_once_freed(task.request, node)
     return fits
 
 
@@ -88,13 +83,6 @@ def candidate_nodes(ssn: Session, task: TaskInfo, where: npt.NDArray[np.bool_]) 
     passed over (even all victims would not make room), so only ``where`` is looked at."""
     rows = np.flatnonzero(ssn.chooser.allowed(task) & where)
     return rows[np.argsort(ssn.rank[rows], kind="stable")]
-
-
-def freed_by(victims: Sequence[TaskInfo]) -> Resources:
-    total = Resources()
-    for v in victims:
-        total = total + v.request
-    return total
 
 
 def preempt_on_nodes(
@@ -109,13 +97,13 @@ def preempt_on_nodes(
     order = ssn.victim_order(preemptor)
 
     def fits_now(node: str) -> bool:
-        return ssn.tiers.allocatable(queue, preemptor) is None and preemptor.request.fits_in(ssn.future_idle(node))
+        return ssn.tiers.allocatable(queue, preemptor) is None and ssn.fits_once_freed(preemptor.request, node)
 
     for i in rows[np.argsort(-scores, kind="stable")]:
         node = ssn.columns.names[int(i)]
         preemptees = [t for t in ssn.node_tasks.get(node, []) if eligible(t)]
         victims = ssn.tiers.preemptable(preemptor, preemptees)
-        if not preemptor.request.fits_in(ssn.future_idle(node) + freed_by(victims)):
+        if not ssn.fits_once_freed(preemptor.request, node, victims):
             continue
         for victim in sorted(victims, key=order):
             if fits_now(node):
@@ -139,13 +127,13 @@ def reclaim_on_nodes(
         if not reclaimees:
             continue
         victims = ssn.tiers.reclaimable(reclaimer, reclaimees)
-        if not reclaimer.request.fits_in(ssn.future_idle(node) + freed_by(victims)):
+        if not ssn.fits_once_freed(reclaimer.request, node, victims):
             continue
         for victim in sorted(victims, key=order):
             stmt.evict(victim)
-            if reclaimer.request.fits_in(ssn.future_idle(node)):
+            if ssn.fits_once_freed(reclaimer.request, node):
                 break
-        if reclaimer.request.fits_in(ssn.future_idle(node)):
+        if ssn.fits_once_freed(reclaimer.request, node):
             stmt.pipeline(reclaimer, node)
             return True
     return False

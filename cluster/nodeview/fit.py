@@ -1,8 +1,9 @@
 """Does a request fit a node's free resources: the one computation every decision uses.
 
 Predicates (the filter of both schedulers), the batch chooser's incremental re-fit of the
-nodes a placement changed, and the session's fallback without a ``predicates`` plugin all
-call :func:`shortages` or :func:`fitting`, over every node of a table or over a subset of
+nodes a placement changed, the session's fallback without a ``predicates`` plugin, and
+preempt and reclaim (where a victim's room counts, :func:`fits_once_freed`) all call
+:func:`shortages` or its one-node form, over every node of a table or over a subset of
 its rows — as kube-scheduler's ``noderesources.Fits`` serves its Filter, preemption and the
 autoscaler alike. A request fits where, for every resource it asks a positive amount of,
 ``allocated + amount <= allocatable``; a resource the table has never seen fits nowhere.
@@ -54,3 +55,15 @@ def resources_fit(
 def fitting(table: NodeTable, request: Mapping[str, int], rows: Rows | None = None) -> Mask:
     """Where the request fits in every resource (over every node, or over ``rows``)."""
     return resources_fit(table, request, rows)[0]
+
+
+def fits_once_freed(table: NodeTable, request: Mapping[str, int], row: int, freed: Mapping[str, int]) -> bool:
+    """Whether the request fits node ``row`` once ``freed`` comes back to it (evictions under way,
+    victims chosen): :func:`shortages`' test on one node, its allocation less ``freed``."""
+    for name, amount in request.items():
+        if amount <= 0:
+            continue
+        r = table.resource_index.get(name)
+        if r is None or table.allocatable[r, row] - table.allocated[r, row] + freed.get(name, 0) < amount:
+            return False
+    return True
