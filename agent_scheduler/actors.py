@@ -76,8 +76,9 @@ class Answer(msgspec.Struct, frozen=True, array_like=True):
 class WorkerActor:
     """Holds one :class:`Worker`; its methods run on the actor's own event loop."""
 
-    def __init__(self, spec: bytes) -> None:
+    def __init__(self, spec: bytes, binder: type[Binder] = Binder) -> None:
         self.spec = msgspec.msgpack.decode(spec, type=ActorSpec)
+        self.binder = binder
         self.worker: Worker | None = None
         self.client: Client | None = None
         self.kube: KubeTarget | None = None
@@ -88,7 +89,7 @@ class WorkerActor:
         keys = Keys(self.spec.cluster)
         store = Store(self.client, keys)
         core = self.spec.worker.core
-        binder = Binder(self.client, keys, core.scheduler, sharding=core.sharding, coarse=self.spec.worker.coarse)
+        binder = self.binder(self.client, keys, core.scheduler, sharding=core.sharding)
         kube = self.spec.kube
         self.kube = KubeTarget(kube.client(), qps=kube.qps, burst=kube.burst) if kube is not None else None
         target: BindTarget = self.kube if self.kube is not None else SimBindTarget(store)
@@ -151,13 +152,14 @@ class RayWorker:
     actor's ``serve`` call, awaited here, says when the actor dies.
     """
 
-    def __init__(self, name: str, spec: ActorSpec, *, timeout: float = 30.0) -> None:
+    def __init__(self, name: str, spec: ActorSpec, *, timeout: float = 30.0, binder: type[Binder] = Binder) -> None:
+        """``binder``: the class the actor commits through (a subclass of :class:`Binder`)."""
         self.name = name
         self.timeout = timeout
         self.spec = spec
         self.actor: Any = WorkerActor.options(  # type: ignore[attr-defined]
             name=None, max_concurrency=CONCURRENCY + 4
-        ).remote(msgspec.msgpack.encode(spec))
+        ).remote(msgspec.msgpack.encode(spec), binder)
         self.pid = 0
         token = uuid.uuid4().hex[:12]
         keys = Keys(spec.cluster)

@@ -60,7 +60,6 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
     core: CoreConfig = CoreConfig()
     max_retries: int = 3
     seed: int = 0
-    coarse: bool = False  # Volcano-style version-only binder, for the bench's comparison
     # The replica reads the feed at most every this often while it is busy: reading each
     # change as it comes costs the worker a wake-up, a round trip and a fetch per change; a
     # view older by that much costs a few more binder conflicts, each refreshed at once.

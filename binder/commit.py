@@ -1,8 +1,9 @@
 """The binder: commits placements through one atomic compare-and-set script in Redis.
 
 See DESIGN.md §4. Fine-grained by default: a node whose version moved since the scheduler
-looked is re-checked, and the placement commits if it still fits. ``coarse=True`` rejects
-on any version change, like Volcano's agent binder; it exists for the bench to compare.
+looked is re-checked, and the placement commits if it still fits. The script also knows
+Volcano's agent binder's rule (any version change is a conflict); only the bench's
+``VersionOnlyBinder`` (``caldera/bench/binders.py``), a subclass, asks for it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def _invalid(p: Placement) -> Rejected | None:
 class Binder:
     """Commits one scheduler's placements; every placement gets a :data:`Result`."""
 
+    MODE = "fine"  # the commit script's rule for a node whose version moved: re-check it
+
     def __init__(
         self,
         client: aioredis.Redis,
@@ -80,7 +83,6 @@ class Binder:
         scheduler: str,
         *,
         sharding: ShardingMode = ShardingMode.SOFT,
-        coarse: bool = False,
         metrics: BinderMetrics | None = None,
         clock: Callable[[], float] = time.perf_counter,
         feed_maxlen: int = DEFAULT_FEED_MAXLEN,
@@ -91,7 +93,7 @@ class Binder:
         self.metrics = metrics
         self.clock = clock
         self._head: list[Arg] = [keys.prefix, feed_maxlen]
-        self._flags: list[Arg] = [scheduler, "coarse" if coarse else "fine", int(sharding is ShardingMode.HARD)]
+        self._flags: list[Arg] = [scheduler, self.MODE, int(sharding is ShardingMode.HARD)]
         self._commit = Script("binder", "commit")
         self._release = Script("binder", "release")
 

@@ -93,7 +93,6 @@ class ShardingController:
         self.outside_since: dict[str, float] = {}
         self.signature: dict[str, int] = {}
         self.index = {c.name: i for i, c in enumerate(config.configs)}
-        self.synced = asyncio.Event()  # set after each sync (tests and the bench wait on it)
         self.last_sync = -1.0
         self.syncs = 0
         self.moves = 0
@@ -178,7 +177,6 @@ class ShardingController:
         self.syncs += 1
         self.moves += len(moved)
         self.sizes = sizes
-        self.synced.set()
         return SyncResult(moves=len(moved), sizes=sizes)
 
     def stats(self) -> dict[str, object]:

@@ -24,7 +24,9 @@ import numpy as np
 from agent_scheduler.core import CoreConfig, ScoreKind
 from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.worker import WorkerConfig
+from binder.commit import Binder
 from caldera._store import client
+from caldera.bench.binders import VersionOnlyBinder
 from caldera.bench.runner import figures, positive_int, run_bench
 from cluster.model.core import Node, Pod
 from cluster.sim.pods import make_pod
@@ -146,8 +148,9 @@ async def place(
                 ActorSpec(
                     redis_url=url,
                     cluster=store.keys.cluster,
-                    worker=WorkerConfig(core=msgspec.structs.replace(core, worker=i), seed=i, coarse=coarse),
+                    worker=WorkerConfig(core=msgspec.structs.replace(core, worker=i), seed=i),
                 ),
+                binder=VersionOnlyBinder if coarse else Binder,
             )
             for i in range(workers)
         ]

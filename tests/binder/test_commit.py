@@ -6,6 +6,7 @@ import pytest
 
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason, Rejected
+from caldera.bench.binders import VersionOnlyBinder
 from cluster.model.resources import Resources
 from cluster.nodeview.shard import ShardingMode
 from cluster.store.audit import audit
@@ -99,7 +100,7 @@ async def test_fine_commits_both_when_both_fit_coarse_rejects_one(store: Store) 
     assert isinstance(r2, Committed) and r2.resolved
 
     seen = (await store.get_nodes(["n1"]))["n1"].version
-    coarse = [Binder(store.client, store.keys, "s1", coarse=True), Binder(store.client, store.keys, "s2", coarse=True)]
+    coarse = [VersionOnlyBinder(store.client, store.keys, "s1"), VersionOnlyBinder(store.client, store.keys, "s2")]
     [r3] = await coarse[0].commit([await placement(store, "uid-c", "n1", version=seen)])
     [r4] = await coarse[1].commit([await placement(store, "uid-d", "n1", version=seen)])
     assert isinstance(r3, Committed)

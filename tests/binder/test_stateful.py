@@ -24,6 +24,7 @@ from hypothesis.stateful import (
 
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason, Rejected
+from caldera.bench.binders import VersionOnlyBinder
 from cluster.model.resources import Resources
 from cluster.nodeview.shard import ShardingMode
 from cluster.runtime.redis_server import RedisServer
@@ -204,9 +205,8 @@ class Machine(RuleBasedStateMachine):
             version = versions.get(target, 0) - (1 if is_stale else 0)
             placements.append(Placement(uid=uid, node=target, request=self.model.pods[uid].req, version=version))
             stale.append(is_stale or target not in versions)
-        binder = Binder(
-            self.client, self.keys, "s", sharding=ShardingMode.HARD if hard else ShardingMode.SOFT, coarse=coarse
-        )
+        kind = VersionOnlyBinder if coarse else Binder
+        binder = kind(self.client, self.keys, "s", sharding=ShardingMode.HARD if hard else ShardingMode.SOFT)
         results = self.run(binder.commit(placements, gang=gang))
         expected = self.predict(placements, stale, gang, hard, coarse)
         for p, r, e in zip(placements, results, expected):
