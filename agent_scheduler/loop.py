@@ -26,6 +26,7 @@ from agent_scheduler.metrics import AgentMetrics
 from agent_scheduler.queue import QueuePart, SchedulingQueue
 from agent_scheduler.worker import BatchResult, OutcomeKind
 from binder.metrics import BinderMetrics
+from cluster.runtime.heartbeat import Stats
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
 from cluster.store.records import TERMINAL_PHASES, PodRecord
@@ -46,6 +47,15 @@ class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
     # Batches in flight per worker: a second batch is decided while the first one's commit
     # and bind round trips are under way, so pods do not wait for a worker's I/O.
     inflight: int = 2
+
+
+class AgentStats(Stats, frozen=True, kw_only=True):
+    bound: int
+    queue: dict[str, int]  # pods per part of the queue
+    failed_workers: int
+    conflicts: int
+    conflicts_resolved: int
+    pods_per_s: float | None = None  # lately; None until two samples
 
 
 class AgentLoop:
@@ -193,20 +203,18 @@ class AgentLoop:
             m.commits.labels("rejected").inc(result.rejected)
             m.conflicts_resolved.inc(result.resolved)
 
-    def stats(self) -> dict[str, object]:
+    def stats(self) -> AgentStats:
         """The figures ``caldera status`` shows: pods bound, pods/s lately, the queue's depth."""
         self._recent.append((self.clock(), self.bound_total))
-        out: dict[str, object] = {
-            "bound": self.bound_total,
-            "queue": self.queue.depth(),
-            "failed_workers": len(self.failed_workers),
-            "conflicts": self.totals["conflicts"],
-            "conflicts_resolved": self.totals["resolved"],
-        }
         (t0, n0), (t1, n1) = self._recent[0], self._recent[-1]
-        if t1 > t0:
-            out["pods_per_s"] = round((n1 - n0) / (t1 - t0), 1)
-        return out
+        return AgentStats(
+            bound=self.bound_total,
+            queue=self.queue.depth(),
+            failed_workers=len(self.failed_workers),
+            conflicts=self.totals["conflicts"],
+            conflicts_resolved=self.totals["resolved"],
+            pods_per_s=round((n1 - n0) / (t1 - t0), 1) if t1 > t0 else None,
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         follower = asyncio.create_task(self.follow(), name="agent-follow")

@@ -6,8 +6,7 @@ import argparse
 import asyncio
 import os
 import signal
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 import uvloop
@@ -23,6 +22,7 @@ from cluster.kube.lease import kube_elect
 from cluster.kube.shards import ShardStatusReporter
 from cluster.nodeview.shard import ShardingMode
 from cluster.runtime.flags import Parser
+from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
 from cluster.runtime.process import (
     Deps,
@@ -140,8 +140,8 @@ class AgentProcess:
         self.metrics, self.binder_metrics = metrics, binder_metrics
         self.loop: AgentLoop | None = None
 
-    def stats(self) -> Mapping[str, Any]:
-        return self.loop.stats() if self.loop is not None else {}
+    def stats(self) -> Stats:
+        return self.loop.stats() if self.loop is not None else Stats()
 
     async def run(self, stop: asyncio.Event) -> None:
         from agent_scheduler.actors import ActorSpec, RayWorker, start_ray, stop_ray

@@ -47,10 +47,30 @@ from cluster.model.binding import Binding, Eviction
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroupStatus
 from cluster.runtime.heap import HeapKeeper
+from cluster.runtime.heartbeat import Stats
 from cluster.store.records import PodRecord, Update
 from cluster.store.store import Put, Store, Write
 
 log = logging.getLogger("caldera.batch")
+
+
+class QueueStats(msgspec.Struct, frozen=True, kw_only=True):
+    weight: int
+    allocated: dict[str, str]  # quantities, as a ResourceList
+    capability: dict[str, str]
+    deserved: dict[str, str]  # empty unless proportion divides the cluster
+    pending_jobs: int
+    running_jobs: int
+
+
+class BatchStats(Stats, frozen=True, kw_only=True):
+    sessions: int
+    conflicts: int
+    unimplemented: dict[str, list[str]]  # plugins and actions the conf names that have no effect here
+    pods_per_s: float | None = None
+    last_session_ms: float | None = None
+    pending: int | None = None
+    queues: dict[str, QueueStats] | None = None
 
 
 class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -187,37 +207,39 @@ class BatchScheduler:
         self._recent.append((self.clock(), report.committed))
         return report
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> BatchStats:
         """The figures ``caldera status`` shows: sessions, the last one, pods/s, and each queue."""
-        out: dict[str, Any] = {
-            "sessions": self.sessions,
-            "conflicts": self.conflicts,
-            "unimplemented": self.conf.unimplemented_names(),
-        }
+        pods_per_s = None
         if len(self._recent) > 1:
             span = self._recent[-1][0] - self._recent[0][0]
-            out["pods_per_s"] = round(sum(n for _, n in list(self._recent)[1:]) / span, 1) if span > 0 else 0.0
+            pods_per_s = round(sum(n for _, n in list(self._recent)[1:]) / span, 1) if span > 0 else 0.0
+        out = BatchStats(
+            sessions=self.sessions,
+            conflicts=self.conflicts,
+            unimplemented=self.conf.unimplemented_names(),
+            pods_per_s=pods_per_s,
+        )
         report = self.last
         if report is None or report.session is None:
             return out
         ssn = report.session
-        out.update(last_session_ms=round(report.seconds * 1000, 1), pending=report.pending)
         shares = (getattr(p, "deserved", None) for tier in ssn.tiers.tiers for p in tier)  # proportion's
         deserved: dict[str, Any] = next((d for d in shares if isinstance(d, dict)), {})
         queues = {}
         for name, q in ssn.queues.items():
             held = report.allocated.get(name) or q.allocated
             status = queue_status(q, self.cache.phases, held)
-            queues[name] = {
-                "weight": q.weight,
-                "allocated": held.to_amounts(pods=False).to_quantities(),
-                "capability": q.capability.to_amounts(pods=False).to_quantities() if q.capability is not None else {},
-                "deserved": Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
-                "pending_jobs": status.pending + status.inqueue,
-                "running_jobs": status.running,
-            }
-        out["queues"] = queues
-        return out
+            queues[name] = QueueStats(
+                weight=q.weight,
+                allocated=held.to_amounts(pods=False).to_quantities(),
+                capability=q.capability.to_amounts(pods=False).to_quantities() if q.capability is not None else {},
+                deserved=Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
+                pending_jobs=status.pending + status.inqueue,
+                running_jobs=status.running,
+            )
+        return msgspec.structs.replace(
+            out, last_session_ms=round(report.seconds * 1000, 1), pending=report.pending, queues=queues
+        )
 
     async def _evict(self, ssn: Session, report: SessionReport) -> None:
         if not ssn.evictions:

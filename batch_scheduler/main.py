@@ -15,8 +15,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import uvloop
 from prometheus_client import CollectorRegistry
@@ -36,6 +35,7 @@ from cluster.kube.shards import ShardStatusReporter
 from cluster.nodeview.shard import ShardingMode
 from cluster.runtime.flags import Parser, parse_duration
 from cluster.runtime.heap import HeapKeeper
+from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
 from cluster.runtime.process import Deps, add_common_flags, configs_or_none, run_process
 from cluster.sim.cluster import SimBindTarget, SimEvictor
@@ -161,7 +161,7 @@ class BatchProcess:
             heap=HeapKeeper(),
         )
 
-    def stats(self) -> Mapping[str, Any]:
+    def stats(self) -> Stats:
         return self.scheduler.stats()
 
     async def run(self, stop: asyncio.Event) -> None:

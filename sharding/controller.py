@@ -25,6 +25,7 @@ from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import CPU, GPU, MEMORY
 from cluster.model.volcano import NodeShard
 from cluster.nodeview.table import NodeTable
+from cluster.runtime.heartbeat import Stats
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
 from cluster.store.store import Own, Put, Store, Write
@@ -38,6 +39,13 @@ from sharding.policy import (
     assign,
     band_signature,
 )
+
+
+class ShardingStats(Stats, frozen=True, kw_only=True):
+    syncs: int
+    moves: int
+    sizes: dict[str, int]  # nodes per scheduler
+    last_sync_s_ago: float | None = None
 
 
 class ControllerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -179,12 +187,10 @@ class ShardingController:
         self.sizes = sizes
         return SyncResult(moves=len(moved), sizes=sizes)
 
-    def stats(self) -> dict[str, object]:
+    def stats(self) -> ShardingStats:
         """The figures ``caldera status`` shows: shard sizes, syncs, nodes moved, seconds since the last sync."""
-        out: dict[str, object] = {"syncs": self.syncs, "moves": self.moves, "sizes": dict(self.sizes)}
-        if self.last_sync >= 0:
-            out["last_sync_s_ago"] = round(self.clock() - self.last_sync, 1)
-        return out
+        ago = round(self.clock() - self.last_sync, 1) if self.last_sync >= 0 else None
+        return ShardingStats(syncs=self.syncs, moves=self.moves, sizes=dict(self.sizes), last_sync_s_ago=ago)
 
     def _check_edges(self, changed: list[str]) -> None:
         """Set the trigger when a changed node's band signature differs from the last sync's."""

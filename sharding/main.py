@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 import numpy as np
@@ -17,6 +16,7 @@ from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
 from cluster.kube.lease import kube_elect
 from cluster.kube.shards import NodeShardPublisher
 from cluster.runtime.flags import Parser, duration
+from cluster.runtime.heartbeat import Stats
 from cluster.runtime.process import Deps, add_common_flags, configs_or_none, run_process
 from cluster.store.store import Store
 from sharding.config import (
@@ -107,7 +107,7 @@ class ShardingComponent:
             publish=self.publisher.publish if self.publisher is not None else None,
         )
 
-    def stats(self) -> Mapping[str, Any]:
+    def stats(self) -> Stats:
         return self.controller.stats()
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 import uvloop
@@ -18,6 +17,7 @@ from cluster.kube.mirror import Mirror
 from cluster.kube.reflector import kinds
 from cluster.kube.writeback import WriteBack
 from cluster.runtime.flags import Parser, parse_duration
+from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
 from cluster.runtime.process import Deps, add_common_flags, configs_or_none, run_process
 from cluster.store.store import Store
@@ -109,8 +109,8 @@ class MirrorProcess:
         patched.set_function(lambda: self.writeback.patched)
         events.set_function(lambda: self.writeback.events)
 
-    def stats(self) -> Mapping[str, Any]:
-        return {}
+    def stats(self) -> Stats:
+        return Stats()
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("following the cluster")

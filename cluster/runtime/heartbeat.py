@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -20,6 +20,11 @@ from cluster.store.keys import Keys
 
 STALE_S = 10.0
 EVERY_S = 2.0
+
+
+class Stats(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A component's figures for its heartbeat (``caldera status`` shows them): each component
+    subclasses it with its own fields; a field left at its default (None: not known yet) is not sent."""
 
 
 class Beat(msgspec.Struct, frozen=True, kw_only=True):
@@ -49,7 +54,7 @@ async def run(
     component: str,
     holder: str,
     leading: Callable[[], bool],
-    stats: Callable[[], Mapping[str, Any]],
+    stats: Callable[[], Stats],
     stop: asyncio.Event,
     wall: Callable[[], float] = time.time,
 ) -> None:
@@ -59,7 +64,9 @@ async def run(
             await beat(
                 client,
                 keys,
-                Beat(component=component, holder=holder, leading=leading(), at=wall(), stats=dict(stats())),
+                Beat(
+                    component=component, holder=holder, leading=leading(), at=wall(), stats=msgspec.to_builtins(stats())
+                ),
             )
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(EVERY_S):

@@ -20,7 +20,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import msgspec
 from prometheus_client import CollectorRegistry
@@ -210,7 +210,7 @@ class Component(Protocol):
 
     async def run(self, stop: asyncio.Event) -> None: ...
 
-    def stats(self) -> Mapping[str, Any]: ...
+    def stats(self) -> heartbeat.Stats: ...
 
 
 Elect = Callable[[LeaseConfig, str, str], Lease]

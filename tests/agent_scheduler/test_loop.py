@@ -33,12 +33,12 @@ async def test_a_long_running_loop_forgets_pods_once_they_are_gone(store: Store)
         while len(loop.bound) < 20:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
-        assert loop.stats()["bound"] == 20
+        assert loop.stats().bound == 20
         await store.delete_pods([p.uid for p in pods])  # they finished
         while loop.bound or loop.bound_at:
             assert time.monotonic() < deadline, len(loop.bound)
             await asyncio.sleep(0.05)
-        assert loop.stats()["bound"] == 20  # the count of pods bound stays
+        assert loop.stats().bound == 20  # the count of pods bound stays
     finally:
         stop.set()
         await runner
