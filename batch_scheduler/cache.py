@@ -13,21 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from batch_scheduler.session_input import SessionInput
+from batch_scheduler.session_input import SessionInput, session_topology
 from cluster.model.core import PriorityClass
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.assume import Assumed
 from cluster.nodeview.table import NodeTable
 from cluster.store.keys import Kind
 from cluster.store.records import TERMINAL_PHASES, PodRecord, Update
 
-KINDS = (Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS)
+KINDS = (Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS, Kind.HYPERNODE)
 RELEASING_TIMEOUT = 300.0  # seconds an evicted pod is left alone before it may be chosen again
 
 
 class BatchCache:
-    def __init__(self, names: tuple[str, ...], clock: Callable[[], float]) -> None:
-        """``names``: the schedulerNames whose pods are kept; ``clock``: monotonic seconds."""
+    def __init__(
+        self, names: tuple[str, ...], clock: Callable[[], float], hypernode_labels: tuple[str, ...] = ()
+    ) -> None:
+        """``names``: the schedulerNames whose pods are kept; ``clock``: monotonic seconds;
+        ``hypernode_labels``: as :class:`~batch_scheduler.session_input.SessionConfig`'s."""
         self.names = names
         self.clock = clock
         self.columns = NodeTable()
@@ -37,6 +41,9 @@ class BatchCache:
         self.podgroups: dict[str, PodGroup] = {}  # by namespace/name
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
+        self.hypernodes: dict[str, HyperNode] = {}
+        self.hypernodes_generation = 0
+        self.hypernode_labels = hypernode_labels
         self.phases: dict[str, str] = {}  # job key -> the phase the last session left it in
         self.releasing: dict[str, float] = {}  # uid -> when evicted
         self.first_seen: dict[str, float] = {}  # pending pod uid -> when first seen
@@ -62,7 +69,10 @@ class BatchCache:
             (Kind.PODGROUP, self.podgroups),
             (Kind.QUEUE, self.queues),
             (Kind.PRIORITYCLASS, self.priority_classes),
+            (Kind.HYPERNODE, self.hypernodes),
         ):
+            if kind is Kind.HYPERNODE and (update.full or objects.get(kind)):
+                self.hypernodes_generation += 1
             if update.full:
                 target.clear()
             for name, obj in objects.get(kind, {}).items():
@@ -76,6 +86,8 @@ class BatchCache:
         now = self.clock()
         self.releasing = {u: t for u, t in self.releasing.items() if u in self.pods and now - t < RELEASING_TIMEOUT}
         pods = [r for r in self.pods.values() if r.phase not in TERMINAL_PHASES or r.group]
+        # Built on the cache's table, so that later sessions' copies find it there.
+        session_topology(self.columns, self.hypernodes, self.hypernodes_generation, self.hypernode_labels)
         return SessionInput(
             columns=self.columns.snapshot(),
             pods=pods,
@@ -84,4 +96,6 @@ class BatchCache:
             priority_classes=dict(self.priority_classes),
             phases=dict(self.phases),
             releasing=frozenset(self.releasing),
+            hypernodes=dict(self.hypernodes),
+            hypernodes_generation=self.hypernodes_generation,
         )

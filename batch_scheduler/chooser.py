@@ -90,13 +90,14 @@ class Chooser:
         """The nodes the predicates allow the task, free resources aside (read-only)."""
         return self._template(task).allowed
 
-    def choose(self, task: TaskInfo) -> int | None:
-        """The best node row for the task right now, or None when it fits nowhere."""
+    def choose(self, task: TaskInfo, within: Mask | None = None) -> int | None:
+        """The best node row for the task right now (among ``within`` when given), or None when it fits nowhere."""
         template = self._template(task)
         if not len(template.value):
             return None
-        i = int(np.argmax(template.value))
-        return None if template.value[i] == -np.inf else i
+        value = template.value if within is None else np.where(within, template.value, -np.inf)
+        i = int(np.argmax(value))
+        return None if value[i] == -np.inf else i
 
     def _values(self, task: TaskInfo, allowed: Mask, rows: npt.NDArray[np.intp] | None) -> Values:
         """Fit and score of ``task`` on ``rows`` (every node when None) as the columns are now."""

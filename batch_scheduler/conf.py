@@ -237,6 +237,8 @@ def _plugin(
         decoded = spec.arguments.load(name, arguments)
     except ValueError as e:
         raise ConfError(f"scheduler conf: {where}.arguments: {e}") from None
+    if spec.arguments.unhonoured:
+        warnings.append(f'conf plugin "{name}": {spec.arguments.unhonoured}')
     return PluginOption(name=name, disabled=disabled, enabled=enabled, arguments=arguments, decoded=decoded)
 
 

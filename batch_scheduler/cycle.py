@@ -71,6 +71,7 @@ class BatchStats(Stats, frozen=True, kw_only=True):
     last_session_ms: float | None = None
     pending: int | None = None
     queues: dict[str, QueueStats] | None = None
+    hypernode_problems: list[str] | None = None  # why HyperNodes are left out of the tree (a cycle, two parents)
 
 
 class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,7 +114,7 @@ class BatchScheduler:
             name: Binder(store.client, store.keys, name, sharding=config.session.sharding, metrics=binder_metrics)
             for name in config.names
         }
-        self.cache = BatchCache(config.names, clock)
+        self.cache = BatchCache(config.names, clock, config.session.hypernode_labels)
         self.reasons: dict[str, dict[str, str]] = {name: {} for name in config.names}  # as written to the store
         self._conf_mtime = self._mtime()
         self.sessions = 0
@@ -237,8 +238,13 @@ class BatchScheduler:
                 pending_jobs=status.pending + status.inqueue,
                 running_jobs=status.running,
             )
+        problems = sorted({p.message for p in ssn.topology.problems}) or None
         return msgspec.structs.replace(
-            out, last_session_ms=round(report.seconds * 1000, 1), pending=report.pending, queues=queues
+            out,
+            last_session_ms=round(report.seconds * 1000, 1),
+            pending=report.pending,
+            queues=queues,
+            hypernode_problems=problems,
         )
 
     async def _evict(self, ssn: Session, report: SessionReport) -> None:

@@ -31,6 +31,7 @@ from batch_scheduler.votes import Refusal, Vote
 from cluster.nodeview.predicates import Filtered
 from cluster.nodeview.profile import Filter, Placing, Score
 from cluster.nodeview.table import Mask, NodeTable
+from cluster.nodeview.topology import Domain, Topology
 
 A = TypeVar("A", bound=Arguments)
 
@@ -82,6 +83,11 @@ class SessionView(Protocol):
         """A sort key putting the first victim first (Volcano's victims priority queue)."""
         ...
 
+    @property
+    def topology(self) -> Topology:
+        """The HyperNode tree over the session's nodes."""
+        ...
+
     def placing(self, task: TaskInfo) -> Placing:
         """The task as filters and scores see it (keyed by its template; ``anywhere`` is
         :meth:`feasible` free resources aside)."""
@@ -131,6 +137,13 @@ class TaskOrder(Protocol):
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
         """As job_order. A plugin may also define ``task_order_key(task)``, a sort key that
         orders tasks as ``task_order`` does (it lets a whole list be sorted by key)."""
+        ...
+
+
+@runtime_checkable
+class HyperNodeOrder(Protocol):
+    def hypernode_scores(self, job: JobInfo, domains: Sequence[Domain]) -> Mapping[str, float]:
+        """A score per domain the job's gang could go to, higher is better (Volcano's HyperNodeOrderFn)."""
         ...
 
 
@@ -222,6 +235,7 @@ SWITCHES: dict[type, str] = {
     TaskOrder: "enableTaskOrder",
     Filter: "enablePredicate",  # nodes are filtered and scored through the placement framework's
     Score: "enableNodeOrder",  # Protocols (cluster.nodeview.profile), as the agent's profile is
+    HyperNodeOrder: "enabledHyperNodeOrder",
     JobReady: "enableJobReady",
     JobPipelined: "enableJobPipelined",
     JobStarving: "enableJobStarving",

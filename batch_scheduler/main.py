@@ -74,9 +74,27 @@ def build_parser(prog: str = "caldera batch-scheduler") -> Parser:
         choices=[m.value for m in ShardingMode],
         help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)",
     )
+    p.add_argument(
+        "--hypernode-labels",
+        default="",
+        help="node label keys, lowest tier first and comma-separated (e.g. a leaf-switch label, then a spine "
+        "label), that make HyperNodes beside the cluster's HyperNode objects (default: none)",
+    )
     add_kube_flags(p)
     add_common_flags(p)
     return p
+
+
+def hypernode_labels(text: str) -> tuple[str, ...]:
+    """``--hypernode-labels``: label keys, each a valid key, none twice; ValueError naming the bad one."""
+    keys = tuple(k.strip() for k in text.split(",") if k.strip())
+    for key in keys:
+        name = key.rsplit("/", 1)[-1]
+        if not name or len(name) > 63 or not all(c.isalnum() or c in "-_." for c in name) or not name[0].isalnum():
+            raise ValueError(f"--hypernode-labels: {key!r} is not a label key (expected e.g. example.com/leaf-switch)")
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"--hypernode-labels: {text!r} names a key twice (expected each tier's key once)")
+    return keys
 
 
 def parse_config(args: argparse.Namespace) -> SchedulerConfig:
@@ -101,7 +119,10 @@ def parse_config(args: argparse.Namespace) -> SchedulerConfig:
         conf_path=args.scheduler_conf,
         kube=kube_connection(args, os.environ),
         session=SessionConfig(
-            scheduler=names[0], sharding=ShardingMode(args.sharding_mode), default_queue=args.default_queue
+            scheduler=names[0],
+            sharding=ShardingMode(args.sharding_mode),
+            default_queue=args.default_queue,
+            hypernode_labels=hypernode_labels(args.hypernode_labels),
         ),
     )
 

@@ -34,6 +34,7 @@ from batch_scheduler.framework import (
     Allocatable,
     Enqueueable,
     EventHandler,
+    HyperNodeOrder,
     JobOrder,
     JobPipelined,
     JobReady,
@@ -55,6 +56,7 @@ from batch_scheduler.tasks import TaskInfo, task_order
 from batch_scheduler.votes import PERMIT, Refusal, Vote, VoteKind
 from cluster.nodeview.profile import Filter, Score
 from cluster.nodeview.scores import Index, Scores
+from cluster.nodeview.topology import Domain
 
 T = TypeVar("T")
 
@@ -78,6 +80,7 @@ class PluginSet:
         self.task_orders: list[list[TaskOrder]] = point(TaskOrder)
         self.predicates: list[Filter] = flat(Filter)
         self.node_orders: list[Score] = flat(Score)
+        self.hypernode_orders: list[HyperNodeOrder] = flat(HyperNodeOrder)
         self.ready_checks: list[JobReady] = flat(JobReady)
         self.schedulable_checks: list[JobValid] = [p for tier in self.tiers for p in tier if isinstance(p, JobValid)]
         self.preempt_voters: list[list[Preemptable]] = point(Preemptable)
@@ -256,6 +259,14 @@ class PluginSet:
         return self._victims(self.reclaim_voters, lambda p: p.reclaimable(reclaimer, candidates))
 
     # -- nodes --------------------------------------------------------------------------
+
+    def hypernode_scores(self, job: JobInfo, domains: Sequence[Domain]) -> dict[str, float]:
+        """The summed HyperNode scores of every plugin, per domain (0 without such a plugin)."""
+        total = dict.fromkeys((d.name for d in domains), 0.0)
+        for p in self.hypernode_orders:
+            for name, score in p.hypernode_scores(job, domains).items():
+                total[name] += score
+        return total
 
     def scores(self, ssn: SessionView, task: TaskInfo, nodes: Index | None = None) -> Scores:
         """The summed node scores of every plugin, for every node or only ``nodes``."""

@@ -26,6 +26,7 @@ class PendingReason(enum.StrEnum):
     SCHEDULING_GATED = "SchedulingGated"
     PREEMPTING = "Preempting"  # its victims are being evicted; it starts once they are gone
     RECLAIMING = "Reclaiming"
+    NETWORK_TOPOLOGY = "NetworkTopology"  # no HyperNode of the allowed tiers holds the gang
     COMMIT_CONFLICT = "CommitConflict"  # another scheduler won the race for its nodes; retried next session
 
 

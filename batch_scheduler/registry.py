@@ -17,6 +17,7 @@ from batch_scheduler.plugins.capacity import CapacityArguments, CapacityPlugin
 from batch_scheduler.plugins.conformance import ConformancePlugin
 from batch_scheduler.plugins.drf import DrfPlugin
 from batch_scheduler.plugins.gang import GangPlugin
+from batch_scheduler.plugins.network_topology import NetworkTopologyArguments, NetworkTopologyPlugin
 from batch_scheduler.plugins.nodeorder import NodeOrderArguments, NodeOrderPlugin
 from batch_scheduler.plugins.overcommit import OvercommitArguments, OvercommitPlugin
 from batch_scheduler.plugins.predicates import PredicatesArguments, PredicatesPlugin
@@ -43,6 +44,7 @@ def default_registry() -> Registry:
                 "nodeorder": plugin_spec(NodeOrderPlugin, NodeOrderArguments),
                 "binpack": plugin_spec(BinpackPlugin, BinpackArguments),
                 "overcommit": plugin_spec(OvercommitPlugin, OvercommitArguments),
+                "network-topology-aware": plugin_spec(NetworkTopologyPlugin, NetworkTopologyArguments),
             }
         ),
         actions=MappingProxyType(

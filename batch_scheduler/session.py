@@ -26,7 +26,7 @@ from batch_scheduler.conf import SchedulerConf
 from batch_scheduler.jobs import JobInfo
 from batch_scheduler.plugin_set import PluginSet
 from batch_scheduler.reasons import MISSING
-from batch_scheduler.session_input import SessionConfig, SessionInput, build
+from batch_scheduler.session_input import SessionConfig, SessionInput, build, session_topology
 from batch_scheduler.tasks import TaskInfo
 from batch_scheduler.vector import Vector
 from cluster.model.resources import Resources
@@ -55,6 +55,9 @@ class Session:
                 r: int(inp.columns.allocatable[i, : self.n][self.allowed].sum())
                 for i, r in enumerate(inp.columns.resources)
             }
+        )
+        self.topology = session_topology(
+            inp.columns, inp.hypernodes, inp.hypernodes_generation, config.hypernode_labels
         )
         built = build(inp, config)
         self.queues = built.queues
@@ -166,19 +169,27 @@ class Session:
             mask &= fit
         return Filtered(mask=mask, failed=failed, total=self.n)
 
-    def best_node(self, task: TaskInfo) -> tuple[int, bool] | Filtered:
+    def best_node(self, task: TaskInfo, within: Mask | None = None) -> tuple[int, bool] | Filtered:
         """Where the task goes: the highest-scoring node with room now (own shard first in soft
         mode; ties go to the first), else the best one whose room evictions are freeing — as
-        ``(row, pipelined)`` — or the predicates' verdict when no node will have room."""
-        row = self.chooser.choose(task)
+        ``(row, pipelined)`` — or the predicates' verdict when no node will have room.
+        ``within``: only these nodes (a HyperNode's)."""
+        row = self.chooser.choose(task, within)
         if row is not None:
             return row, False
-        future = self.future_node(task)
+        future = self.future_node(task, within)
         if future is not None:
             return future, True
-        return self.feasible(task)
+        verdict = self.feasible(task)
+        if within is None:
+            return verdict
+        outside = int(np.count_nonzero(verdict.mask & ~within))
+        failed = dict(verdict.failed)
+        if outside:
+            failed["node(s) are outside the gang's network domain"] = outside
+        return Filtered(mask=verdict.mask & within, failed=failed, total=self.n)
 
-    def future_node(self, task: TaskInfo) -> int | None:
+    def future_node(self, task: TaskInfo, within: Mask | None = None) -> int | None:
         """The best node where the task fits in what the node will have once its evictions finish."""
         rows = [
             self.columns.index[name]
@@ -188,7 +199,13 @@ class Session:
         if not rows:
             return None
         allowed = self.chooser.allowed(task)
-        fits = [r for r in rows if allowed[r] and self.fits_once_freed(task.request, self.columns.names[r])]
+        fits = [
+            r
+            for r in rows
+            if allowed[r]
+            and (within is None or within[r])
+            and self.fits_once_freed(task.request, self.columns.names[r])
+        ]
         if not fits:
             return None
         idx = np.array(sorted(fits), dtype=np.intp)

@@ -24,9 +24,12 @@ from batch_scheduler.tasks import TaskInfo, TaskStatus, shareable
 from batch_scheduler.vector import Vector
 from cluster.model.core import PriorityClass
 from cluster.model.labels import QUEUE_NAME_ANNOTATION, TASK_PRIORITY_ANNOTATION
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.shard import ShardingMode
 from cluster.nodeview.table import NodeTable
+from cluster.nodeview.topology import Topology, from_labels
+from cluster.nodeview.topology import build as build_topology
 from cluster.store.records import PodRecord
 
 IMPLICIT_PREFIX = "podgroup-"  # a lone pod's implicit PodGroup is named podgroup-<pod uid>, as in Volcano
@@ -37,6 +40,9 @@ class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
     scheduler: str = "volcano"  # the name that owns shards
     sharding: ShardingMode = ShardingMode.SOFT
     default_queue: str = "default"
+    # Node label keys, lowest tier first, that make HyperNodes where the cluster has none by
+    # those names (cluster.nodeview.topology.from_labels); HyperNode objects come first.
+    hypernode_labels: tuple[str, ...] = ()
 
 
 @dataclass
@@ -48,6 +54,25 @@ class SessionInput:
     priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
     phases: Mapping[str, str] = field(default_factory=dict)  # job key -> phase from earlier sessions
     releasing: frozenset[str] = frozenset()  # uids being evicted
+    hypernodes: Mapping[str, HyperNode] = field(default_factory=dict)  # the network topology, by name
+    hypernodes_generation: int = 0  # changes whenever ``hypernodes`` does (the tree is cached on the table)
+
+
+def session_topology(
+    table: NodeTable, hypernodes: Mapping[str, HyperNode], generation: int, labels: tuple[str, ...]
+) -> Topology:
+    """The HyperNode tree over ``table``'s nodes: the objects, plus those the node ``labels`` make
+    (an object of the same name wins). Cached on the table until its nodes, owners, labels or
+    taints change — the cache asks first, on its own table, so a steady cluster builds it once,
+    not every session; ``generation`` tells HyperNode changes apart."""
+
+    def made() -> Topology:
+        objects = dict(hypernodes)
+        for hn in from_labels(table, labels):
+            objects.setdefault(hn.name, hn)
+        return build_topology(table, objects.values())
+
+    return table.memo_until_topology_changes(("hypernodes", generation, labels), made)
 
 
 @dataclass

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import msgspec
 
-from cluster.model.core import Node, Pod
+from cluster.model.core import Node, ObjectMeta, Pod
+from cluster.model.topology import ExactMatch, HyperNode, HyperNodeSpec, LabelMatch, Member, MemberSelector, RegexMatch
 from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, TaintSpec, pool_nodes
 
@@ -61,4 +65,23 @@ def pod(
         duration=duration,
         group=group,
         uid=f"uid-{name}",
+    )
+
+
+def hypernode(
+    name: str, tier: int, *, nodes: Sequence[str] = (), children: Sequence[str] = (), **selector: Any
+) -> HyperNode:
+    """A HyperNode of ``tier`` holding ``nodes`` (exact names) and ``children`` (HyperNodes); a
+    ``regex=`` or ``labels=`` keyword adds one member of that kind; ``tier_name=`` names the tier."""
+    members = [Member(type="Node", selector=MemberSelector(exact_match=ExactMatch(name=n))) for n in nodes]
+    members += [Member(type="HyperNode", selector=MemberSelector(exact_match=ExactMatch(name=c))) for c in children]
+    if "regex" in selector:
+        members.append(Member(type="Node", selector=MemberSelector(regex_match=RegexMatch(pattern=selector["regex"]))))
+    if "labels" in selector:
+        members.append(
+            Member(type="Node", selector=MemberSelector(label_match=LabelMatch(match_labels=selector["labels"])))
+        )
+    return HyperNode(
+        metadata=ObjectMeta(name=name),
+        spec=HyperNodeSpec(tier=tier, tier_name=selector.get("tier_name", ""), members=members),
     )

@@ -26,11 +26,13 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from batch_scheduler.actions._interleave import by_queue, interleave
+from batch_scheduler.actions._topology import highest_tier, place_in_topology
 from batch_scheduler.jobs import JobInfo
 from batch_scheduler.queues import QueueInfo
 from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
 from batch_scheduler.tasks import TaskInfo, parse_bool
+from cluster.nodeview.table import Mask
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -48,9 +50,15 @@ def error_cache(ssn: Session) -> bool:
 
 
 def place_tasks(
-    ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo], role_cache: bool = True
+    ssn: Session,
+    queue: QueueInfo,
+    job: JobInfo,
+    tasks: deque[TaskInfo],
+    role_cache: bool = True,
+    within: Mask | None = None,
 ) -> Statement | None:
-    """Volcano's ``allocateResourcesForTasks``: the job's statement, or None (discarded)."""
+    """Volcano's ``allocateResourcesForTasks``: the job's statement, or None (discarded);
+    ``within``: only these nodes (a HyperNode's)."""
     stmt = Statement(ssn)
     failure: tuple[PendingReason, str] | None = None
     while tasks:
@@ -62,7 +70,7 @@ def place_tasks(
         if role_cache and job.task_has_fit_errors(task):
             job.fit_errors[task.uid] = f"task {task.name}: a task of role {task.role} already fit nowhere"
             continue
-        choice = ssn.best_node(task)
+        choice = ssn.best_node(task, within)
         if not isinstance(choice, tuple):
             message = f"task {task.name}: {choice.reason()}"
             job.fit_errors[task.uid] = message
@@ -126,9 +134,18 @@ def run(ssn: Session) -> None:
 
     role_cache = error_cache(ssn)
 
+    def place(
+        ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo], within: Mask | None
+    ) -> Statement | None:
+        return place_tasks(ssn, queue, job, tasks, role_cache, within)
+
     def handle(queue: QueueInfo, job: JobInfo) -> bool:
         tasks = sheets[job.key]
-        stmt = place_tasks(ssn, queue, job, tasks, role_cache)
+        tier = highest_tier(ssn, job)
+        if tier is None:
+            stmt = place_tasks(ssn, queue, job, tasks, role_cache)
+        else:
+            stmt = place_in_topology(ssn, queue, job, tasks, place, tier)
         if stmt is not None and ssn.tiers.job_ready(job):
             stmt.commit()
             return bool(tasks)  # more tasks than the gang needs: back in line

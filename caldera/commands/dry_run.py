@@ -27,6 +27,7 @@ import msgspec
 
 from agent_scheduler.core import CoreConfig
 from agent_scheduler.worker import Worker, WorkerConfig
+from batch_scheduler.cache import KINDS as BATCH_KINDS
 from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
 from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
 from batch_scheduler.registry import default_registry
@@ -44,6 +45,7 @@ from cluster.model.manifests import (
     expand,
     read_manifests,
 )
+from cluster.model.topology import HyperNode
 from cluster.model.unhonoured import notice
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.nodeview.shard import ShardingMode
@@ -51,7 +53,7 @@ from cluster.nodeview.table import NodeTable
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimBindTarget, SimEvictor, running
 from cluster.store.feed import Informer
-from cluster.store.keys import Keys, Kind
+from cluster.store.keys import Keys
 from cluster.store.records import PodRecord
 from cluster.store.store import Put, Store
 from sharding.config import (
@@ -162,7 +164,7 @@ async def simulate(
     async with client(url) as c:
         store = Store(c, Keys("dry-run"))
         await store.upsert_nodes([o for o in objects if isinstance(o, Node)])
-        await store.write([Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass))])
+        await store.write([Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass, HyperNode))])
         await store.upsert_pods([o for o in objects if isinstance(o, Pod)])
         controller = ShardingController(store, controller_config)
         controller.columns = NodeTable(await store.list_nodes())
@@ -182,7 +184,7 @@ async def simulate(
             target,
             WorkerConfig(core=CoreConfig(scheduler=AGENT, sharding=mode)),
         )
-        informer = Informer(store, [Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS])
+        informer = Informer(store, list(BATCH_KINDS))
         evicted: dict[str, PodRecord] = {}
         agent_reasons: dict[str, str] = {}
         quiet, session = 0, None

@@ -188,8 +188,11 @@ def render(report: Report) -> Group:
     for col in ("process", "up", "leading", "figures"):
         processes.add_column(col)
     for p in report.processes:
-        figures = ", ".join(f"{k} {v}" for k, v in p.stats.items() if not isinstance(v, dict))
+        figures = ", ".join(f"{k} {v}" for k, v in p.stats.items() if not isinstance(v, (dict, list)))
         figures += _unimplemented(p.stats.get("unimplemented"))
+        problems = p.stats.get("hypernode_problems")
+        if isinstance(problems, list) and problems:
+            figures += f"; HyperNodes left out: {'; '.join(str(x) for x in problems)}"
         processes.add_row(
             f"{p.component} ({p.holder})",
             "yes" if p.up else f"no ({p.seconds_ago:.0f}s)",

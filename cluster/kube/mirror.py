@@ -20,13 +20,14 @@ from typing import Any
 from cluster.kube.reflector import Changed, Delta, KubeKind, Listed, Reflector
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.quantity import QuantityError
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
 from cluster.store.keys import Kind
 from cluster.store.store import Delete, Put, Store, Write, object_name
 
 log = logging.getLogger("caldera.mirror")
 CHUNK = 1000
-OBJECT_KINDS = (Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS)
+OBJECT_KINDS = (Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS, Kind.HYPERNODE)
 
 
 def store_name(kind: Kind, obj: Any) -> str:
@@ -155,6 +156,8 @@ class Mirror:
         elif kind is Kind.POD:
             await self.store.upsert_pods([o for o in objects if isinstance(o, Pod)])
         else:
-            writes: list[Write] = [Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass))]
+            writes: list[Write] = [
+                Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass, HyperNode))
+            ]
             if writes:
                 await self.store.write(writes)

@@ -24,12 +24,14 @@ from kubernetes import client as k8s
 
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.decode import decode_json
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
 from cluster.store.keys import Kind
 
 T = TypeVar("T")
 KubeObject = Node | Pod | PodGroup | Queue | PriorityClass
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
+TOPOLOGY = ("topology.volcano.sh", "v1alpha1")
 
 
 class _ListMeta(msgspec.Struct, rename="camel"):
@@ -97,6 +99,11 @@ def kinds(api: k8s.ApiClient) -> list[KubeKind]:
             kind=Kind.QUEUE, call=functools.partial(custom.list_cluster_custom_object, *VOLCANO, "queues"), type=Queue
         ),
         KubeKind(kind=Kind.PRIORITYCLASS, call=scheduling.list_priority_class, type=PriorityClass),
+        KubeKind(
+            kind=Kind.HYPERNODE,
+            call=functools.partial(custom.list_cluster_custom_object, *TOPOLOGY, "hypernodes"),
+            type=HyperNode,
+        ),
     ]
 
 

@@ -209,7 +209,8 @@ def podgroup_problems(pg: PodGroup) -> list[Problem]:
     """Volcano's PodGroup webhook on one object: a network topology (the PodGroup's, or a
     sub-group policy's) names at most one of highestTierAllowed and highestTierName."""
     problems = []
-    topologies: list[tuple[str, object]] = [("spec.networkTopology", pg.spec.network_topology)]
+    own = pg.spec.network_topology
+    topologies: list[tuple[str, object]] = [("spec.networkTopology", own.raw() if own else None)]
     topologies += [
         (f"spec.subGroupPolicy[{i}].networkTopology", policy.get("networkTopology"))
         for i, policy in enumerate(pg.spec.sub_group_policy)

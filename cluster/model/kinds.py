@@ -8,10 +8,11 @@ from types import MappingProxyType
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.kubeflow_api import MPIJob, PyTorchJob, TFJob
 from cluster.model.pod_controllers import BatchJob, Deployment, ReplicaSet, StatefulSet
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.model.volcano_job import Job
 
-ClusterObject = Node | Pod | PodGroup | Queue | PriorityClass | NodeShard
+ClusterObject = Node | Pod | PodGroup | Queue | PriorityClass | NodeShard | HyperNode
 """What the cluster itself holds and the schedulers see."""
 Workload = Job | PyTorchJob | TFJob | MPIJob | Deployment | ReplicaSet | StatefulSet | BatchJob
 """What controllers turn into pods (and PodGroups): :func:`expand` does."""
@@ -26,6 +27,7 @@ KINDS: Mapping[tuple[str, str], type[KubeObject]] = MappingProxyType(
         ("scheduling.volcano.sh", "Queue"): Queue,
         ("scheduling.k8s.io", "PriorityClass"): PriorityClass,
         ("shard.volcano.sh", "NodeShard"): NodeShard,
+        ("topology.volcano.sh", "HyperNode"): HyperNode,
         ("batch.volcano.sh", "Job"): Job,
         ("kubeflow.org", "PyTorchJob"): PyTorchJob,
         ("kubeflow.org", "TFJob"): TFJob,

@@ -46,6 +46,7 @@ from cluster.model.pod_controllers import (
 )
 from cluster.model.queue_admission import mutated, queue_problems
 from cluster.model.schema import Findings, Problem, Reference, Schemas, Template, join
+from cluster.model.topology import HyperNode, hypernode_problems
 from cluster.model.unhonoured import unhonoured as _unhonoured
 from cluster.model.volcano import PodGroup, Queue
 from cluster.model.volcano_job import Job, JobError, admit_queue, expand_job
@@ -158,6 +159,8 @@ def _object_problems(obj: KubeObject | None) -> list[Problem]:
         return priority_class_problems(obj)
     if isinstance(obj, PodGroup):
         return podgroup_problems(obj)
+    if isinstance(obj, HyperNode):
+        return hypernode_problems(obj)
     return []
 
 

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from cluster.model.core import ObjectMeta, Pod, RawObject
+from cluster.model.core import ObjectMeta, Pod
 from cluster.model.labels import (
     COOLDOWN_TIME_KEY,
     GROUP_NAME_ANNOTATION,
@@ -47,6 +47,7 @@ from cluster.model.labels import (
     REVOCABLE_ZONE_KEY,
 )
 from cluster.model.pod_template import template_request
+from cluster.model.topology import NetworkTopologySpec
 from cluster.model.volcano import PodGroup, PodGroupSpec
 
 VOLCANO_SCHEDULERS = ("volcano",)  # the controller's --scheduler-name default
@@ -128,12 +129,15 @@ def _min_member(value: str | None) -> int:
     return number if number >= 0 else 1
 
 
-def _network_topology(annotations: dict[str, str]) -> RawObject | None:
+def _network_topology(annotations: dict[str, str]) -> NetworkTopologySpec | None:
     mode, tier = annotations.get(NETWORK_TOPOLOGY_MODE_ANNOTATION), annotations.get(NETWORK_TOPOLOGY_TIER_ANNOTATION)
     if mode is None and tier is None:
         return None
-    out: RawObject = {"mode": mode.lower() if mode is not None and mode.lower() in ("hard", "soft") else "hard"}
+    highest = None
     if tier is not None:
         with contextlib.suppress(ValueError):  # Volcano logs it and leaves the tier unset
-            out["highestTierAllowed"] = int(tier)
-    return out
+            highest = int(tier)
+    return NetworkTopologySpec(
+        mode=mode.lower() if mode is not None and mode.lower() in ("hard", "soft") else "hard",
+        highest_tier_allowed=highest,
+    )

@@ -2,8 +2,9 @@
 
 caldera's schedulers place a pod as if these fields were absent: pod (anti-)affinity,
 topology spread, DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
-policy (scheduling gates are honoured: a gated pod waits until its gates are removed); a PodGroup's network topology and subgroups; a Queue's node-group
-affinity. Saying so beats a placement that silently breaks what the user asked for.
+policy (scheduling gates are honoured: a gated pod waits until its gates are removed); a
+PodGroup's subgroups (its network topology is honoured by the batch scheduler); a Queue's
+node-group affinity. Saying so beats a placement that silently breaks what the user asked for.
 
 :func:`unhonoured` is pure and works on the decoded model, so the dry-run warns from it
 and a running scheduler can emit one Kubernetes Event per pod and field (:func:`notice`
@@ -24,8 +25,7 @@ def unhonoured(obj: Pod | PodGroup | Queue) -> list[str]:
     if isinstance(obj, Pod):
         return _pod(obj)
     if isinstance(obj, PodGroup):
-        paths = ["spec.networkTopology"] if obj.spec.network_topology else []
-        return paths + (["spec.subGroupPolicy"] if obj.spec.sub_group_policy else [])
+        return ["spec.subGroupPolicy"] if obj.spec.sub_group_policy else []
     return ["spec.affinity"] if obj.spec.affinity else []
 
 

@@ -6,6 +6,7 @@ import msgspec
 
 from cluster.model.core import ObjectMeta, RawObject, ResourceList
 from cluster.model.resources import Resources
+from cluster.model.topology import NetworkTopologySpec
 
 
 class PodGroupCondition(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -23,7 +24,7 @@ class PodGroupSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     min_resources: ResourceList | None = None
     queue: str = "default"
     priority_class_name: str = ""
-    network_topology: RawObject | None = None  # not honoured yet (cluster.model.unhonoured)
+    network_topology: NetworkTopologySpec | None = None
     sub_group_policy: list[RawObject] = msgspec.field(default_factory=list)  # not honoured yet
 
 

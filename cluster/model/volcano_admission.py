@@ -25,12 +25,12 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from cluster.model.quantity import QuantityError, parse_quantity
+from cluster.model.topology import NetworkTopologySpec
 from cluster.model.volcano import Queue
 from cluster.model.volcano_job_api import (
     DEFAULT_QUEUE,
     Job,
     JobError,
-    NetworkTopologySpec,
     TaskSpec,
 )
 from cluster.model.volcano_policies import validate_policies, validate_policy_schema

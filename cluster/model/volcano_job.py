@@ -80,6 +80,7 @@ from cluster.model.pod_template import (
     template_request,
 )
 from cluster.model.resources import Resources
+from cluster.model.topology import NetworkTopologySpec
 from cluster.model.volcano import PodGroup, PodGroupSpec
 from cluster.model.volcano_admission import admit_queue, validate_job
 from cluster.model.volcano_job_api import (
@@ -93,7 +94,6 @@ from cluster.model.volcano_job_api import (
     JobError,
     JobSpec,
     LifecyclePolicy,
-    NetworkTopologySpec,
     PartitionPolicy,
     TaskSpec,
     VolumeSpec,
@@ -183,17 +183,12 @@ def expand_job(
     return group, pods
 
 
-def _network_topology(topology: NetworkTopologySpec | None, *, prefer_tier: bool) -> RawObject | None:
+def _network_topology(topology: NetworkTopologySpec | None, *, prefer_tier: bool) -> NetworkTopologySpec | None:
     """The PodGroup's ``networkTopology``: the mode, and the tier (for the Job's own: the number
     when both are given, else the name; a partition's keeps both)."""
-    if topology is None:
-        return None
-    out: RawObject = {"mode": topology.mode}
-    if topology.highest_tier_allowed is not None:
-        out["highestTierAllowed"] = topology.highest_tier_allowed
-    if topology.highest_tier_name and not (prefer_tier and topology.highest_tier_allowed is not None):
-        out["highestTierName"] = topology.highest_tier_name
-    return out
+    if topology is None or not prefer_tier or topology.highest_tier_allowed is None:
+        return topology
+    return msgspec.structs.replace(topology, highest_tier_name="")
 
 
 def _sub_group_policy(task: TaskSpec) -> RawObject:
@@ -209,7 +204,7 @@ def _sub_group_policy(task: TaskSpec) -> RawObject:
     }
     topology = _network_topology(partition.network_topology, prefer_tier=False)
     if topology is not None:
-        out["networkTopology"] = topology
+        out["networkTopology"] = topology.raw()
     return out
 
 

@@ -19,6 +19,7 @@ from cluster.model.labels import (
     TASK_SPEC_KEY,
 )
 from cluster.model.pod_template import FieldError, OwnerMeta, PodTemplate
+from cluster.model.topology import NetworkTopologySpec
 
 DEFAULT_SCHEDULER = "volcano"
 DEFAULT_QUEUE = "default"
@@ -62,14 +63,6 @@ class DependsOn(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
     name: list[str] = msgspec.field(default_factory=list)
     iteration: str = ""
-
-
-class NetworkTopologySpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """How far apart in the network the gang may be placed (the HyperNode tiers)."""
-
-    mode: str = "hard"
-    highest_tier_allowed: int | None = None
-    highest_tier_name: str = ""
 
 
 class PartitionPolicy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

@@ -20,6 +20,7 @@ class Kind(enum.StrEnum):
     QUEUE = "queue"
     PRIORITYCLASS = "priorityclass"
     NODESHARD = "nodeshard"
+    HYPERNODE = "hypernode"
 
 
 class Keys(msgspec.Struct, frozen=True):

@@ -15,6 +15,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.store.keys import Keys, Kind
 from cluster.store.records import (
@@ -28,19 +29,20 @@ from cluster.store.scripts import Arg, Script, run_loaded
 
 DEFAULT_FEED_MAXLEN = 200_000
 
-ObjectT = TypeVar("ObjectT", PodGroup, Queue, PriorityClass, NodeShard)
+ObjectT = TypeVar("ObjectT", PodGroup, Queue, PriorityClass, NodeShard, HyperNode)
 
 OBJECT_KINDS: dict[type[msgspec.Struct], Kind] = {
     PodGroup: Kind.PODGROUP,
     Queue: Kind.QUEUE,
     PriorityClass: Kind.PRIORITYCLASS,
     NodeShard: Kind.NODESHARD,
+    HyperNode: Kind.HYPERNODE,
 }
 
 _encoder = msgspec.msgpack.Encoder()
 
 
-def object_name(obj: PodGroup | Queue | PriorityClass | NodeShard) -> str:
+def object_name(obj: PodGroup | Queue | PriorityClass | NodeShard | HyperNode) -> str:
     """The store name of a simple object: ``namespace/name`` for PodGroups, else the name."""
     if isinstance(obj, PodGroup):
         return f"{obj.namespace}/{obj.name}"
@@ -53,9 +55,9 @@ def _decoded(members: Iterable[Any]) -> list[str]:
 
 
 class Put(msgspec.Struct, frozen=True):
-    """Write one simple object (PodGroup, Queue, PriorityClass, NodeShard)."""
+    """Write one simple object (PodGroup, Queue, PriorityClass, NodeShard, HyperNode)."""
 
-    obj: PodGroup | Queue | PriorityClass | NodeShard
+    obj: PodGroup | Queue | PriorityClass | NodeShard | HyperNode
 
 
 class Delete(msgspec.Struct, frozen=True):

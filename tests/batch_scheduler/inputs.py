@@ -18,6 +18,7 @@ from batch_scheduler.session import Session
 from batch_scheduler.session_input import SessionConfig, SessionInput
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.resources import Resources
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord, PodRecord
@@ -102,6 +103,7 @@ def podgroup(
     priority_class: str = "",
     phase: str = "Pending",
     created: str | None = None,
+    network_topology: Mapping[str, Any] | None = None,
 ) -> PodGroup:
     spec: dict[str, Any] = {
         "minMember": min_member,
@@ -109,6 +111,8 @@ def podgroup(
         "priorityClassName": priority_class,
         "minTaskMember": dict(min_task_member or {}),
     }
+    if network_topology is not None:
+        spec["networkTopology"] = dict(network_topology)
     if min_resources is not None:
         spec["minResources"] = {k: str(v) for k, v in min_resources.items()}
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
@@ -197,6 +201,8 @@ def session(
     used: Mapping[str, Mapping[str, int]] | None = None,
     phases: Mapping[str, str] | None = None,
     default_queue: str = "default",
+    hypernodes: Iterable[HyperNode] = (),
+    hypernode_labels: tuple[str, ...] = (),
 ) -> Session:
     inp = SessionInput(
         columns=columns(nodes, pods, used),
@@ -205,5 +211,7 @@ def session(
         queues={q.name: q for q in queues},
         priority_classes={pc.name: pc for pc in priority_classes},
         phases=dict(phases or {}),
+        hypernodes={hn.name: hn for hn in hypernodes},
     )
-    return Session(scheduler_conf, SessionConfig(scheduler=SCHEDULER, default_queue=default_queue), inp)
+    config = SessionConfig(scheduler=SCHEDULER, default_queue=default_queue, hypernode_labels=hypernode_labels)
+    return Session(scheduler_conf, config, inp)

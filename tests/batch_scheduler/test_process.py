@@ -195,6 +195,8 @@ async def test_batch_and_agent_schedulers_share_a_cluster_in_soft_mode_under_mix
         (["--leader-elect-retry-period", "soon"], "--leader-elect-retry-period"),
         (["--master", "127.0.0.1:6443"], "--master"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], "--kubeconfig: /nonexistent/kubeconfig"),
+        (["--hypernode-labels", "rack,bad key"], "--hypernode-labels: 'bad key' is not a label key"),
+        (["--hypernode-labels", "rack,rack"], "names a key twice"),
     ],
 )
 def test_malformed_flags_exit_2_with_one_line(flags: list[str], needle: str) -> None:

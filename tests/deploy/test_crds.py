@@ -1,4 +1,4 @@
-"""deploy/crds: structural CRDs that declare Volcano's fields (PodGroup, Queue) and NodeShard's,
+"""deploy/crds: structural CRDs that declare Volcano's fields (PodGroup, Queue, HyperNode) and NodeShard's,
 and whose schemas accept the example objects and refuse broken ones."""
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ EXPECTED_CRDS = {
             "spec.minResources",
             "spec.queue",
             "spec.priorityClassName",
+            "spec.networkTopology.mode",
+            "spec.networkTopology.highestTierAllowed",
+            "spec.networkTopology.highestTierName",
             "status.phase",
             "status.conditions",
             "status.running",
@@ -73,6 +76,13 @@ EXPECTED_CRDS = {
             "status.nodesToRemove",
             "status.lastUpdateTime",
         ],
+    ),
+    "hypernodes.topology.volcano.sh": (
+        "topology.volcano.sh",
+        "v1alpha1",
+        "HyperNode",
+        "Cluster",
+        ["spec.tier", "spec.tierName", "spec.members", "status.conditions", "status.nodeCount"],
     ),
 }
 
@@ -146,7 +156,7 @@ def _custom_objects() -> list[Obj]:
 
 def test_custom_objects_validate_against_the_crds() -> None:
     objects = _custom_objects()
-    assert {o["kind"] for o in objects} == {"Queue", "PodGroup", "NodeShard"}
+    assert {o["kind"] for o in objects} == {"Queue", "PodGroup", "NodeShard", "HyperNode"}
     for obj in objects:
         assert validate_custom(obj) == [], label(obj)
 
@@ -162,6 +172,10 @@ BAD_OBJECTS = [
     ("PodGroup", ["status", "nodes"], 3),
     ("NodeShard", ["spec", "nodesDesired"], "n1,n2"),
     ("NodeShard", ["spec"], {}),
+    ("HyperNode", ["spec", "tier"], -1),
+    ("HyperNode", ["spec", "members"], []),
+    ("HyperNode", ["spec", "members"], [{"type": "Switch", "selector": {"exactMatch": {"name": "n1"}}}]),
+    ("PodGroup", ["spec", "networkTopology", "mode"], "medium"),
 ]
 
 

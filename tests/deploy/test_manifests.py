@@ -69,6 +69,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str, str, str]]] = {
         ("scheduling.volcano.sh", "podgroups", _READ),
         ("scheduling.volcano.sh", "queues", _READ),
         ("scheduling.k8s.io", "priorityclasses", _READ),
+        ("topology.volcano.sh", "hypernodes", _READ),
         ("scheduling.volcano.sh", "podgroups/status", ("update", "patch")),
         ("scheduling.volcano.sh", "queues/status", ("update", "patch")),
     )

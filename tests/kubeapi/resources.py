@@ -84,7 +84,28 @@ NODE_SHARD = Resource(
     delete_returns_object=True,
 )
 
-RESOURCES: tuple[Resource, ...] = (POD, NODE, EVENT, LEASE, PRIORITY_CLASS, POD_GROUP, QUEUE, NODE_SHARD)
+HYPER_NODE = Resource(
+    "topology.volcano.sh",
+    "v1alpha1",
+    "hypernodes",
+    "HyperNode",
+    namespaced=False,
+    status_subresource=True,
+    builtin=False,
+    delete_returns_object=True,
+)
+
+RESOURCES: tuple[Resource, ...] = (
+    POD,
+    NODE,
+    EVENT,
+    LEASE,
+    PRIORITY_CLASS,
+    POD_GROUP,
+    QUEUE,
+    NODE_SHARD,
+    HYPER_NODE,
+)
 
 
 def find(resources: tuple[Resource, ...], group: str, version: str, plural: str) -> Resource | None:

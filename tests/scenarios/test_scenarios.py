@@ -133,6 +133,13 @@ def test_volcano_job_with_two_tasks_is_expanded_and_runs_whole() -> None:
     assert (group["namespace"], group["queue"], group["phase"]) == ("ml", "default", "Running")
 
 
+def test_network_topology_keeps_a_gang_under_one_leaf_and_says_why_one_waits() -> None:
+    result = dry_run("network_topology.yaml")
+    nodes = {p["node"] for p in bound(result, "train-worker-")}
+    assert len(nodes) == 2 and len({n.rsplit("-", 1)[0] for n in nodes}) == 1, placements(result)
+    assert_waits(result, "wide-worker-", "network topology", "tier 1")
+
+
 # -- 3, 4, 5: sharing -----------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ import time
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.pods import make_pod, make_podgroup
 from cluster.store.store import Own, Put, Store
-from tests.builders import node
+from tests.builders import hypernode, node
 
 
 def status(redis_server: RedisServer, store: Store, *args: str) -> subprocess.CompletedProcess[str]:
@@ -45,6 +45,8 @@ async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(
             Own("g2", "volcano"),
             Own("c1", "agent-scheduler"),
             Put(make_podgroup("big", min_member=3)),
+            Put(hypernode("x", 1, children=["y"])),  # a cycle: caldera status names it
+            Put(hypernode("y", 2, children=["x"])),
         ]
     )
     gang = [
@@ -95,6 +97,7 @@ async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(
         assert shards["volcano"]["nodes"] == 2 and shards["volcano"]["gpu"] == 0.25  # 2 of 8 GPUs held
         assert shards["agent-scheduler"]["nodes"] == 1 and shards["agent-scheduler"]["cpu"] == 0.0
         assert batch[0]["up"] and batch[0]["leading"]
+        assert batch[0]["stats"]["hypernode_problems"] == ["HyperNodes x -> y -> x form a cycle: left out"]
         assert [q["name"] for q in report["queues"]] == ["default"]
         assert report["queues"][0]["weight"] == 1 and report["queues"][0]["allocated"] == {
             "cpu": "4",

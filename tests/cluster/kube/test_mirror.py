@@ -11,6 +11,7 @@ import pytest
 
 from cluster.kube.mirror import Mirror
 from cluster.kube.reflector import kinds
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup
 from cluster.store.keys import Kind
 from cluster.store.store import Store
@@ -95,14 +96,28 @@ async def test_the_store_follows_the_cluster(store: Store, kube_api: KubeAPIServ
                 "spec": {"weight": 3},
             },
         )
+        custom.create_cluster_custom_object(
+            "topology.volcano.sh",
+            "v1alpha1",
+            "hypernodes",
+            {
+                "apiVersion": "topology.volcano.sh/v1alpha1",
+                "kind": "HyperNode",
+                "metadata": {"name": "leaf"},
+                "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^n"}}}]},
+            },
+        )
 
         async def added() -> bool:
             groups = await store.list_objects(PodGroup)
+            leaves = await store.list_objects(HyperNode)
             return (
                 len(await store.names(Kind.NODE)) == 2
                 and len(await store.pending("volcano")) == 1
                 and "default/g" in groups
                 and await store.names(Kind.QUEUE) == ["q"]
+                and "leaf" in leaves
+                and leaves["leaf"].spec.members[0].selector.regex_match is not None
             )
 
         await eventually(added)

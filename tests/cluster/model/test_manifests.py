@@ -12,6 +12,7 @@ from cluster.model.kubeflow_api import MPIJob, PyTorchJob, TFJob
 from cluster.model.manifests import ManifestError, decode_object, load_manifests
 from cluster.model.pod_controllers import BatchJob, Deployment, ReplicaSet, StatefulSet
 from cluster.model.resources import GPU
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.model.volcano_job import Job
 
@@ -191,6 +192,7 @@ def test_kinds() -> None:
         Queue,
         PriorityClass,
         NodeShard,
+        HyperNode,
         Job,
         PyTorchJob,
         TFJob,

@@ -160,7 +160,7 @@ def test_what_caldera_reads_beyond_the_types() -> None:
         Reference("spec.priorityClassName", "PriorityClass", "high"),
         Reference("spec.tasks[0].template.spec.priorityClassName", "PriorityClass", "low"),
     ]  # a Volcano Job's queue is cluster.model.volcano_admission's to check
-    assert findings.unhonoured == ["spec.networkTopology", "spec.tasks[0].topologyPolicy"]  # empty volumes ask nothing
+    assert findings.unhonoured == ["spec.tasks[0].topologyPolicy"]  # empty volumes ask nothing
     group = check(
         "scheduling.volcano.sh/v1beta1",
         "PodGroup",

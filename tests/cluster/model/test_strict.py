@@ -198,12 +198,10 @@ def test_what_placement_ignores_is_listed_per_object_and_field() -> None:
     assert errors == []
     assert warnings == [
         "Pod ns/p: spec.affinity.podAntiAffinity",  # schedulingGates are honoured: no warning
-        "Job ml/j1: spec.networkTopology",  # in the order the manifest gives them
-        "Job ml/j1: spec.tasks[0].topologyPolicy",
+        "Job ml/j1: spec.tasks[0].topologyPolicy",  # in the order the manifest gives them
         "Job ml/j1: spec.tasks[0].template.spec.topologySpreadConstraints",
         "Job ml/j1: spec.tasks[0].template.spec.containers[0].ports[0].hostPort",
         "Queue q: spec.affinity",
-        "HyperNode s0: spec",
     ]
 
 

@@ -118,7 +118,7 @@ def test_podgroup_and_queue_fields() -> None:
         },
         PodGroup,
     )
-    assert unhonoured(topo) == ["spec.networkTopology", "spec.subGroupPolicy"]
+    assert unhonoured(topo) == ["spec.subGroupPolicy"]  # the network topology is honoured
     queue = from_builtins(
         {
             "metadata": {"name": "q"},

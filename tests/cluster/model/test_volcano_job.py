@@ -640,7 +640,7 @@ def test_the_job_network_topology_goes_to_its_podgroup() -> None:
     group, _ = expand_job(
         job("j", task("t"), network_topology=NetworkTopologySpec(mode="soft", highest_tier_name="rack"))
     )
-    assert group.spec.network_topology == {"mode": "soft", "highestTierName": "rack"}
+    assert group.spec.network_topology == NetworkTopologySpec(mode="soft", highest_tier_name="rack")
 
 
 def test_generate_name_gives_each_job_a_name_that_a_repeat_run_gives_again() -> None:

@@ -1,0 +1,177 @@
+"""The network topology Volcano 1.14 describes: HyperNodes (switch/rack/zone domains) and a gang's
+``networkTopology``.
+
+A :class:`HyperNode` (``topology.volcano.sh/v1alpha1``, cluster-scoped) is one network domain
+of tier ``spec.tier`` (lower is closer): its members are nodes — by exact name, by a regular
+expression over node names, or by node labels — and child HyperNodes (by exact name only, as
+Volcano reads them). :class:`NetworkTopologySpec` is what a PodGroup, a Volcano Job or one of
+its partitions asks: the gang inside one domain of tier at most ``highestTierAllowed`` (or the
+tier named ``highestTierName``), ``hard`` or ``soft``. The tree itself, over the node table,
+is :mod:`cluster.nodeview.topology`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import msgspec
+
+from cluster.model.core import ObjectMeta
+from cluster.model.schema import Problem
+
+MODES = ("hard", "soft")
+NODE_MEMBER, HYPERNODE_MEMBER = "Node", "HyperNode"
+
+
+class NetworkTopologySpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """How far apart in the network a gang may be placed (the HyperNode tiers)."""
+
+    mode: str = "hard"
+    highest_tier_allowed: int | None = None
+    highest_tier_name: str = ""
+
+    def raw(self) -> dict[str, object]:
+        """As the API holds it: the mode always, each tier field when set."""
+        out: dict[str, object] = {"mode": self.mode}
+        if self.highest_tier_allowed is not None:
+            out["highestTierAllowed"] = self.highest_tier_allowed
+        if self.highest_tier_name:
+            out["highestTierName"] = self.highest_tier_name
+        return out
+
+
+class ExactMatch(msgspec.Struct, frozen=True, kw_only=True):
+    name: str = ""
+
+
+class RegexMatch(msgspec.Struct, frozen=True, kw_only=True):
+    pattern: str = ""
+
+
+class LabelRequirement(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    operator: str
+    values: list[str] = msgspec.field(default_factory=list)
+
+
+class LabelMatch(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    match_labels: dict[str, str] = msgspec.field(default_factory=dict)
+    match_expressions: list[LabelRequirement] = msgspec.field(default_factory=list)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether a node with ``labels`` is selected; an empty selector selects nothing (as Volcano's)."""
+        if not self.match_labels and not self.match_expressions:
+            return False
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        for req in self.match_expressions:
+            value = labels.get(req.key)
+            if req.operator == "In" and (value is None or value not in req.values):
+                return False
+            if req.operator == "NotIn" and value is not None and value in req.values:
+                return False
+            if req.operator == "Exists" and value is None:
+                return False
+            if req.operator == "DoesNotExist" and value is not None:
+                return False
+        return True
+
+
+class MemberSelector(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    exact_match: ExactMatch | None = None
+    regex_match: RegexMatch | None = None
+    label_match: LabelMatch | None = None
+
+
+class Member(msgspec.Struct, frozen=True, kw_only=True):
+    type: str = NODE_MEMBER
+    selector: MemberSelector = msgspec.field(default_factory=MemberSelector)
+
+
+class HyperNodeSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    tier: int = 0
+    tier_name: str = ""
+    members: list[Member] = msgspec.field(default_factory=list)
+
+
+class HyperNodeCondition(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    type: str
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+
+
+class HyperNodeStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    conditions: list[HyperNodeCondition] = msgspec.field(default_factory=list)
+    node_count: int = 0
+
+
+class HyperNode(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One network domain: its tier and its members (nodes, child HyperNodes)."""
+
+    api_version: str = "topology.volcano.sh/v1alpha1"
+    kind: str = "HyperNode"
+    metadata: ObjectMeta
+    spec: HyperNodeSpec = msgspec.field(default_factory=HyperNodeSpec)
+    status: HyperNodeStatus = msgspec.field(default_factory=HyperNodeStatus)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+
+_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def hypernode_problems(hn: HyperNode) -> list[Problem]:
+    """What Volcano's CRD rules and its HyperNode webhook refuse: a negative tier, no members, a
+    member type other than Node or HyperNode, not exactly one selector, an empty exact name, a
+    pattern that does not compile, an unknown label operator."""
+    problems: list[Problem] = []
+    if hn.spec.tier < 0:
+        problems.append(Problem("spec.tier", f"{hn.spec.tier} is negative (expected 0 or more)"))
+    if not hn.spec.members:
+        problems.append(Problem("spec.members", "no members (expected at least one node or HyperNode)"))
+    for i, member in enumerate(hn.spec.members):
+        field = f"spec.members[{i}]"
+        if member.type not in (NODE_MEMBER, HYPERNODE_MEMBER):
+            problems.append(
+                Problem(f"{field}.type", f"{member.type!r} is not a member type (expected Node or HyperNode)")
+            )
+        s = member.selector
+        chosen = [
+            name
+            for name, v in (("exactMatch", s.exact_match), ("regexMatch", s.regex_match), ("labelMatch", s.label_match))
+            if v is not None
+        ]
+        if len(chosen) != 1:
+            problems.append(
+                Problem(
+                    f"{field}.selector",
+                    f"{len(chosen)} selectors ({', '.join(chosen) or 'none'}; expected exactly one of exactMatch, regexMatch, labelMatch)",
+                )
+            )
+        if s.exact_match is not None and not s.exact_match.name:
+            problems.append(Problem(f"{field}.selector.exactMatch.name", "empty (expected a name)"))
+        if s.regex_match is not None:
+            try:
+                re.compile(s.regex_match.pattern)
+            except re.error as e:
+                problems.append(
+                    Problem(
+                        f"{field}.selector.regexMatch.pattern",
+                        f"{s.regex_match.pattern!r} does not compile: {e}",
+                    )
+                )
+        if s.label_match is not None:
+            for j, req in enumerate(s.label_match.match_expressions):
+                if req.operator not in _LABEL_OPERATORS:
+                    problems.append(
+                        Problem(
+                            f"{field}.selector.labelMatch.matchExpressions[{j}].operator",
+                            f"{req.operator!r} is not an operator (expected {', '.join(_LABEL_OPERATORS)})",
+                        )
+                    )
+    return problems
