@@ -21,10 +21,10 @@ import msgspec
 from cluster.model.core import Pod
 from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import Resources
+from cluster.model.sharding import ShardingMode
 from cluster.nodeview.plugins import Allocated, LabelBonus, NodePredicates, PartitionBonus, TopK
 from cluster.nodeview.predicates import Filtered
 from cluster.nodeview.profile import Bonus, Profile
-from cluster.nodeview.shard import ShardingMode
 from cluster.nodeview.table import NodeTable
 
 

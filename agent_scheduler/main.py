@@ -9,7 +9,6 @@ import signal
 from collections.abc import Sequence
 
 import msgspec
-import uvloop
 from prometheus_client import CollectorRegistry
 
 from agent_scheduler.core import CoreConfig, ScoreKind
@@ -20,17 +19,11 @@ from binder.metrics import BinderMetrics
 from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
 from cluster.kube.lease import kube_elect
 from cluster.kube.shards import ShardStatusReporter
-from cluster.nodeview.shard import ShardingMode
-from cluster.runtime.flags import Parser
+from cluster.model.sharding import ShardingMode
+from cluster.runtime.flags import Parser, add_sharding_mode
 from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
-from cluster.runtime.process import (
-    Deps,
-    ProcessConfig,
-    add_common_flags,
-    configs_or_none,
-    run_process,
-)
+from cluster.runtime.process import Build, Deps, Elect, ProcessConfig, add_common_flags, launch
 from cluster.store.store import Store
 
 log = logger("agent-scheduler")
@@ -54,12 +47,7 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
         "--score-weights", default="cpu=1,memory=1", help="weight per resource in the score (default: cpu=1,memory=1)"
     )
     p.add_argument("--max-retries", type=int, default=3, help="conflict retries inside one worker call (default: 3)")
-    p.add_argument(
-        "--sharding-mode",
-        default="soft",
-        choices=[m.value for m in ShardingMode],
-        help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)",
-    )
+    add_sharding_mode(p)
     p.add_argument(
         "--ray-address",
         default="",
@@ -189,17 +177,9 @@ class AgentProcess:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler") -> int:
-    args = build_parser(prog).parse_args(argv)
-    configs = configs_or_none(prog, "agent-scheduler", args, agent_config)
-    if configs is None:
-        return 2
-    process, agent = configs
-    registry = CollectorRegistry()
-    metrics, binder_metrics = AgentMetrics(registry), BinderMetrics(registry)
-    elect = kube_elect(agent.kube) if agent.kube is not None else None
-    uvloop.run(
-        run_process(
-            process, registry, lambda deps: AgentProcess(deps, process, agent, metrics, binder_metrics), elect=elect
-        )
-    )
-    return 0
+    def make(process: ProcessConfig, agent: AgentConfig, registry: CollectorRegistry) -> tuple[Build, Elect | None]:
+        metrics, binder_metrics = AgentMetrics(registry), BinderMetrics(registry)
+        elect = kube_elect(agent.kube) if agent.kube is not None else None
+        return (lambda deps: AgentProcess(deps, process, agent, metrics, binder_metrics)), elect
+
+    return launch(prog, "agent-scheduler", argv, build_parser(prog), agent_config, make)

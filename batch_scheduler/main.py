@@ -17,7 +17,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-import uvloop
 from prometheus_client import CollectorRegistry
 
 from batch_scheduler.cache import KINDS
@@ -32,12 +31,12 @@ from cluster.kube.bind import KubeTarget
 from cluster.kube.connect import add_kube_flags, kube_connection
 from cluster.kube.lease import kube_elect
 from cluster.kube.shards import ShardStatusReporter
-from cluster.nodeview.shard import ShardingMode
-from cluster.runtime.flags import Parser, parse_duration
+from cluster.model.sharding import ShardingMode
+from cluster.runtime.flags import Parser, add_sharding_mode, parse_duration
 from cluster.runtime.heap import HeapKeeper
 from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
-from cluster.runtime.process import Deps, add_common_flags, configs_or_none, run_process
+from cluster.runtime.process import Build, Deps, Elect, ProcessConfig, add_common_flags, launch
 from cluster.sim.cluster import SimBindTarget, SimEvictor
 from cluster.store.feed import Informer
 from cluster.store.store import Store
@@ -68,12 +67,7 @@ def build_parser(prog: str = "caldera batch-scheduler") -> Parser:
         default="default",
         help="queue of jobs that name none; exists implicitly with weight 1 (default: default)",
     )
-    p.add_argument(
-        "--sharding-mode",
-        default="soft",
-        choices=[m.value for m in ShardingMode],
-        help="hard: own shard only; soft: own, then unowned, then others; none (default: soft)",
-    )
+    add_sharding_mode(p)
     p.add_argument(
         "--hypernode-labels",
         default="",
@@ -207,21 +201,15 @@ class BatchProcess:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera batch-scheduler") -> int:
-    args = build_parser(prog).parse_args(argv)
-    configs = configs_or_none(prog, "batch-scheduler", args, parse_config)
-    if configs is None:
-        return 2
-    process, config = configs
-    registry = CollectorRegistry()
-    metrics, binder_metrics = BatchMetrics(registry), BinderMetrics(registry)
-    conf = load_conf(config.conf_path, default_registry())
-    for line in conf.warnings:  # e.g. a Volcano plugin caldera does not implement yet
-        print(f"batch-scheduler: warning: {line}", file=sys.stderr, flush=True)
-    metrics.conf_loaded(conf)
-    elect = kube_elect(config.kube) if config.kube is not None else None
-    uvloop.run(
-        run_process(
-            process, registry, lambda deps: BatchProcess(deps, config, conf, metrics, binder_metrics), elect=elect
-        )
-    )
-    return 0
+    def make(
+        process: ProcessConfig, config: SchedulerConfig, registry: CollectorRegistry
+    ) -> tuple[Build, Elect | None]:
+        metrics, binder_metrics = BatchMetrics(registry), BinderMetrics(registry)
+        conf = load_conf(config.conf_path, default_registry())
+        for line in conf.warnings:  # e.g. a Volcano plugin caldera does not implement yet
+            print(f"batch-scheduler: warning: {line}", file=sys.stderr, flush=True)
+        metrics.conf_loaded(conf)
+        elect = kube_elect(config.kube) if config.kube is not None else None
+        return (lambda deps: BatchProcess(deps, config, conf, metrics, binder_metrics)), elect
+
+    return launch(prog, "batch-scheduler", argv, build_parser(prog), parse_config, make)

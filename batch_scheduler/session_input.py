@@ -24,9 +24,9 @@ from batch_scheduler.tasks import TaskInfo, TaskStatus, shareable
 from batch_scheduler.vector import Vector
 from cluster.model.core import PriorityClass
 from cluster.model.labels import QUEUE_NAME_ANNOTATION, TASK_PRIORITY_ANNOTATION
+from cluster.model.sharding import ShardingMode
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
-from cluster.nodeview.shard import ShardingMode
 from cluster.nodeview.table import NodeTable
 from cluster.nodeview.topology import Topology, from_labels
 from cluster.nodeview.topology import build as build_topology

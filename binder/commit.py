@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement, Reason, Rejected, Result
 from cluster.model.resources import Resources
-from cluster.nodeview.shard import ShardingMode
+from cluster.model.sharding import ShardingMode
 from cluster.store.keys import Keys
 from cluster.store.records import encode_request
 from cluster.store.scripts import Arg, Script, run_loaded

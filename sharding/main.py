@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 import msgspec
 import numpy as np
-import uvloop
 from prometheus_client import CollectorRegistry
 
 from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
@@ -17,7 +16,7 @@ from cluster.kube.lease import kube_elect
 from cluster.kube.shards import NodeShardPublisher
 from cluster.runtime.flags import Parser, duration
 from cluster.runtime.heartbeat import Stats
-from cluster.runtime.process import Deps, add_common_flags, configs_or_none, run_process
+from cluster.runtime.process import Build, Deps, Elect, ProcessConfig, add_common_flags, launch
 from cluster.store.store import Store
 from sharding.config import (
     DEFAULT_SCHEDULER_CONFIGS,
@@ -128,20 +127,11 @@ def process_config(args: argparse.Namespace) -> ShardingProcess:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera sharding") -> int:
-    args = build_parser(prog).parse_args(argv)
-    configs = configs_or_none(prog, "sharding", args, process_config)
-    if configs is None:
-        return 2
-    process, config = configs
-    registry = CollectorRegistry()
-    metrics = ShardMetrics(registry)
-    elect = kube_elect(config.kube) if config.kube is not None else None
-    uvloop.run(
-        run_process(
-            process,
-            registry,
-            lambda deps: ShardingComponent(deps, config.controller, metrics, config.kube),
-            elect=elect,
-        )
-    )
-    return 0
+    def make(
+        process: ProcessConfig, config: ShardingProcess, registry: CollectorRegistry
+    ) -> tuple[Build, Elect | None]:
+        metrics = ShardMetrics(registry)
+        elect = kube_elect(config.kube) if config.kube is not None else None
+        return (lambda deps: ShardingComponent(deps, config.controller, metrics, config.kube)), elect
+
+    return launch(prog, "sharding", argv, build_parser(prog), process_config, make)

@@ -10,9 +10,9 @@ from agent_scheduler.core import Choice, CoreConfig, Task, decide
 from batch_scheduler.plugins.binpack import BinpackPlugin
 from batch_scheduler.plugins.nodeorder import NodeOrderPlugin
 from batch_scheduler.plugins.predicates import PredicatesPlugin
+from cluster.model.sharding import ShardingMode
 from cluster.nodeview.plugins import TopK
 from cluster.nodeview.profile import Profile, Score
-from cluster.nodeview.shard import ShardingMode
 from cluster.sim.pools import TaintSpec
 from tests.batch_scheduler.inputs import SCHEDULER, conf, session, task
 from tests.batch_scheduler.plugins.common import plugin

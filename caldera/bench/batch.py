@@ -33,8 +33,8 @@ from batch_scheduler.session_input import SessionConfig
 from caldera._store import client
 from caldera.bench.runner import figures, positive_int, run_bench
 from cluster.model.core import Pod
+from cluster.model.sharding import ShardingMode
 from cluster.model.volcano import PodGroup, Queue
-from cluster.nodeview.shard import ShardingMode
 from cluster.runtime.heap import HeapKeeper
 from cluster.sim.cluster import SimBindTarget, SimEvictor
 from cluster.sim.pods import make_pod, make_podgroup

@@ -45,11 +45,12 @@ from cluster.model.manifests import (
     expand,
     read_manifests,
 )
+from cluster.model.sharding import ShardingMode
 from cluster.model.topology import HyperNode
 from cluster.model.unhonoured import notice
 from cluster.model.volcano import NodeShard, PodGroup, Queue
-from cluster.nodeview.shard import ShardingMode
 from cluster.nodeview.table import NodeTable
+from cluster.runtime.flags import add_sharding_mode
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimBindTarget, SimEvictor, running
 from cluster.store.feed import Informer
@@ -115,12 +116,7 @@ def add_parser(sub: Any) -> None:
         default=DEFAULT_SCHEDULER_CONFIGS,
         help=f"sharding bands, as for caldera sharding (default: {DEFAULT_SCHEDULER_CONFIGS})",
     )
-    p.add_argument(
-        "--sharding-mode",
-        default="soft",
-        choices=[m.value for m in ShardingMode],
-        help="how both schedulers use their shards (default: soft)",
-    )
+    add_sharding_mode(p, "how both schedulers use their shards (default: soft)")
     p.add_argument("-o", "--output", default="table", choices=["table", "json"], help="table or json (default: table)")
     p.add_argument("--max-rounds", type=int, default=20, help="most scheduling rounds (default: 20)")
     p.set_defaults(run=run)

@@ -8,7 +8,6 @@ import asyncio
 from collections.abc import Sequence
 
 import msgspec
-import uvloop
 from prometheus_client import CollectorRegistry, Gauge
 
 from cluster.kube.connect import KubeConnection, add_kube_flags, api_client
@@ -19,7 +18,7 @@ from cluster.kube.writeback import WriteBack
 from cluster.runtime.flags import Parser, parse_duration
 from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
-from cluster.runtime.process import Deps, add_common_flags, configs_or_none, run_process
+from cluster.runtime.process import Build, Deps, Elect, ProcessConfig, add_common_flags, launch
 from cluster.store.store import Store
 
 log = logger("mirror")
@@ -120,12 +119,8 @@ class MirrorProcess:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera mirror") -> int:
-    args = build_parser(prog).parse_args(argv)
-    configs = configs_or_none(prog, "mirror", args, parse_config)
-    if configs is None:
-        return 2
-    process, config = configs
-    registry = CollectorRegistry()
-    elect = kube_elect(KubeConnection(kubeconfig=config.kubeconfig, master=config.master))
-    uvloop.run(run_process(process, registry, lambda deps: MirrorProcess(deps, config, registry), elect=elect))
-    return 0
+    def make(process: ProcessConfig, config: MirrorConfig, registry: CollectorRegistry) -> tuple[Build, Elect]:
+        elect = kube_elect(KubeConnection(kubeconfig=config.kubeconfig, master=config.master))
+        return (lambda deps: MirrorProcess(deps, config, registry)), elect
+
+    return launch(prog, "mirror", argv, build_parser(prog), parse_config, make)

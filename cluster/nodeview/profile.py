@@ -34,8 +34,9 @@ import numpy.typing as npt
 
 from cluster.model.core import Pod
 from cluster.model.resources import Resources
+from cluster.model.sharding import ShardingMode
 from cluster.nodeview.predicates import Filtered
-from cluster.nodeview.shard import ShardingMode, shard_feasible, shard_rank
+from cluster.nodeview.shard import shard_feasible, shard_rank
 from cluster.nodeview.table import Mask, NodeTable
 
 Rows = npt.NDArray[np.intp]

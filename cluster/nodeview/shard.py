@@ -12,6 +12,7 @@ import enum
 import numpy as np
 import numpy.typing as npt
 
+from cluster.model.sharding import ShardingMode
 from cluster.nodeview.table import NodeTable
 
 
@@ -24,12 +25,6 @@ class Rank(enum.IntEnum):
 
 
 OWN, UNOWNED, OTHER = Rank.OWN, Rank.UNOWNED, Rank.OTHER
-
-
-class ShardingMode(enum.StrEnum):
-    HARD = "hard"
-    SOFT = "soft"
-    NONE = "none"
 
 
 def shard_rank(columns: NodeTable, scheduler: str, mode: ShardingMode) -> npt.NDArray[np.int8]:

@@ -6,6 +6,7 @@ import argparse
 from typing import NoReturn
 
 from cluster.model.duration import parse_duration as go_duration
+from cluster.model.sharding import ShardingMode
 
 
 class Parser(argparse.ArgumentParser):
@@ -26,3 +27,13 @@ def duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_sharding_mode(parser: argparse.ArgumentParser, help: str = "") -> None:
+    """``--sharding-mode`` (hard, soft or none; default soft), as every scheduler takes it."""
+    parser.add_argument(
+        "--sharding-mode",
+        default=ShardingMode.SOFT.value,
+        choices=[m.value for m in ShardingMode],
+        help=help or "hard: own shard only; soft: own, then unowned, then others; none (default: soft)",
+    )

@@ -19,10 +19,11 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 import msgspec
+import uvloop
 from prometheus_client import CollectorRegistry
 
 from cluster.runtime import heartbeat
@@ -265,3 +266,29 @@ async def run_process(
     finally:
         endpoint.close()
         await client.aclose()
+
+
+Build = Callable[[Deps], Component]
+"""Builds a process's component once the store is connected."""
+Make = Callable[[ProcessConfig, T, CollectorRegistry], tuple[Build, Elect | None]]
+"""From the two configs and the metrics registry: what builds the component, and its election (None: the store's)."""
+
+
+def launch(
+    prog: str,
+    component: str,
+    argv: Sequence[str] | None,
+    parser: argparse.ArgumentParser,
+    parse: Callable[[argparse.Namespace], T],
+    make: Make[T],
+) -> int:
+    """A process's ``main``: its flags into configs (2 after one line on a bad value), then
+    :func:`run_process` on uvloop until SIGTERM; 0."""
+    configs = configs_or_none(prog, component, parser.parse_args(argv), parse)
+    if configs is None:
+        return 2
+    process, config = configs
+    registry = CollectorRegistry()
+    build, elect = make(process, config, registry)
+    uvloop.run(run_process(process, registry, build, elect=elect))
+    return 0

@@ -8,7 +8,7 @@ import msgspec
 
 from agent_scheduler.core import Choice, CoreConfig, NoFit, ScoreKind, Task, decide
 from cluster.model.resources import Resources
-from cluster.nodeview.shard import ShardingMode
+from cluster.model.sharding import ShardingMode
 from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord
 from tests.builders import node, pod

@@ -23,7 +23,7 @@ from agent_scheduler.metrics import AgentMetrics
 from agent_scheduler.worker import WorkerConfig
 from binder.metrics import BinderMetrics
 from cluster.model.core import Pod
-from cluster.nodeview.shard import ShardingMode
+from cluster.model.sharding import ShardingMode
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimCluster
 from cluster.store.audit import audit

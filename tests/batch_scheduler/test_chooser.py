@@ -10,7 +10,7 @@ from batch_scheduler.session import Session
 from batch_scheduler.session_input import SessionConfig, SessionInput
 from batch_scheduler.statement import Statement
 from batch_scheduler.tasks import TaskInfo, TaskStatus
-from cluster.nodeview.shard import ShardingMode
+from cluster.model.sharding import ShardingMode
 from tests.batch_scheduler.inputs import columns, conf, session, task
 from tests.builders import node
 

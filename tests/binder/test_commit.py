@@ -8,7 +8,7 @@ from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason, Rejected
 from caldera.bench.binders import VersionOnlyBinder
 from cluster.model.resources import Resources
-from cluster.nodeview.shard import ShardingMode
+from cluster.model.sharding import ShardingMode
 from cluster.store.audit import audit
 from cluster.store.store import Own, Store
 from tests.builders import node, pod

@@ -14,8 +14,8 @@ import redis.asyncio as aioredis
 
 from binder.commit import Binder
 from binder.results import Committed, Placement, Reason, Rejected
+from cluster.model.sharding import ShardingMode
 from cluster.model.volcano import NodeShard
-from cluster.nodeview.shard import ShardingMode
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.audit import audit
 from cluster.store.lease import RedisLease

@@ -34,8 +34,8 @@ from batch_scheduler.status import job_phase
 from batch_scheduler.tasks import TaskStatus
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.resources import Resources
+from cluster.model.sharding import ShardingMode
 from cluster.model.volcano import PodGroup, Queue
-from cluster.nodeview.shard import ShardingMode
 from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord, PodRecord
 from tests.batch_scheduler.inputs import parse

@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 from cluster.model.resources import Resources
-from cluster.nodeview.shard import (
-    OTHER,
-    OWN,
-    UNOWNED,
-    ShardingMode,
-    shard_feasible,
-    shard_rank,
-)
+from cluster.model.sharding import ShardingMode
+from cluster.nodeview.shard import OTHER, OWN, UNOWNED, shard_feasible, shard_rank
 from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord
 from tests.builders import node
