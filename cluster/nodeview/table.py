@@ -296,7 +296,11 @@ class NodeTable:
         return cast(T, self._derived[key])
 
     def snapshot(self) -> NodeTable:
-        """An independent copy (a session's snapshot); label data is shared, it is replaced, not mutated."""
+        """An independent copy: a batch session's snapshot, which its statements change as they place
+        (Volcano's session snapshot), while the cache's table goes on following the feed. Not a
+        read-only view: every decision is taken on a table no one else changes meanwhile — a
+        session's copy, or an agent worker's own replica — and its arrays are never shared
+        with another writer. Label data is shared: it is replaced, not mutated."""
         c = NodeTable.__new__(NodeTable)
         c.resources = list(self.resources)
         c.resource_index = dict(self.resource_index)
