@@ -142,8 +142,11 @@ class TaskOrder(Protocol):
 
 @runtime_checkable
 class HyperNodeOrder(Protocol):
-    def hypernode_scores(self, job: JobInfo, domains: Sequence[Domain]) -> Mapping[str, float]:
-        """A score per domain the job's gang could go to, higher is better (Volcano's HyperNodeOrderFn)."""
+    def hypernode_scores(
+        self, job: JobInfo, tasks: Sequence[TaskInfo], domains: Sequence[Domain]
+    ) -> Mapping[str, float]:
+        """A score per domain ``tasks`` of the job (its gang, or one subgroup) could go to, higher is
+        better (Volcano's HyperNodeOrderFn)."""
         ...
 
 

@@ -24,7 +24,31 @@ from batch_scheduler.tasks import (
     TaskStatus,
 )
 from batch_scheduler.vector import Vector, exceeded_part
+from cluster.model.topology import NetworkTopologySpec
 from cluster.model.volcano import PodGroup
+
+
+@dataclass(eq=False)
+class SubJob:
+    id: str  # <job>/<policy>-<values>, or the job's key for the default subjob
+    family: str  # the policy's name; "" for the default subjob
+    min_available: int
+    topology: NetworkTopologySpec | None
+    match_index: int
+    tasks: list[TaskInfo] = field(default_factory=list)
+
+    def _count(self, statuses: frozenset[TaskStatus]) -> int:
+        return sum(1 for t in self.tasks if t.status in statuses or (t.best_effort and t.status is TaskStatus.PENDING))
+
+    def ready(self) -> bool:
+        """Its ready tasks (pending best-effort ones too) reach its gang size (Volcano's SubJobReady)."""
+        return self._count(READY) >= self.min_available
+
+    def pipelined(self) -> bool:
+        return self._count(PIPELINED_OR_READY) >= self.min_available
+
+    def pending(self) -> list[TaskInfo]:
+        return [t for t in self.tasks if t.status is TaskStatus.PENDING and not t.best_effort]
 
 
 @dataclass(eq=False)
@@ -51,6 +75,8 @@ class JobInfo:
     counts: Counter[TaskStatus] = field(default_factory=Counter)
     counted: int = 0  # tasks the counts cover
     best_effort_tasks: int = 0  # tasks requesting nothing but a pod slot (most jobs: none)
+    sub_jobs: list[SubJob] = field(default_factory=list)  # its subgroups (batch_scheduler.subjobs); none: one gang
+    min_sub_jobs: dict[str, int] = field(default_factory=dict)  # per subgroup family, its minSubGroups
 
     def __post_init__(self) -> None:
         self.task_min_member_total = sum(self.min_task_member.values())

@@ -260,11 +260,11 @@ class PluginSet:
 
     # -- nodes --------------------------------------------------------------------------
 
-    def hypernode_scores(self, job: JobInfo, domains: Sequence[Domain]) -> dict[str, float]:
+    def hypernode_scores(self, job: JobInfo, tasks: Sequence[TaskInfo], domains: Sequence[Domain]) -> dict[str, float]:
         """The summed HyperNode scores of every plugin, per domain (0 without such a plugin)."""
         total = dict.fromkeys((d.name for d in domains), 0.0)
         for p in self.hypernode_orders:
-            for name, score in p.hypernode_scores(job, domains).items():
+            for name, score in p.hypernode_scores(job, tasks, domains).items():
                 total[name] += score
         return total
 

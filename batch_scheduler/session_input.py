@@ -20,6 +20,7 @@ import msgspec
 from batch_scheduler.jobs import JobInfo
 from batch_scheduler.queues import QueueInfo, default_queue, queue_info
 from batch_scheduler.reasons import PendingReason
+from batch_scheduler.subjobs import split
 from batch_scheduler.tasks import TaskInfo, TaskStatus, shareable
 from batch_scheduler.vector import Vector
 from cluster.model.core import PriorityClass
@@ -223,6 +224,7 @@ def build(inp: SessionInput, config: SessionConfig) -> Built:
         if task.status is TaskStatus.RELEASING:
             out.releasing.append(task)
     for job in jobs.values():
+        job.sub_jobs, job.min_sub_jobs = split(job)
         info = out.queues.get(job.queue)
         if info is None:
             job.set_reason(PendingReason.QUEUE_NOT_FOUND, f"queue {job.queue} does not exist")

@@ -84,6 +84,11 @@ class Statement:
         self.ssn.evict_later([task for op, task, _, _ in self.ops if op is Op.EVICT])
         self.ops.clear()
 
+    def merge(self, other: Statement) -> None:
+        """Take ``other``'s changes as this statement's own (a subgroup's, into its job's)."""
+        self.ops.extend(other.ops)
+        other.ops.clear()
+
     def keep(self) -> None:
         """Leave the changes in the session with nothing to undo and nothing handed on (Volcano's
         ``ssn.Allocate`` outside a statement)."""

@@ -21,14 +21,16 @@ them at random). The successful run's statement is the job's.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from batch_scheduler.jobs import JobInfo
+from batch_scheduler.jobs import JobInfo, SubJob
 from batch_scheduler.queues import QueueInfo
 from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
-from batch_scheduler.tasks import ALLOCATED_STATUSES, TaskInfo
+from batch_scheduler.subjobs import order
+from batch_scheduler.tasks import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+from cluster.model.topology import NetworkTopologySpec
 from cluster.nodeview.table import Mask
 from cluster.nodeview.topology import ROOT, Domain
 
@@ -98,20 +100,123 @@ def gradients(ssn: Session, job: JobInfo, tier: int) -> list[list[Domain]]:
     return [level for level in levels if level]
 
 
-def place_in_topology(
-    ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo], place: PlaceTasks, tier: int
+def _sub_tier(ssn: Session, spec: NetworkTopologySpec | None, job_tier: int | None) -> int | None:
+    """A subgroup's highest tier: its own; soft is bounded by its job's (else the root's)."""
+    if spec is None:
+        return None
+    if spec.mode == "soft":
+        return job_tier if job_tier is not None else ssn.topology.root.tier
+    if spec.highest_tier_allowed is not None:
+        return spec.highest_tier_allowed
+    return ssn.topology.tier_names.get(spec.highest_tier_name) if spec.highest_tier_name else None
+
+
+def _held(ssn: Session, tasks: Sequence[TaskInfo]) -> Domain | None:
+    index = ssn.columns.index
+    rows = [index[t.node] for t in tasks if t.status in ALLOCATED_STATUSES and t.node in index]
+    return ssn.topology.lowest_holding(rows) if rows else None
+
+
+def _sub_levels(ssn: Session, sj: SubJob, scope: Domain, tier: int | None) -> list[list[Domain]]:
+    """The domains inside ``scope`` to try for one subgroup, lowest tier first."""
+    if tier is None:
+        return [[scope]]
+    topology = ssn.topology
+    held = _held(ssn, sj.tasks)
+    if held is None:
+        return topology.within(scope.name, tier)
+    if held.tier > tier:
+        return []
+    top = held
+    for d in topology.ancestors(held.name):
+        if d.tier > tier:
+            break
+        top = d
+    if any(d.name == scope.name for d in topology.ancestors(top.name)):
+        return topology.within(top.name, tier)  # top lies inside the job's domain
+    if any(d.name == top.name for d in topology.ancestors(scope.name)):
+        return [[scope]]  # the job's domain lies inside top
+    return []
+
+
+def _tasks_in(ssn: Session, queue: QueueInfo, job: JobInfo, sj: SubJob, within: Mask) -> Statement | None:
+    """One subgroup's pending tasks on ``within``'s nodes, until it is ready (Volcano's
+    allocateResourcesForTasks for a subjob); None (discarded) unless it is ready or pipelined."""
+    stmt = Statement(ssn)
+    for task in sj.pending():
+        if ssn.tiers.allocatable(queue, task) is not None:
+            continue
+        choice = ssn.best_node(task, within)
+        if not isinstance(choice, tuple):
+            job.fit_errors[task.uid] = f"task {task.name}: {choice.reason()}"
+            job.set_reason(PendingReason.NOT_ENOUGH_RESOURCES, f"subgroup {sj.id}: task {task.name}: {choice.reason()}")
+            break
+        row, pipelined = choice
+        (stmt.pipeline if pipelined else stmt.allocate)(task, ssn.columns.names[row])
+        if sj.ready():
+            break
+    if sj.ready() or sj.pipelined():
+        return stmt
+    stmt.discard()
+    return None
+
+
+def _sub_job_in(
+    ssn: Session, queue: QueueInfo, job: JobInfo, sj: SubJob, scope: Domain, tier: int | None
 ) -> Statement | None:
-    """The job's statement inside the first domain that holds its gang, or None (discarded) with
-    a reason naming the topology."""
+    """Volcano's allocateForSubJob: the subgroup inside one domain of ``scope`` (its own tier
+    limit), domains in HyperNode-score order."""
+    for level in _sub_levels(ssn, sj, scope, _sub_tier(ssn, sj.topology, tier)):
+        pending = sj.pending()
+        scores = ssn.tiers.hypernode_scores(job, pending, level)
+        for domain in sorted(level, key=lambda d: (-scores[d.name], d.name)):
+            stmt = _tasks_in(ssn, queue, job, sj, domain.mask)
+            if stmt is not None:
+                return stmt
+    return None
+
+
+def _sub_jobs_in(ssn: Session, queue: QueueInfo, job: JobInfo, scope: Domain, tier: int | None) -> Statement | None:
+    """The job's subgroups, one after another, inside ``scope``, until the job is ready; the whole
+    is one statement (one gang batch for the binder), or None (discarded)."""
+    stmt = Statement(ssn)
+    line = deque(s for s in order(job) if s.pending())
+    while line:
+        sj = line.popleft()
+        sub = _sub_job_in(ssn, queue, job, sj, scope, tier)
+        if sub is None or sub.empty:
+            continue
+        stmt.merge(sub)
+        if ssn.tiers.job_ready(job):
+            break
+        if sj.pending():
+            line.append(sj)
+    if not stmt.empty and (ssn.tiers.job_ready(job) or ssn.tiers.job_pipelined(job)):
+        return stmt
+    stmt.discard()
+    return None
+
+
+def place_in_topology(
+    ssn: Session, queue: QueueInfo, job: JobInfo, tasks: deque[TaskInfo], place: PlaceTasks, tier: int | None
+) -> Statement | None:
+    """The job's statement inside the first domain that holds its gang (its subgroups each inside
+    a domain of their own), or None (discarded) with a reason naming the topology. ``tier``:
+    the job's highest tier; None (a job with subgroups and no topology of its own): the whole cluster."""
     tried: list[str] = []
     first = ""
     before = job.reason, job.reason_kind  # each dry run's own reason is undone with it
-    for level in gradients(ssn, job, tier):
-        scores = ssn.tiers.hypernode_scores(job, level)
+    levels = gradients(ssn, job, tier) if tier is not None else [[ssn.topology.root]]
+    for level in levels:
+        scores = ssn.tiers.hypernode_scores(job, list(tasks), level)
         for domain in sorted(level, key=lambda d: (-scores[d.name], d.name)):
             job.fit_errors.clear()  # each domain is a fresh dry run (Volcano resets the fit errors)
-            sheet = deque(tasks)
-            stmt = place(ssn, queue, job, sheet, domain.mask)
+            if job.sub_jobs:
+                stmt = _sub_jobs_in(ssn, queue, job, domain, tier)
+                sheet = deque(t for t in tasks if t.status is TaskStatus.PENDING)
+            else:
+                sheet = deque(tasks)
+                stmt = place(ssn, queue, job, sheet, domain.mask)
             if stmt is not None:
                 tasks.clear()
                 tasks.extend(sheet)
@@ -120,11 +225,14 @@ def place_in_topology(
             first = first or job.reason
             job.reason, job.reason_kind = before
     held = held_domain(ssn, job)
-    where = f"the job's HyperNode {held.name}" if held is not None else f"any HyperNode of tier {tier} or lower"
-    message = f"network topology: no room for the gang in {where}"
+    if tier is None:
+        message = "subgroups: no placement holds every subgroup the job needs"
+    else:
+        where = f"the job's HyperNode {held.name}" if held is not None else f"any HyperNode of tier {tier} or lower"
+        message = f"network topology: no room for the gang in {where}"
     if tried:
         message += f" ({len(tried)} tried: {', '.join(tried[:5])}{', …' if len(tried) > 5 else ''}; first: {first})"
-    blocked = ssn.topology.blocking(tier)
+    blocked = ssn.topology.blocking(tier if tier is not None else ssn.topology.root.tier)
     if blocked:
         message += f"; left out of the tree: {'; '.join(blocked)}"
     job.set_reason(PendingReason.NETWORK_TOPOLOGY, message)

@@ -142,7 +142,7 @@ def run(ssn: Session) -> None:
     def handle(queue: QueueInfo, job: JobInfo) -> bool:
         tasks = sheets[job.key]
         tier = highest_tier(ssn, job)
-        if tier is None:
+        if tier is None and not job.sub_jobs:
             stmt = place_tasks(ssn, queue, job, tasks, role_cache)
         else:
             stmt = place_in_topology(ssn, queue, job, tasks, place, tier)

@@ -2,8 +2,9 @@
 
 - valid: enough pods exist — per task role (``minTaskMember``, when minMember covers the
   roles' minimums) and in all (minMember); otherwise the job is not scheduled this session;
-- ready: at least minMember tasks placed (best-effort pending ones count), and each role's
-  minimum; allocate commits only ready jobs;
+- ready: at least minMember tasks placed (best-effort pending ones count), each role's
+  minimum, and each subgroup family's minSubGroups subgroups ready; allocate commits only
+  ready jobs; a family with fewer subgroups than its minimum makes the job not valid;
 - pipelined: the same, pipelined tasks counting;
 - starving: fewer than minMember tasks placed or pipelined (preempt and reclaim help these);
 - job order: jobs not yet ready go first, so a half-placed gang is finished before new ones;
@@ -20,6 +21,7 @@ from batch_scheduler.arguments import Arguments
 from batch_scheduler.framework import PluginBase
 from batch_scheduler.jobs import JobInfo
 from batch_scheduler.reasons import PendingReason
+from batch_scheduler.subjobs import ready_families
 from batch_scheduler.tasks import TaskInfo
 from batch_scheduler.votes import Refusal
 
@@ -33,6 +35,14 @@ class GangPlugin(PluginBase[Arguments]):
                 "to be created",
                 PendingReason.NOT_ENOUGH_PODS,
             )
+        for family, minimum in job.min_sub_jobs.items():
+            exist = sum(1 for s in job.sub_jobs if s.family == family)
+            if exist < minimum:
+                return Refusal(
+                    f"gang: {exist}/{minimum} subgroups of {family} exist (minSubGroups {minimum}); waiting for "
+                    "their pods to be created",
+                    PendingReason.NOT_ENOUGH_PODS,
+                )
         valid = job.valid_count
         if valid < job.min_member:
             return Refusal(
@@ -43,10 +53,10 @@ class GangPlugin(PluginBase[Arguments]):
         return None
 
     def job_ready(self, job: JobInfo) -> bool:
-        return job.check_task_ready() and job.is_ready()
+        return job.check_task_ready() and ready_families(job) and job.is_ready()
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        return job.check_task_pipelined() and job.is_pipelined()
+        return job.check_task_pipelined() and ready_families(job, pipelined=True) and job.is_pipelined()
 
     def job_starving(self, job: JobInfo) -> bool:
         return job.is_starving()

@@ -1,7 +1,7 @@
 """network-topology-aware: HyperNode binpack — a gang goes to the fullest network domain it fits in,
 so whole domains stay free for the next big gang (Volcano 1.14's plugin, its HyperNode score).
 
-For each domain a gang could go to, with R the summed request of the job's pending tasks and
+For each domain a gang (or one subgroup) could go to, with R the summed request of its tasks to place and
 "used" the domain's allocated amounts (its nodes summed): over cpu, memory and the resources
 ``hypernode.binpack.resources`` lists, the weighted mean of (used + R) ÷ allocatable, 0 when
 R overflows some resource; when several domains share the highest score, each gets the share
@@ -26,7 +26,7 @@ import msgspec
 from batch_scheduler.arguments import Arguments, flag, number, weight
 from batch_scheduler.framework import PluginBase
 from batch_scheduler.jobs import JobInfo
-from batch_scheduler.tasks import ALLOCATED_STATUSES
+from batch_scheduler.tasks import ALLOCATED_STATUSES, TaskInfo
 from cluster.model.resources import CPU, MEMORY, Resources
 from cluster.nodeview.topology import Domain
 
@@ -75,10 +75,12 @@ class NetworkTopologyPlugin(PluginBase[NetworkTopologyArguments]):
             weights += w
         return total / weights if weights else 0.0
 
-    def hypernode_scores(self, job: JobInfo, domains: Sequence[Domain]) -> Mapping[str, float]:
+    def hypernode_scores(
+        self, job: JobInfo, tasks: Sequence[TaskInfo], domains: Sequence[Domain]
+    ) -> Mapping[str, float]:
         cols = self.ssn.columns
         request = Resources()
-        for t in job.pending():
+        for t in tasks:
             request = request + t.request
         scores: dict[str, float] = {}
         for d in domains:

@@ -212,7 +212,10 @@ def podgroup_problems(pg: PodGroup) -> list[Problem]:
     own = pg.spec.network_topology
     topologies: list[tuple[str, object]] = [("spec.networkTopology", own.raw() if own else None)]
     topologies += [
-        (f"spec.subGroupPolicy[{i}].networkTopology", policy.get("networkTopology"))
+        (
+            f"spec.subGroupPolicy[{i}].networkTopology",
+            policy.network_topology.raw() if policy.network_topology else None,
+        )
         for i, policy in enumerate(pg.spec.sub_group_policy)
     ]
     for path, topology in topologies:

@@ -78,6 +78,47 @@ class LabelMatch(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         return True
 
 
+class SubGroupPolicy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One family of a PodGroup's subgroups (Volcano 1.14): the pods its selector matches that
+    share a value for every ``matchLabelKeys`` key form one subgroup, a gang of
+    ``subGroupSize`` inside its own network domain; ``minSubGroups`` of them must be ready."""
+
+    name: str = ""
+    sub_group_size: int | None = None  # CRD default 1
+    min_sub_groups: int | None = None  # CRD default 0
+    label_selector: LabelMatch | None = None  # absent or empty: every pod of the job
+    match_label_keys: list[str] = msgspec.field(default_factory=list)
+    network_topology: NetworkTopologySpec | None = None
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        """Whether a pod with ``labels`` belongs to this family (its selector; Kubernetes' reading:
+        an empty selector selects everything)."""
+        s = self.label_selector
+        if s is None or (not s.match_labels and not s.match_expressions):
+            return True
+        return s.matches(labels)
+
+    def raw(self) -> dict[str, object]:
+        """As the API holds it."""
+        out: dict[str, object] = {"name": self.name}
+        if self.sub_group_size is not None:
+            out["subGroupSize"] = self.sub_group_size
+        if self.min_sub_groups is not None:
+            out["minSubGroups"] = self.min_sub_groups
+        if self.label_selector is not None:
+            selector: dict[str, object] = {}
+            if self.label_selector.match_labels:
+                selector["matchLabels"] = dict(self.label_selector.match_labels)
+            if self.label_selector.match_expressions:
+                selector["matchExpressions"] = msgspec.to_builtins(self.label_selector.match_expressions)
+            out["labelSelector"] = selector
+        if self.match_label_keys:
+            out["matchLabelKeys"] = list(self.match_label_keys)
+        if self.network_topology is not None:
+            out["networkTopology"] = self.network_topology.raw()
+        return out
+
+
 class MemberSelector(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     exact_match: ExactMatch | None = None
     regex_match: RegexMatch | None = None

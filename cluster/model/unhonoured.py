@@ -3,8 +3,8 @@
 caldera's schedulers place a pod as if these fields were absent: pod (anti-)affinity,
 topology spread, DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
 policy (scheduling gates are honoured: a gated pod waits until its gates are removed); a
-PodGroup's subgroups (its network topology is honoured by the batch scheduler); a Queue's
-node-group affinity. Saying so beats a placement that silently breaks what the user asked for.
+Queue's node-group affinity. (A PodGroup's network topology and subgroups are honoured by the
+batch scheduler.) Saying so beats a placement that silently breaks what the user asked for.
 
 :func:`unhonoured` is pure and works on the decoded model, so the dry-run warns from it
 and a running scheduler can emit one Kubernetes Event per pod and field (:func:`notice`
@@ -25,7 +25,7 @@ def unhonoured(obj: Pod | PodGroup | Queue) -> list[str]:
     if isinstance(obj, Pod):
         return _pod(obj)
     if isinstance(obj, PodGroup):
-        return ["spec.subGroupPolicy"] if obj.spec.sub_group_policy else []
+        return []  # its network topology and subgroups are honoured by the batch scheduler
     return ["spec.affinity"] if obj.spec.affinity else []
 
 

@@ -6,7 +6,7 @@ import msgspec
 
 from cluster.model.core import ObjectMeta, RawObject, ResourceList
 from cluster.model.resources import Resources
-from cluster.model.topology import NetworkTopologySpec
+from cluster.model.topology import NetworkTopologySpec, SubGroupPolicy
 
 
 class PodGroupCondition(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -25,7 +25,7 @@ class PodGroupSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     queue: str = "default"
     priority_class_name: str = ""
     network_topology: NetworkTopologySpec | None = None
-    sub_group_policy: list[RawObject] = msgspec.field(default_factory=list)  # not honoured yet
+    sub_group_policy: list[SubGroupPolicy] = msgspec.field(default_factory=list)
 
 
 class PodGroupStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import msgspec
 
-from cluster.model.core import ObjectMeta, Pod, RawObject, Volume
+from cluster.model.core import ObjectMeta, Pod, Volume
 from cluster.model.labels import (
     COOLDOWN_TIME_KEY,
     GROUP_NAME_ANNOTATION,
@@ -80,7 +80,7 @@ from cluster.model.pod_template import (
     template_request,
 )
 from cluster.model.resources import Resources
-from cluster.model.topology import NetworkTopologySpec
+from cluster.model.topology import LabelMatch, NetworkTopologySpec, SubGroupPolicy
 from cluster.model.volcano import PodGroup, PodGroupSpec
 from cluster.model.volcano_admission import admit_queue, validate_job
 from cluster.model.volcano_job_api import (
@@ -191,21 +191,18 @@ def _network_topology(topology: NetworkTopologySpec | None, *, prefer_tier: bool
     return msgspec.structs.replace(topology, highest_tier_name="")
 
 
-def _sub_group_policy(task: TaskSpec) -> RawObject:
+def _sub_group_policy(task: TaskSpec) -> SubGroupPolicy:
     """``getSubGroupPolicy``: one subgroup family per partitioned task, its pods told apart by partition id."""
     partition = task.partition_policy
     assert partition is not None
-    out: RawObject = {
-        "name": task.name,
-        "subGroupSize": partition.partition_size,
-        "minSubGroups": partition.min_partitions,
-        "labelSelector": {"matchLabels": {TASK_SPEC_KEY: task.name}},
-        "matchLabelKeys": [PARTITION_ID_KEY],
-    }
-    topology = _network_topology(partition.network_topology, prefer_tier=False)
-    if topology is not None:
-        out["networkTopology"] = topology.raw()
-    return out
+    return SubGroupPolicy(
+        name=task.name,
+        sub_group_size=partition.partition_size,
+        min_sub_groups=partition.min_partitions,
+        label_selector=LabelMatch(match_labels={TASK_SPEC_KEY: task.name}),
+        match_label_keys=[PARTITION_ID_KEY],
+        network_topology=_network_topology(partition.network_topology, prefer_tier=False),
+    )
 
 
 def _volumes(job: Job) -> list[Volume]:

@@ -104,6 +104,7 @@ def podgroup(
     phase: str = "Pending",
     created: str | None = None,
     network_topology: Mapping[str, Any] | None = None,
+    sub_group_policy: Sequence[Mapping[str, Any]] = (),
 ) -> PodGroup:
     spec: dict[str, Any] = {
         "minMember": min_member,
@@ -113,6 +114,8 @@ def podgroup(
     }
     if network_topology is not None:
         spec["networkTopology"] = dict(network_topology)
+    if sub_group_policy:
+        spec["subGroupPolicy"] = [dict(p) for p in sub_group_policy]
     if min_resources is not None:
         spec["minResources"] = {k: str(v) for k, v in min_resources.items()}
     meta: dict[str, Any] = {"name": name, "namespace": namespace}

@@ -37,6 +37,7 @@ def run(
     topology: Mapping[str, Any] | None,
     *,
     min_member: int,
+    sub_groups: Sequence[Mapping[str, Any]] = (),
     hypernodes: Sequence[HyperNode] = TOPOLOGY_A,
     nodes: Sequence[str] = NODES8,
     group: str = "j",
@@ -50,7 +51,14 @@ def run(
         [node(n, cpu="4", memory="8Gi", labels=(labels or {}).get(n)) for n in nodes],
         pods,
         podgroups=[
-            podgroup(group, min_member=min_member, queue="q1", phase="Inqueue", network_topology=topology),
+            podgroup(
+                group,
+                min_member=min_member,
+                queue="q1",
+                phase="Inqueue",
+                network_topology=topology,
+                sub_group_policy=sub_groups,
+            ),
             *extra_groups,
         ],
         queues=[queue("q1")],
@@ -196,3 +204,121 @@ def test_hypernodes_from_node_labels_constrain_like_objects() -> None:
     ssn = run(gang("j", 8), HARD1, min_member=4, hypernodes=[], hypernode_labels=("example.com/leaf",), labels=labels)
     nodes = set(placed(ssn).values())
     assert len(nodes) == 4 and (nodes <= HN0 or nodes <= HN1)
+
+
+def partitioned(name: str, replicas: int, size: int) -> list[PodRecord]:
+    """A Volcano Job task's pods as its controller labels them: task-spec, partition-id = index // size."""
+    return [
+        task(
+            f"{name}-{i}",
+            cpu="4",
+            memory="8Gi",
+            group="j",
+            labels={"volcano.sh/task-spec": name, "volcano.sh/partition-id": str(i // size)},
+        )
+        for i in range(replicas)
+    ]
+
+
+def partition_policy(size: int, topology: Mapping[str, Any] | None, minimum: int = 0) -> dict[str, Any]:
+    """The subGroupPolicy the Job controller makes of a partitionPolicy (Volcano's getSubGroupPolicy)."""
+    policy: dict[str, Any] = {
+        "name": "t0",
+        "subGroupSize": size,
+        "minSubGroups": minimum,
+        "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "t0"}},
+        "matchLabelKeys": ["volcano.sh/partition-id"],
+    }
+    if topology is not None:
+        policy["networkTopology"] = dict(topology)
+    return policy
+
+
+def test_nt4_each_partition_inside_its_own_leaf_all_in_one_session() -> None:
+    ssn = run(partitioned("t0", 8, 4), HARD2, min_member=4, sub_groups=[partition_policy(4, HARD1)])
+    where = placed(ssn, "t0-")
+    assert len(where) == 8, where
+    first = {where[f"t0-{i}"] for i in range(4)}
+    second = {where[f"t0-{i}"] for i in range(4, 8)}
+    assert (first == HN0 and second == HN1) or (first == HN1 and second == HN0)
+
+
+NT5_NODES = [f"{leaf}{i}" for leaf in "abc" for i in range(3)]
+NT5_TOPOLOGY = [
+    hypernode("a", 1, nodes=NT5_NODES[0:3]),
+    hypernode("b", 1, nodes=NT5_NODES[3:6]),
+    hypernode("c", 1, nodes=NT5_NODES[6:9]),
+    hypernode("top", 2, children=["a", "b", "c"]),
+]
+
+
+def test_nt5_a_partition_no_leaf_holds_leaves_the_whole_job_pending() -> None:
+    ssn = run(
+        partitioned("t0", 8, 4),
+        HARD2,
+        min_member=8,
+        sub_groups=[partition_policy(4, HARD1)],
+        hypernodes=NT5_TOPOLOGY,
+        nodes=NT5_NODES,
+    )
+    assert placed(ssn, "t0-") == {}
+    assert ssn.columns.allocated[ssn.columns.resource_index["cpu"], :9].tolist() == [0] * 9  # nothing held
+
+
+def test_nt5_variant_pairs_each_fit_a_leaf() -> None:
+    # The spec's variant (8 pods in pairs) cannot be whole: a 3-node leaf holds one pair of
+    # node-filling pods, so 3 leaves hold 3 pairs, and the job's minimum of 8 is not placed.
+    four_pairs = run(
+        partitioned("t0", 8, 2),
+        HARD2,
+        min_member=8,
+        sub_groups=[partition_policy(2, HARD1)],
+        hypernodes=NT5_TOPOLOGY,
+        nodes=NT5_NODES,
+    )
+    assert placed(four_pairs, "t0-") == {}
+    # Three pairs: one in each leaf, all six bound in one gang batch.
+    ssn = run(
+        partitioned("t0", 6, 2),
+        HARD2,
+        min_member=6,
+        sub_groups=[partition_policy(2, HARD1)],
+        hypernodes=NT5_TOPOLOGY,
+        nodes=NT5_NODES,
+    )
+    where = placed(ssn, "t0-")
+    assert len(where) == 6
+    leaves = [{where[f"t0-{2 * pair}"][0], where[f"t0-{2 * pair + 1}"][0]} for pair in range(3)]
+    assert all(len(leaf) == 1 for leaf in leaves) and len(set().union(*leaves)) == 3, where
+    assert len(ssn.commits) == 1  # the job's minimum in one gang batch: one binder round trip
+
+
+def test_min_sub_groups_needs_that_many_partitions_ready() -> None:
+    # Three partitions of 4 on 8 nodes in two leaves: minSubGroups 2 is met (two leaves), 3 is not.
+    pods = partitioned("t0", 12, 4)
+    ssn = run(pods, HARD2, min_member=8, sub_groups=[partition_policy(4, HARD1, minimum=2)])
+    assert len(placed(ssn, "t0-")) == 8
+    pods = partitioned("t0", 12, 4)
+    ssn = run(pods, HARD2, min_member=8, sub_groups=[partition_policy(4, HARD1, minimum=3)])
+    assert placed(ssn, "t0-") == {}
+
+
+def test_fewer_partitions_than_min_sub_groups_is_not_schedulable() -> None:
+    ssn = run(partitioned("t0", 4, 4), None, min_member=4, sub_groups=[partition_policy(4, None, minimum=2)])
+    assert placed(ssn, "t0-") == {}
+    assert "1/2 subgroups of t0 exist" in ssn.jobs["default/j"].reason
+
+
+def test_subgroups_without_topology_are_still_gangs() -> None:
+    # Two partitions of 4 on 6 free nodes: the first fits, the second cannot be whole; minMember 4
+    # lets the first go.
+    ssn = run(
+        partitioned("t0", 8, 4),
+        None,
+        min_member=4,
+        sub_groups=[partition_policy(4, None)],
+        nodes=NODES8[:6],
+        hypernodes=[],
+    )
+    where = placed(ssn, "t0-")
+    assert sorted(where) == [f"t0-{i}" for i in range(4)]

@@ -56,6 +56,7 @@ def test_hypernode_binpack_prefers_the_fuller_domain_and_counts_only_weighted_re
     )
     p = plugin(ssn, NetworkTopologyPlugin)
     domains = [ssn.topology.domains["hn0"], ssn.topology.domains["hn1"]]
-    scores = p.hypernode_scores(ssn.jobs["default/j"], domains)
+    job = ssn.jobs["default/j"]
+    scores = p.hypernode_scores(job, job.pending(), domains)
     # cpu and memory alike: (2 + 8) / 16 and (4 + 16) / 32 for hn0; 8 / 16 and 16 / 32 for hn1.
     assert scores == {"hn0": pytest.approx(62.5), "hn1": pytest.approx(50.0)}

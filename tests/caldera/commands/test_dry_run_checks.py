@@ -60,7 +60,6 @@ def test_objects_across_files_are_placed_and_what_is_ignored_is_warned_of(tmp_pa
     assert r.stderr.splitlines() == [
         "caldera dry-run: warning: Pod team/web-0: spec.affinity.podAntiAffinity is not honoured by caldera yet "
         "(placement ignores it)",
-        "caldera dry-run: warning: PodGroup team/g: spec.subGroupPolicy is not honoured by caldera yet (placement ignores it)",
     ]
     pods = {p["name"]: p for p in json.loads(r.stdout)["pods"]}
     assert pods["web-0"]["phase"] == "Bound"

@@ -118,7 +118,7 @@ def test_podgroup_and_queue_fields() -> None:
         },
         PodGroup,
     )
-    assert unhonoured(topo) == ["spec.subGroupPolicy"]  # the network topology is honoured
+    assert unhonoured(topo) == []  # the network topology and the subgroups are honoured
     queue = from_builtins(
         {
             "metadata": {"name": "q"},

@@ -368,7 +368,7 @@ def test_partition_policy_sets_the_task_min_available_and_the_pods_partitions() 
     group, pods = expand_job(job("j", task("t", 6, partition=partition, gpu="1")))
     assert group.spec.min_member == 4 and group.spec.min_task_member == {"t": 4}  # minPartitions × partitionSize
     assert [p.labels["volcano.sh/partition-id"] for p in pods] == ["0", "0", "1", "1", "2", "2"]
-    assert group.spec.sub_group_policy == [
+    assert [p.raw() for p in group.spec.sub_group_policy] == [
         {
             "name": "t",
             "subGroupSize": 2,
