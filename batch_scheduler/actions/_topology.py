@@ -88,14 +88,8 @@ def gradients(ssn: Session, job: JobInfo, tier: int) -> list[list[Domain]]:
     topology = ssn.topology
     held = held_domain(ssn, job)
     if held is not None:
-        if held.tier > tier:
-            return []
-        top = held
-        for d in topology.ancestors(held.name):
-            if d.tier > tier:
-                break
-            top = d
-        return topology.within(top.name, tier)
+        top = topology.highest_within(held.name, tier)
+        return topology.within(top.name, tier) if top is not None else []
     levels = [[d for d in level if _room_for(ssn, job, d)] for level in topology.within(ROOT, tier)]
     return [level for level in levels if level]
 
@@ -125,13 +119,9 @@ def _sub_levels(ssn: Session, sj: SubJob, scope: Domain, tier: int | None) -> li
     held = _held(ssn, sj.tasks)
     if held is None:
         return topology.within(scope.name, tier)
-    if held.tier > tier:
+    top = topology.highest_within(held.name, tier)
+    if top is None:
         return []
-    top = held
-    for d in topology.ancestors(held.name):
-        if d.tier > tier:
-            break
-        top = d
     if any(d.name == scope.name for d in topology.ancestors(top.name)):
         return topology.within(top.name, tier)  # top lies inside the job's domain
     if any(d.name == top.name for d in topology.ancestors(scope.name)):

@@ -98,6 +98,16 @@ class Topology:
             yield domain
             current = domain.parent
 
+    def highest_within(self, name: str, tier: int) -> Domain | None:
+        """The highest of the domain and its ancestors, climbing while the tier stays ``tier`` or
+        lower (None when the domain itself is above it): where a placed job may grow."""
+        top = None
+        for d in self.ancestors(name):
+            if d.tier > tier:
+                break
+            top = d
+        return top
+
     def lca(self, a: str, b: str) -> Domain:
         """The lowest domain holding both."""
         above = {d.name for d in self.ancestors(a)}

@@ -252,15 +252,20 @@ NT5_TOPOLOGY = [
 ]
 
 
-def test_nt5_a_partition_no_leaf_holds_leaves_the_whole_job_pending() -> None:
-    ssn = run(
-        partitioned("t0", 8, 4),
+def nt5(replicas: int, size: int) -> Session:
+    """Replicas in partitions of ``size``, each inside one leaf (T = 1), the job inside the spine (T = 2)."""
+    return run(
+        partitioned("t0", replicas, size),
         HARD2,
-        min_member=8,
-        sub_groups=[partition_policy(4, HARD1)],
+        min_member=replicas,
+        sub_groups=[partition_policy(size, HARD1)],
         hypernodes=NT5_TOPOLOGY,
         nodes=NT5_NODES,
     )
+
+
+def test_nt5_a_partition_no_leaf_holds_leaves_the_whole_job_pending() -> None:
+    ssn = nt5(8, 4)
     assert placed(ssn, "t0-") == {}
     assert ssn.columns.allocated[ssn.columns.resource_index["cpu"], :9].tolist() == [0] * 9  # nothing held
 
@@ -268,24 +273,9 @@ def test_nt5_a_partition_no_leaf_holds_leaves_the_whole_job_pending() -> None:
 def test_nt5_variant_pairs_each_fit_a_leaf() -> None:
     # The spec's variant (8 pods in pairs) cannot be whole: a 3-node leaf holds one pair of
     # node-filling pods, so 3 leaves hold 3 pairs, and the job's minimum of 8 is not placed.
-    four_pairs = run(
-        partitioned("t0", 8, 2),
-        HARD2,
-        min_member=8,
-        sub_groups=[partition_policy(2, HARD1)],
-        hypernodes=NT5_TOPOLOGY,
-        nodes=NT5_NODES,
-    )
-    assert placed(four_pairs, "t0-") == {}
+    assert placed(nt5(8, 2), "t0-") == {}
     # Three pairs: one in each leaf, all six bound in one gang batch.
-    ssn = run(
-        partitioned("t0", 6, 2),
-        HARD2,
-        min_member=6,
-        sub_groups=[partition_policy(2, HARD1)],
-        hypernodes=NT5_TOPOLOGY,
-        nodes=NT5_NODES,
-    )
+    ssn = nt5(6, 2)
     where = placed(ssn, "t0-")
     assert len(where) == 6
     leaves = [{where[f"t0-{2 * pair}"][0], where[f"t0-{2 * pair + 1}"][0]} for pair in range(3)]
