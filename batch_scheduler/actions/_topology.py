@@ -83,14 +83,15 @@ def _room_for(ssn: Session, job: JobInfo, domain: Domain) -> bool:
     return True
 
 
-def gradients(ssn: Session, job: JobInfo, tier: int) -> list[list[Domain]]:
-    """The domains to try, by tier, lowest first (see the module docstring)."""
+def gradients(ssn: Session, job: JobInfo, tier: int, *, room: bool = True) -> list[list[Domain]]:
+    """The domains to try, by tier, lowest first (see the module docstring); ``room=False`` skips
+    the free-room prefilter (preempt makes the room)."""
     topology = ssn.topology
     held = held_domain(ssn, job)
     if held is not None:
         top = topology.highest_within(held.name, tier)
         return topology.within(top.name, tier) if top is not None else []
-    levels = [[d for d in level if _room_for(ssn, job, d)] for level in topology.within(ROOT, tier)]
+    levels = [[d for d in level if not room or _room_for(ssn, job, d)] for level in topology.within(ROOT, tier)]
     return [level for level in levels if level]
 
 
@@ -227,3 +228,41 @@ def place_in_topology(
         message += f"; left out of the tree: {'; '.join(blocked)}"
     job.set_reason(PendingReason.NETWORK_TOPOLOGY, message)
     return None
+
+
+Attempt = Callable[[Statement, list[TaskInfo], "Mask | None"], bool]
+"""An eviction pass for a job: into the statement, taking tasks off the list, on the mask's nodes
+(None: every node); whether its last task got a node."""
+
+
+def in_one_domain(
+    ssn: Session, job: JobInfo, tasks: list[TaskInfo], attempt: Attempt
+) -> tuple[Statement, bool, list[TaskInfo]] | None:
+    """Preempt's and reclaim's evictions for a job, kept only when they make it pipelined — for a
+    job with a network topology, all inside one domain of its allowed tiers (lowest tier first,
+    in HyperNode-score order; Volcano skips such jobs, volcano#4374): the statement, whether
+    the last task got a node, and the tasks left; None when no pass made it pipelined."""
+    tier = highest_tier(ssn, job)
+    masks: list[Mask | None] = [None]
+    if tier is not None:
+        masks = []
+        for level in gradients(ssn, job, tier, room=False):
+            scores = ssn.tiers.hypernode_scores(job, tasks, level)
+            masks += [d.mask for d in sorted(level, key=lambda d: (-scores[d.name], d.name))]
+    for mask in masks:
+        stmt = Statement(ssn)
+        left = tasks if mask is None else list(tasks)  # without a topology, one pass uses the list up
+        assigned = attempt(stmt, left, mask)
+        if ssn.tiers.job_pipelined(job):
+            return stmt, assigned, left
+        stmt.discard()
+    return None
+
+
+def own_domain(ssn: Session, job: JobInfo) -> Mask | None:
+    """Where a job with a network topology may grow (its placed tasks' domain, climbed to its tier
+    limit); None: anywhere."""
+    tier = highest_tier(ssn, job)
+    held = held_domain(ssn, job) if tier is not None else None
+    top = ssn.topology.highest_within(held.name, tier) if held is not None and tier is not None else None
+    return top.mask if top is not None else None

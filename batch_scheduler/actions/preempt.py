@@ -8,8 +8,10 @@ false), best-effort only for a best-effort preemptor, as the plugins allow — l
 queue take it and makes it fit; it is then pipelined there. A task whose pod says
 ``preemptionPolicy: Never`` preempts nothing. The job's evictions are kept only when its
 tasks, placed or pipelined, make it pipelined (gang); a job that got a node goes back in
-line. Then, in the same queue, each starving job's pending tasks may evict lower-priority
-running tasks of the same job.
+line. A job with a network topology preempts inside one domain of its allowed tiers — the
+lowest tier first, in HyperNode-score order — or not at all (Volcano skips such jobs,
+volcano#4374); its tasks evicting siblings stay inside its own domain. Then, in the same
+queue, each starving job's pending tasks may evict lower-priority running tasks of the same job.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from batch_scheduler.actions._evict import (
     room_rows,
 )
 from batch_scheduler.actions._interleave import by_queue
+from batch_scheduler.actions._topology import in_one_domain, own_domain
 from batch_scheduler.jobs import JobInfo
 from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
 from batch_scheduler.tasks import PREEMPTABLE_STATUSES, TaskInfo
+from cluster.nodeview.table import Mask
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -42,7 +46,9 @@ def preemptors(ssn: Session) -> list[JobInfo]:
     ]
 
 
-def _preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, same_job: bool, index: VictimIndex) -> bool:
+def _preempt(
+    ssn: Session, stmt: Statement, preemptor: TaskInfo, same_job: bool, index: VictimIndex, within: Mask | None = None
+) -> bool:
     if not preemptor.may_preempt:
         return False
     job = ssn.jobs[preemptor.job]
@@ -60,6 +66,8 @@ def _preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, same_job: bool,
         return other.queue == job.queue and t.job != preemptor.job
 
     where = index.rows([job.queue]) | room_rows(ssn, preemptor)
+    if within is not None:
+        where = where & within
     return preempt_on_nodes(ssn, stmt, preemptor, candidate_nodes(ssn, preemptor, where), eligible)
 
 
@@ -75,13 +83,18 @@ def run(ssn: Session) -> None:
         tasks = {j.key: sorted((t for t in j.pending() if not t.scheduling_gated), key=task_key) for j in starving}
         while line:
             job = line.pop(0)
-            stmt = Statement(ssn)
-            assigned = False
-            while ssn.tiers.job_starving(job) and tasks[job.key]:
-                assigned = _preempt(ssn, stmt, tasks[job.key].pop(0), same_job=False, index=index)
-            if not ssn.tiers.job_pipelined(job):
-                stmt.discard()
+
+            def attempt(stmt: Statement, left: list[TaskInfo], within: Mask | None, job: JobInfo = job) -> bool:
+                assigned = False
+                while ssn.tiers.job_starving(job) and left:
+                    assigned = _preempt(ssn, stmt, left.pop(0), same_job=False, index=index, within=within)
+                return assigned
+
+            found = in_one_domain(ssn, job, tasks[job.key], attempt)
+            if found is None:
+                tasks[job.key] = []
                 continue
+            stmt, assigned, tasks[job.key] = found
             evicted = stmt.evicted
             stmt.commit()
             if evicted:
@@ -92,9 +105,10 @@ def run(ssn: Session) -> None:
             if assigned:
                 bisect.insort(line, job, key=job_key)
         for job in starving:  # tasks within a job
+            within = own_domain(ssn, job)
             for task in sorted((t for t in job.pending() if not t.scheduling_gated), key=task_key):
                 stmt = Statement(ssn)
-                assigned = _preempt(ssn, stmt, task, same_job=True, index=index)
+                assigned = _preempt(ssn, stmt, task, same_job=True, index=index, within=within)
                 stmt.commit()
                 if not assigned:
                     break

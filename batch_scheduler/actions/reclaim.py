@@ -7,11 +7,14 @@ the plugins say its queue may not reclaim for it (``preemptive``: proportion and
 check the queue's deserved share) — looks, node by node, for running preemptable tasks of
 *other*, reclaimable queues that the plugins let go (``reclaimable``) and evicts them, only
 until the task fits on that node, then pipelines it there. The job's evictions are kept
-only when the job is then pipelined (gang).
+only when the job is then pipelined (gang); for a job with a network topology, only when
+they all lie inside one domain of its allowed tiers (Volcano's reclaim ignores topology and
+scatters victims, volcano#4374).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from batch_scheduler.actions._evict import (
@@ -20,13 +23,38 @@ from batch_scheduler.actions._evict import (
     reclaim_on_nodes,
 )
 from batch_scheduler.actions._interleave import by_queue
+from batch_scheduler.actions._topology import Attempt, in_one_domain
 from batch_scheduler.actions.preempt import preemptors
+from batch_scheduler.jobs import JobInfo
+from batch_scheduler.queues import QueueInfo
 from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
 from batch_scheduler.tasks import TaskInfo, TaskStatus
+from cluster.nodeview.table import Mask
+
+Eligible = Callable[[TaskInfo], bool]
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
+
+
+def _attempt(
+    ssn: Session, index: VictimIndex, queue: QueueInfo, others: list[str], eligible: Eligible, job: JobInfo
+) -> Attempt:
+    """One reclaim pass for the job's tasks, on the nodes of ``within`` (None: every node)."""
+
+    def attempt(stmt: Statement, left: list[TaskInfo], within: Mask | None) -> bool:
+        while ssn.tiers.job_starving(job) and left:
+            task = left.pop(0)
+            if not task.may_preempt or not ssn.tiers.preemptive(queue, task):
+                continue
+            where = index.rows(others)  # Volcano skips a node without reclaimees
+            if within is not None:
+                where = where & within
+            reclaim_on_nodes(ssn, stmt, task, candidate_nodes(ssn, task, where), eligible)
+        return False
+
+    return attempt
 
 
 def run(ssn: Session) -> None:
@@ -50,16 +78,12 @@ def run(ssn: Session) -> None:
                 return theirs is not None and theirs.reclaimable
 
             others = [q for q, info in ssn.queues.items() if q != name and info.reclaimable]
-            stmt = Statement(ssn)
-            while ssn.tiers.job_starving(job) and tasks:
-                task = tasks.pop(0)
-                if not task.may_preempt or not ssn.tiers.preemptive(queue, task):
-                    continue
-                where = index.rows(others)  # Volcano skips a node without reclaimees
-                reclaim_on_nodes(ssn, stmt, task, candidate_nodes(ssn, task, where), eligible)
-            if not ssn.tiers.job_pipelined(job):
-                stmt.discard()
+
+            attempt = _attempt(ssn, index, queue, others, eligible, job)
+            found = in_one_domain(ssn, job, tasks, attempt)
+            if found is None:
                 continue
+            stmt = found[0]
             evicted = stmt.evicted
             stmt.commit()
             if evicted:

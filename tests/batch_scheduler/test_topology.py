@@ -15,7 +15,7 @@ from batch_scheduler.reasons import PendingReason
 from batch_scheduler.session import Session
 from cluster.model.topology import HyperNode
 from cluster.store.records import PodRecord
-from tests.batch_scheduler.inputs import conf, podgroup, queue, session, task
+from tests.batch_scheduler.inputs import conf, podgroup, priority_class, queue, session, task
 from tests.builders import hypernode, node
 
 CONF = conf(["predicates", "gang", "network-topology-aware"], actions="enqueue, allocate")
@@ -312,3 +312,71 @@ def test_subgroups_without_topology_are_still_gangs() -> None:
     )
     where = placed(ssn, "t0-")
     assert sorted(where) == [f"t0-{i}" for i in range(4)]
+
+
+def preempt_session(topology: Mapping[str, Any] | None) -> Session:
+    """A low-priority job on every node of topology A, its pods on n2 and n3 not preemptable; a
+    high-priority gang of four whole-node pods. Node order alone would take n0, n1, n4, n5."""
+    classes = [priority_class("low", 1), priority_class("high", 100)]
+    keep = {"volcano.sh/preemptable": "false"}
+    low = [
+        task(f"low-{i}", cpu="4", memory="8Gi", group="low", node=n, annotations=keep if n in ("n2", "n3") else None)
+        for i, n in enumerate(NODES8)
+    ]
+    high = gang("high", 4, priority_class="high")
+    ssn = session(
+        conf(
+            ["priority", "gang", "conformance"],
+            ["predicates", "network-topology-aware"],
+            actions="enqueue, allocate, preempt",
+        ),
+        [node(n, cpu="4", memory="8Gi") for n in NODES8],
+        [*low, *high],
+        podgroups=[
+            podgroup("low", min_member=1, queue="q1", priority_class="low", phase="Running"),
+            podgroup(
+                "high", min_member=4, queue="q1", priority_class="high", phase="Inqueue", network_topology=topology
+            ),
+        ],
+        queues=[queue("q1")],
+        priority_classes=classes,
+        hypernodes=TOPOLOGY_A,
+    )
+    ssn.run()
+    return ssn
+
+
+def test_a_hard_topology_job_preempts_inside_one_domain() -> None:
+    ssn = preempt_session(HARD1)
+    victims = {t.node for t in ssn.evictions}
+    waiting = {t.node for t in ssn.jobs["default/high"].tasks.values() if t.status.value == "Pipelined"}
+    assert victims == HN1  # the one leaf where four can go; Volcano skips such jobs (volcano#4374)
+    assert waiting == victims
+
+
+def test_a_topology_job_that_no_domain_can_make_room_for_evicts_nothing() -> None:
+    # Tier 0: no domain at all; nothing is evicted for it.
+    ssn = preempt_session({"mode": "hard", "highestTierAllowed": 0})
+    assert ssn.evictions == []
+
+
+def test_a_hard_topology_job_reclaims_inside_one_domain() -> None:
+    # Queue q1 holds every node (its pods on n2, n3 not preemptable); q2 deserves half and asks
+    # for a gang of four inside one leaf: the victims are hn1's, not the first four in node order.
+    keep = {"volcano.sh/preemptable": "false"}
+    mine = [
+        task(f"mine-{i}", cpu="4", memory="8Gi", group="mine", node=n, annotations=keep if n in ("n2", "n3") else None)
+        for i, n in enumerate(NODES8)
+    ]
+    theirs = [task(f"theirs-{i}", cpu="4", memory="8Gi", group="theirs") for i in range(4)]
+    reclaiming = podgroup("theirs", min_member=4, queue="q2", phase="Inqueue", network_topology=HARD1)
+    ssn = session(
+        conf(["priority", "gang", "conformance"], ["predicates", "proportion"], actions="enqueue, allocate, reclaim"),
+        [node(n, cpu="4", memory="8Gi") for n in NODES8],
+        [*mine, *theirs],
+        podgroups=[podgroup("mine", min_member=1, queue="q1", phase="Running"), reclaiming],
+        queues=[queue("q1"), queue("q2")],
+        hypernodes=TOPOLOGY_A,
+    )
+    ssn.run()
+    assert {t.node for t in ssn.evictions} == HN1

@@ -41,6 +41,7 @@ IMPLEMENTED_PLUGINS = {
     "nodeorder",
     "binpack",
     "overcommit",
+    "network-topology-aware",
 }
 IMPLEMENTED_ACTIONS = {"enqueue", "allocate", "backfill", "preempt", "reclaim"}
 
