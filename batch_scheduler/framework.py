@@ -31,7 +31,7 @@ from batch_scheduler.votes import Refusal, Vote
 from cluster.nodeview.predicates import Filtered
 from cluster.nodeview.profile import Filter, Placing, Score
 from cluster.nodeview.table import Mask, NodeTable
-from cluster.nodeview.topology import Domain, Topology
+from cluster.nodeview.topology import Domain, DomainSums, Topology
 
 A = TypeVar("A", bound=Arguments)
 
@@ -86,6 +86,11 @@ class SessionView(Protocol):
     @property
     def topology(self) -> Topology:
         """The HyperNode tree over the session's nodes."""
+        ...
+
+    @property
+    def domain_sums(self) -> DomainSums:
+        """Each HyperNode's summed allocatable and allocated figures, current."""
         ...
 
     def placing(self, task: TaskInfo) -> Placing:

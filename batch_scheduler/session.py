@@ -35,6 +35,7 @@ from cluster.nodeview.predicates import Filtered, insufficient
 from cluster.nodeview.profile import Placing, all_of
 from cluster.nodeview.shard import shard_feasible, shard_rank
 from cluster.nodeview.table import Mask
+from cluster.nodeview.topology import DomainSums
 
 Observe = Callable[[str], AbstractContextManager[object]]
 """``observe(action)``: a context entered around each action as it runs (the cycle times them)."""
@@ -56,6 +57,7 @@ class Session:
                 for i, r in enumerate(inp.columns.resources)
             }
         )
+        self._domain_sums: DomainSums | None = None
         self.topology = session_topology(
             inp.columns, inp.hypernodes, inp.hypernodes_generation, config.hypernode_labels
         )
@@ -82,6 +84,15 @@ class Session:
         """Take the task's request on the node (+1) or give it back (−1)."""
         (self.columns.take if sign > 0 else self.columns.give_back)(node, task.request)
         self.chooser.changed(node, task, sign)
+        if self._domain_sums is not None:
+            self._domain_sums.changed(self.columns.index[node], task.request, sign)
+
+    @property
+    def domain_sums(self) -> DomainSums:
+        """Each HyperNode's summed figures, built when first asked, then kept current by :meth:`place`."""
+        if self._domain_sums is None:
+            self._domain_sums = DomainSums(self.topology, self.columns)
+        return self._domain_sums
 
     def releasing_add(self, task: TaskInfo, sign: int) -> None:
         """Count what a releasing task frees (+1) or a pipelined one takes of it (-1) on its node."""

@@ -24,12 +24,15 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from batch_scheduler.jobs import JobInfo, SubJob
 from batch_scheduler.queues import QueueInfo
 from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
 from batch_scheduler.subjobs import order
 from batch_scheduler.tasks import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+from cluster.model.resources import Resources
 from cluster.model.topology import NetworkTopologySpec
 from cluster.nodeview.table import Mask
 from cluster.nodeview.topology import ROOT, Domain
@@ -62,36 +65,61 @@ def held_domain(ssn: Session, job: JobInfo) -> Domain | None:
     return ssn.topology.lowest_holding(rows) if rows else None
 
 
-def _room_for(ssn: Session, job: JobInfo, domain: Domain) -> bool:
-    """Whether the domain's summed free room (and what evictions under way free there) could hold
-    the job's minResources (Volcano's prefilter; a job stating none passes)."""
-    if job.min_resources is None or domain.name == ROOT:
-        return True
-    cols, rows = ssn.columns, domain.rows
-    free = cols.allocatable[:, rows].sum(axis=1) - cols.allocated[:, rows].sum(axis=1)
-    for node in ssn.releasing:
+def _need_of(tasks: Sequence[TaskInfo], count: int) -> Resources:
+    """The first ``count`` (at least one) of ``tasks``, summed."""
+    need = Resources()
+    for t in list(tasks)[: max(count, 1)]:
+        need = need + t.request
+    return need
+
+
+def _need(job: JobInfo, tasks: Sequence[TaskInfo], count: int) -> Resources:
+    """What a domain must have free to hold the gang: the job's minResources when it states them,
+    and at least the first ``count`` of ``tasks`` (the ones still needed), whichever asks more."""
+    need = _need_of(tasks, count)
+    if job.min_resources is not None:
+        need = need.max_with(job.min_resources.to_amounts(pods=False))
+    return need
+
+
+def _with_room(ssn: Session, need: Resources, level: list[Domain]) -> list[Domain]:
+    """The domains whose summed free room (and what evictions under way free there) could hold
+    ``need`` — Volcano's prefilter, by the job's minResources; caldera also counts the tasks it
+    needs, so a gang no leaf can hold is not dry-run in every leaf. The root always passes."""
+    if need.is_empty or not level:
+        return level
+    sums, cols = ssn.domain_sums, ssn.columns
+    columns = sums.columns(level)
+    free = sums.capacity[:, columns] - sums.used[:, columns]
+    for node, freed in ssn.releasing.items():
         i = cols.index.get(node)
-        if i is not None and domain.mask[i]:
-            for name, amount in ssn.releasing[node].items():
-                r = cols.resource_index.get(name)
-                if r is not None:
-                    free[r] += amount
-    for name, amount in job.min_resources.to_amounts(pods=False).items():
-        r = cols.resource_index.get(name)
-        if amount > 0 and (r is None or free[r] < amount):
-            return False
-    return True
+        if i is None:
+            continue
+        inside = np.array([d.mask[i] for d in level])
+        for name, amount in freed.items():
+            r = sums.resource_index.get(name)
+            if r is not None:
+                free[r, inside] += amount
+    ok = np.ones(len(level), dtype=np.bool_)
+    for name, amount in need.items():
+        r = sums.resource_index.get(name)
+        if amount > 0:
+            ok &= free[r] >= amount if r is not None else False
+    return [d for d, keep in zip(level, ok.tolist()) if keep or d.name == ROOT]
 
 
-def gradients(ssn: Session, job: JobInfo, tier: int, *, room: bool = True) -> list[list[Domain]]:
+def gradients(
+    ssn: Session, job: JobInfo, tier: int, *, room: bool = True, tasks: Sequence[TaskInfo] = ()
+) -> list[list[Domain]]:
     """The domains to try, by tier, lowest first (see the module docstring); ``room=False`` skips
-    the free-room prefilter (preempt makes the room)."""
+    the free-room prefilter (preempt makes the room); ``tasks``: the pending ones, in order."""
     topology = ssn.topology
     held = held_domain(ssn, job)
     if held is not None:
         top = topology.highest_within(held.name, tier)
         return topology.within(top.name, tier) if top is not None else []
-    levels = [[d for d in level if not room or _room_for(ssn, job, d)] for level in topology.within(ROOT, tier)]
+    need = _need(job, tasks, job.min_member - job.ready_count) if room else Resources()
+    levels = [_with_room(ssn, need, level) for level in topology.within(ROOT, tier)]
     return [level for level in levels if level]
 
 
@@ -119,7 +147,9 @@ def _sub_levels(ssn: Session, sj: SubJob, scope: Domain, tier: int | None) -> li
     topology = ssn.topology
     held = _held(ssn, sj.tasks)
     if held is None:
-        return topology.within(scope.name, tier)
+        pending = sj.pending()
+        need = _need_of(pending, sj.min_available - (len(sj.tasks) - len(pending)))
+        return [kept for level in topology.within(scope.name, tier) if (kept := _with_room(ssn, need, level))]
     top = topology.highest_within(held.name, tier)
     if top is None:
         return []
@@ -197,7 +227,7 @@ def place_in_topology(
     tried: list[str] = []
     first = ""
     before = job.reason, job.reason_kind  # each dry run's own reason is undone with it
-    levels = gradients(ssn, job, tier) if tier is not None else [[ssn.topology.root]]
+    levels = gradients(ssn, job, tier, tasks=tasks) if tier is not None else [[ssn.topology.root]]
     for level in levels:
         scores = ssn.tiers.hypernode_scores(job, list(tasks), level)
         for domain in sorted(level, key=lambda d: (-scores[d.name], d.name)):
@@ -223,6 +253,8 @@ def place_in_topology(
         message = f"network topology: no room for the gang in {where}"
     if tried:
         message += f" ({len(tried)} tried: {', '.join(tried[:5])}{', …' if len(tried) > 5 else ''}; first: {first})"
+    else:
+        message += " (none has the free room its tasks need)"
     blocked = ssn.topology.blocking(tier if tier is not None else ssn.topology.root.tier)
     if blocked:
         message += f"; left out of the tree: {'; '.join(blocked)}"

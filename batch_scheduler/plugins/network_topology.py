@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import Self
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from batch_scheduler.arguments import Arguments, flag, number, weight
 from batch_scheduler.framework import PluginBase
@@ -62,40 +64,44 @@ class NetworkTopologyArguments(Arguments, frozen=True, kw_only=True):
 
 
 class NetworkTopologyPlugin(PluginBase[NetworkTopologyArguments]):
-    def _binpack(self, used: Resources, capacity: Resources, request: Resources) -> float:
-        total = weights = 0.0
+    def _binpack(self, domains: Sequence[Domain], request: Resources) -> npt.NDArray[np.float64]:
+        """The HyperNode binpack score in [0, 1] of each domain (0 where ``request`` overflows it)."""
+        sums = self.ssn.domain_sums
+        columns = sums.columns(domains)
+        total = np.zeros(len(domains), dtype=np.float64)
+        short = np.zeros(len(domains), dtype=np.bool_)
+        weights = 0.0
         for name, w in self.args.resource_weights.items():
             amount = request.get(name, 0)
             if amount <= 0 or w == 0:
                 continue
-            cap = capacity.get(name, 0)
-            if used.get(name, 0) + amount > cap:
-                return 0.0
-            total += w * (used.get(name, 0) + amount) / cap
             weights += w
-        return total / weights if weights else 0.0
+            r = sums.resource_index.get(name)
+            if r is None:
+                short[:] = True
+                continue
+            cap = sums.capacity[r, columns].astype(np.float64)
+            after = sums.used[r, columns] + amount
+            short |= after > cap
+            total += w * np.divide(after, cap, out=np.zeros(len(domains)), where=cap > 0)
+        out = total / weights if weights else total
+        out[short] = 0.0
+        return out
 
     def hypernode_scores(
         self, job: JobInfo, tasks: Sequence[TaskInfo], domains: Sequence[Domain]
     ) -> Mapping[str, float]:
-        cols = self.ssn.columns
         request = Resources()
         for t in tasks:
             request = request + t.request
-        scores: dict[str, float] = {}
-        for d in domains:
-            used = Resources({r: int(cols.allocated[i, d.rows].sum()) for i, r in enumerate(cols.resources)})
-            capacity = Resources({r: int(cols.allocatable[i, d.rows].sum()) for i, r in enumerate(cols.resources)})
-            scores[d.name] = 100.0 * self.args.weight * self._binpack(used, capacity, request)
+        values = 100.0 * self.args.weight * self._binpack(domains, request)
+        scores = {d.name: float(v) for d, v in zip(domains, values)}
         best = max(scores.values(), default=0.0)
         tied = [d for d in domains if scores[d.name] == best]
         if len(tied) > 1 and job.tasks:
-            index = cols.index
+            index = self.ssn.columns.index
+            rows = [index[t.node] for t in job.tasks.values() if t.status in ALLOCATED_STATUSES and t.node in index]
             for d in tied:
-                placed = sum(
-                    1
-                    for t in job.tasks.values()
-                    if t.status in ALLOCATED_STATUSES and t.node in index and d.mask[index[t.node]]
-                )
+                placed = int(np.count_nonzero(d.mask[rows])) if rows else 0
                 scores[d.name] += 100.0 * self.args.weight * placed / len(job.tasks)
         return scores

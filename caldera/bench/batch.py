@@ -26,7 +26,7 @@ import msgspec
 import numpy as np
 
 from batch_scheduler.cache import KINDS
-from batch_scheduler.conf import ConfError, load_conf
+from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
 from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
 from batch_scheduler.registry import default_registry
 from batch_scheduler.session_input import SessionConfig
@@ -106,6 +106,20 @@ class Workload:
         return groups, made
 
 
+def simulated(store: Store, conf: SchedulerConf, heap: HeapKeeper) -> tuple[BatchScheduler, Informer]:
+    """A batch scheduler on the simulated cluster of ``store`` (every node to it), as the process
+    runs it, and an informer to feed its cache."""
+    scheduler = BatchScheduler(
+        store,
+        conf,
+        SchedulerConfig(session=SessionConfig(scheduler=BATCH, sharding=ShardingMode.NONE)),
+        bind_target=SimBindTarget(store),
+        evictor=SimEvictor(store),
+        heap=heap,
+    )
+    return scheduler, Informer(store, KINDS, block_ms=50, count=50000)
+
+
 async def one_run(url: str, args: argparse.Namespace, name: str, free: float) -> Run:
     async with client(url) as c:
         store = Store(c, Keys(f"bench-batch-{name}"))
@@ -135,15 +149,7 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
         )
         workload = Workload(args.seed)
         heap = HeapKeeper()  # as the batch-scheduler process runs it
-        scheduler = BatchScheduler(
-            store,
-            load_conf(args.conf, default_registry()),
-            SchedulerConfig(session=SessionConfig(scheduler=BATCH, sharding=ShardingMode.NONE)),
-            bind_target=SimBindTarget(store),
-            evictor=SimEvictor(store),
-            heap=heap,
-        )
-        informer = Informer(store, KINDS, block_ms=50, count=50000)
+        scheduler, informer = simulated(store, load_conf(args.conf, default_registry()), heap)
         updates = informer.updates()
         pending = 0
         seconds: list[float] = []

@@ -28,6 +28,7 @@ from caldera.bench import binder as bench_binder
 from caldera.bench import mixed as bench_mixed
 from caldera.bench import peer as bench_peer
 from caldera.bench import sharding as bench_sharding
+from caldera.bench import topology as bench_topology
 from caldera.bench import trace as bench_trace
 from caldera.bench.runner import local_ray, measured
 from caldera.demo import workload as workloads
@@ -66,7 +67,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object: every bench's full report and the table")
     p.set_defaults(run=run)
     benches = p.add_subparsers(dest="bench", required=False, parser_class=Parser)
-    for bench in (bench_binder, bench_sharding, bench_agent, bench_batch, bench_mixed, bench_peer, bench_trace):
+    for bench in (
+        bench_binder,
+        bench_sharding,
+        bench_agent,
+        bench_batch,
+        bench_mixed,
+        bench_peer,
+        bench_trace,
+        bench_topology,
+    ):
         bench.add_parser(benches)
 
 

@@ -23,7 +23,7 @@ The parent links are checked for cycles before anything walks them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,6 +80,7 @@ class Topology:
     tier_names: dict[str, int] = field(default_factory=dict)
     leaf: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # row -> domain index
     order: list[str] = field(default_factory=list)  # domain index -> name
+    _within: dict[tuple[str, int], list[list[Domain]]] = field(default_factory=dict, repr=False)
 
     @property
     def root(self) -> Domain:
@@ -122,7 +123,15 @@ class Topology:
 
     def within(self, top: str, highest_tier: int) -> list[list[Domain]]:
         """The domains of ``top``'s subtree (``top`` included) of tier ``highest_tier`` or lower,
-        grouped by tier, lowest first; names sorted within a tier."""
+        grouped by tier, lowest first; names sorted within a tier. Remembered: the lists are shared,
+        not to be changed."""
+        key = (top, highest_tier)
+        known = self._within.get(key)
+        if known is None:
+            known = self._within[key] = self._walk(top, highest_tier)
+        return known
+
+    def _walk(self, top: str, highest_tier: int) -> list[list[Domain]]:
         found: list[Domain] = []
         queue = [self.domains[top]]
         while queue:
@@ -330,3 +339,41 @@ def from_labels(table: NodeTable, keys: Sequence[str]) -> list[HyperNode]:
                 )
             )
     return out
+
+
+class DomainSums:
+    """Per domain, its nodes' summed allocatable and allocated amounts (one column per domain, in
+    ``topology.order``), built once and then kept current placement by placement: what the
+    domain-level checks and scores read, instead of summing a domain's nodes each time."""
+
+    def __init__(self, topology: Topology, table: NodeTable) -> None:
+        n = len(table)
+        self.index = {name: i for i, name in enumerate(topology.order)}
+        self.resource_index = dict(table.resource_index)
+        columns = [topology.domains[name].rows for name in topology.order]
+        self.capacity = np.stack([table.allocatable[:, rows].sum(axis=1) for rows in columns], axis=1)
+        self.used = np.stack([table.allocated[:, rows].sum(axis=1) for rows in columns], axis=1)
+        members: list[list[int]] = [[] for _ in range(n)]
+        for d, rows in enumerate(columns):
+            for r in rows.tolist():
+                members[r].append(d)
+        self._of_row = [np.array(m, dtype=np.intp) for m in members]
+
+    def changed(self, row: int, request: Mapping[str, int], sign: int) -> None:
+        """A placement (+1) or its undoing (−1) on node ``row``."""
+        domains = self._of_row[row]
+        for name, amount in request.items():
+            r = self.resource_index.get(name)
+            if r is not None:
+                self.used[r, domains] += sign * amount
+
+    def columns(self, domains: Sequence[Domain]) -> npt.NDArray[np.intp]:
+        """The columns of ``domains``, in their order."""
+        index = self.index
+        return np.fromiter((index[d.name] for d in domains), dtype=np.intp, count=len(domains))
+
+    def free(self, name: str) -> npt.NDArray[np.int64]:
+        """The domain's free room per resource (rows of the table's resources)."""
+        d = self.index[name]
+        out: npt.NDArray[np.int64] = self.capacity[:, d] - self.used[:, d]
+        return out

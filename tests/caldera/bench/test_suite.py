@@ -97,3 +97,28 @@ def test_bench_trace_refuses_a_malformed_trace_in_one_line(tmp_path: Path) -> No
         )
         out = (r.stdout + r.stderr).strip()
         assert r.returncode == 2 and len(out.splitlines()) == 1 and "num_gpu" in out and "line 2" in out, out
+
+
+def test_bench_topology_reports_the_best_tier_share_free_leaves_and_the_session_ratio() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "caldera", "bench", "topology", "--nodes", "256", "--rounds", "1", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout)
+    assert (report["nodes"], report["leaves"], report["spines"]) == (256, 32, 2)
+    run = report["rounds"][0]
+    assert run["placed_gangs"] == run["gangs"] == report["gangs"] > 0 and run["audit"] == "ok"
+    assert report["best_tier_share"] == 1.0  # soft gangs, one session, room for all: each in its lowest tier
+    assert 0 <= report["free_leaf_share"] <= 1 and report["session_ratio"] > 0
+    bad = subprocess.run(
+        [sys.executable, "-m", "caldera", "bench", "topology", "--busy", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "caldera bench topology: error: --busy: 1.5 (expected a share in [0, 1))"
+    ]
