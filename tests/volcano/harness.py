@@ -35,6 +35,7 @@ from batch_scheduler.tasks import TaskStatus
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
+from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord, PodRecord
@@ -74,6 +75,7 @@ class Case:
     sharding_mode: str = ""  # "", "soft" or "hard"
     nodes_in_shard: Sequence[str] = ()
     plugins: Sequence[str] = ()  # the plugin builders a Go case registers; tier entries of others are skipped
+    hypernodes: Sequence[HyperNode] = ()
 
 
 def conf_text(
@@ -155,6 +157,7 @@ def open_session(
         podgroups={f"{pg.namespace}/{pg.name}": pg for pg in case.podgroups},
         queues={q.name: q for q in case.queues},
         priority_classes={pc.name: pc for pc in case.priority_classes},
+        hypernodes={hn.name: hn for hn in case.hypernodes},
     )
     return Session(conf, SessionConfig(scheduler=SCHEDULER, sharding=mode, default_queue="default"), inp)
 
