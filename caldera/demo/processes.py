@@ -13,6 +13,7 @@ from typing import Protocol
 
 import msgspec
 
+from cluster.sim.pools import LEAF_LABEL, SPINE_LABEL
 from cluster.store.keys import Keys
 
 
@@ -86,7 +87,10 @@ def start_processes(children: list[Child], url: str, keys: Keys, driver: Driver,
             logs,
         )
     )
-    children.append(Child("batch-scheduler", [*common, "--schedule-period", "500ms"], logs))
+    switches = f"{LEAF_LABEL},{SPINE_LABEL}"  # the HyperNodes of pools with switches
+    children.append(
+        Child("batch-scheduler", [*common, "--schedule-period", "500ms", "--hypernode-labels", switches], logs)
+    )
     children.append(Child("agent-scheduler", [*common, "--workers", str(options.workers)], logs))
     children[0].wait_ready("serving", 60)
     children[1].wait_ready("batch-scheduler: serving", 60)

@@ -38,6 +38,7 @@ from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.queue_admission import MAX_WEIGHT
 from cluster.model.resources import Resources
 from cluster.model.schema import Problem, struct_unknown_fields
+from cluster.model.topology import MODES, NetworkTopologySpec
 from cluster.model.volcano import Queue
 from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
@@ -104,11 +105,17 @@ class TrainingClass(PodShape, frozen=True, kw_only=True, forbid_unknown_fields=T
     pods: list[Annotated[int, msgspec.Meta(ge=1)]]
     min_available: Annotated[float, msgspec.Meta(gt=0, le=1)] = 1.0
     requests: Quantities
+    # Each job's PodGroup networkTopology (mode, highestTierAllowed or highestTierName): its gang
+    # inside one leaf switch (tier 1) or spine (tier 2) of the pools' switches.
+    network_topology: NetworkTopologySpec | None = None
 
     def __post_init__(self) -> None:
         self.check_shape("training")
         if not self.pods:
             raise ValueError(f"training[{self.name}].pods: [] (expected at least one gang size)")
+        t = self.network_topology
+        if t is not None and t.mode not in MODES:
+            raise ValueError(f"training[{self.name}].network_topology.mode: {t.mode!r} (expected {' or '.join(MODES)})")
         Resources.from_quantities(self.requests, field=f"training[{self.name}].requests")
         _refuse(request_problems(self.requests, f"training[{self.name}].requests"))
 
@@ -326,6 +333,10 @@ class WorkloadDriver:
         size = self.rng.choice(c.pods)
         need = max(1, round(size * c.min_available))
         group = make_podgroup(name, min_member=need, queue=c.queue, priority_class=c.priority_class)
+        if c.network_topology is not None:
+            group = msgspec.structs.replace(
+                group, spec=msgspec.structs.replace(group.spec, network_topology=c.network_topology)
+            )
         duration = self.rng.uniform(*c.duration_s)  # a job's pods run together, so they end together
         pods = [self._pod(c, f"{name}-{i}", VOLCANO, c.requests, duration, group=name) for i in range(size)]
         self.tracker.job(name, c.queue, [p.uid for p in pods], need)

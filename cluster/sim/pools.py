@@ -28,6 +28,23 @@ class TaintSpec(msgspec.Struct, frozen=True, kw_only=True):
     effect: str = "NoSchedule"
 
 
+LEAF_LABEL = "topology.caldera.io/leaf"
+SPINE_LABEL = "topology.caldera.io/spine"
+"""The labels a pool's ``switches`` put on its nodes: the leaf switch and the spine each is under."""
+
+
+class SwitchSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A pool's network: ``leaf`` nodes to a leaf switch, ``spine`` leaves to a spine."""
+
+    leaf: int
+    spine: int
+
+    def __post_init__(self) -> None:
+        for name, value in (("leaf", self.leaf), ("spine", self.spine)):
+            if value < 1:
+                raise ValueError(f"switches.{name}: {value} (expected 1 or more)")
+
+
 class NodePool(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     count: int
@@ -35,6 +52,7 @@ class NodePool(msgspec.Struct, frozen=True, kw_only=True):
     labels: dict[str, str] = {}
     taints: list[TaintSpec] = []
     unschedulable: bool = False
+    switches: SwitchSpec | None = None  # label each node with its leaf and spine (LEAF_LABEL, SPINE_LABEL)
 
     def __post_init__(self) -> None:
         if self.count < 0:
@@ -58,11 +76,19 @@ def parse_pools(data: str | dict[str, Any]) -> list[NodePool]:
 def pool_nodes(pool: NodePool, *, start: int = 0) -> list[Node]:
     """The nodes of a pool, named ``<pool>-<index>``; ``pods`` defaults to the kubelet's 110."""
     labels = {"caldera.io/pool": pool.name, **pool.labels}
+
+    def switched(i: int) -> dict[str, str]:
+        s = pool.switches
+        if s is None:
+            return labels
+        leaf = i // s.leaf
+        return {**labels, LEAF_LABEL: f"{pool.name}-l{leaf}", SPINE_LABEL: f"{pool.name}-s{leaf // s.spine}"}
+
     return [
         make_node(
             f"{pool.name}-{i:05d}",
             allocatable=pool.resources,
-            labels=labels,
+            labels=switched(i),
             taints=pool.taints,
             unschedulable=pool.unschedulable,
         )

@@ -34,6 +34,10 @@ TRAINING = "training: [{name: t, queue: q, every_s: 1, pods: [1], duration_s: [1
     (POOL + "queues: [{name: q, capability: {nvidia.com/gpu: '0.5'}}]\n", "queues[q].capability.nvidia.com/gpu: '0.5' is not a "
      "whole number"),
     (POOL + "queues: [{name: q, weight: 70000}]\n", "Expected `int` <= 65535 - at `$.queues[0].weight`"),
+    (POOL.replace("}]", ", switches: {leaf: 0, spine: 2}}]"), "switches.leaf: 0 (expected 1 or more)"),
+    (POOL.replace("}]", ", switches: {leaf: 8, spin: 2}}]"), "pools[0].switches.spin: unknown field"),
+    (POOL + TRAINING.replace("requests:", "network_topology: {mode: tight}, requests:"),
+     "training[t].network_topology.mode: 'tight' (expected hard or soft)"),
     (POOL + "priority_classes: [{name: x, value: 2000000000}]\n",
      "priority_classes[x].value: 2000000000 is above 1,000,000,000 (the highest value a user-defined PriorityClass may have)"),
 ])  # fmt: skip
@@ -60,3 +64,18 @@ def test_demo_refuses_a_misspelled_key_by_name_and_starts_nothing(tmp_path: Path
         f"caldera demo: error: workload {tmp_path / 'w.yaml'}: training[0].requets: unknown field (did you mean requests?)"
     ]
     assert not (tmp_path / "demo-report.json").exists() and not (tmp_path / "demo-logs").exists()
+
+
+def test_pool_switches_label_each_node_with_its_leaf_and_spine_and_training_asks_for_topology() -> None:
+    w = workload.load(None)  # the default: 8 GPU nodes to a leaf, 4 leaves to a spine
+    gpu = [n for n in w.nodes() if n.metadata.labels.get("caldera.io/pool") == "gpu"]
+    leaves = {n.metadata.labels["topology.caldera.io/leaf"] for n in gpu}
+    spines = {n.metadata.labels["topology.caldera.io/spine"] for n in gpu}
+    assert (len(gpu), len(leaves), len(spines)) == (128, 16, 4)
+    assert (
+        gpu[7].metadata.labels["topology.caldera.io/leaf"]
+        == "gpu-l0"
+        != gpu[8].metadata.labels["topology.caldera.io/leaf"]
+    )
+    finetune = next(c for c in w.training if c.name == "finetune")
+    assert finetune.network_topology is not None and finetune.network_topology.highest_tier_allowed == 1
