@@ -28,7 +28,7 @@ from batch_scheduler.cache import BatchCache
 from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.reasons import EVICTING, PendingReason
-from batch_scheduler.report import SessionReport, observe
+from batch_scheduler.report import BatchStats, QueueStats, SessionReport, observe
 from batch_scheduler.session import Session
 from batch_scheduler.session_input import SessionConfig
 from batch_scheduler.status import (
@@ -47,31 +47,10 @@ from cluster.model.binding import Binding, Eviction
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroupStatus
 from cluster.runtime.heap import HeapKeeper
-from cluster.runtime.heartbeat import Stats
 from cluster.store.records import PodRecord, Update
 from cluster.store.store import Put, Store, Write
 
 log = logging.getLogger("caldera.batch")
-
-
-class QueueStats(msgspec.Struct, frozen=True, kw_only=True):
-    weight: int
-    allocated: dict[str, str]  # quantities, as a ResourceList
-    capability: dict[str, str]
-    deserved: dict[str, str]  # empty unless proportion divides the cluster
-    pending_jobs: int
-    running_jobs: int
-
-
-class BatchStats(Stats, frozen=True, kw_only=True):
-    sessions: int
-    conflicts: int
-    unimplemented: dict[str, list[str]]  # plugins and actions the conf names that have no effect here
-    pods_per_s: float | None = None
-    last_session_ms: float | None = None
-    pending: int | None = None
-    queues: dict[str, QueueStats] | None = None
-    hypernode_problems: list[str] | None = None  # why HyperNodes are left out of the tree (a cycle, two parents)
 
 
 class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import msgspec
+
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.reasons import PendingReason
 from batch_scheduler.session import Session
 from batch_scheduler.status import queue_status
 from batch_scheduler.vector import Vector
+from cluster.runtime.heartbeat import Stats
 
 
 @dataclass
@@ -52,3 +55,23 @@ def observe(m: BatchMetrics, ssn: Session, report: SessionReport, phases: Mappin
         status = queue_status(queue, phases, held)
         for phase, gauge in m.queue_groups.items():
             gauge.labels(name).set(getattr(status, phase))
+
+
+class QueueStats(msgspec.Struct, frozen=True, kw_only=True):
+    weight: int
+    allocated: dict[str, str]  # quantities, as a ResourceList
+    capability: dict[str, str]
+    deserved: dict[str, str]  # empty unless proportion divides the cluster
+    pending_jobs: int
+    running_jobs: int
+
+
+class BatchStats(Stats, frozen=True, kw_only=True):
+    sessions: int
+    conflicts: int
+    unimplemented: dict[str, list[str]]  # plugins and actions the conf names that have no effect here
+    pods_per_s: float | None = None
+    last_session_ms: float | None = None
+    pending: int | None = None
+    queues: dict[str, QueueStats] | None = None
+    hypernode_problems: list[str] | None = None  # why HyperNodes are left out of the tree (a cycle, two parents)
