@@ -38,6 +38,7 @@ class BatchCache:
         # Committed placements the feed has not reported yet (cluster.nodeview.assume).
         self.assumed = Assumed(self.columns)
         self.pods: dict[str, PodRecord] = {}
+        self.others: dict[str, PodRecord] = {}  # other schedulers' pods on nodes
         self.podgroups: dict[str, PodGroup] = {}  # by namespace/name
         self.queues: dict[str, Queue] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
@@ -55,11 +56,16 @@ class BatchCache:
         self.assumed.apply(update)
         if update.full:
             self.pods.clear()
+            self.others.clear()
         now = self.clock()
         for uid, record in update.pods.items():
             if record is None or record.scheduler not in self.names:
                 self.pods.pop(uid, None)
                 self.first_seen.pop(uid, None)
+                if record is not None and record.node and record.phase not in TERMINAL_PHASES:
+                    self.others[uid] = record  # on a node: inter-pod rules count it
+                else:
+                    self.others.pop(uid, None)
                 continue
             self.pods[uid] = record
             if record.pending:
@@ -98,4 +104,5 @@ class BatchCache:
             releasing=frozenset(self.releasing),
             hypernodes=dict(self.hypernodes),
             hypernodes_generation=self.hypernodes_generation,
+            others=list(self.others.values()),
         )

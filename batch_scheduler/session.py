@@ -27,18 +27,33 @@ from batch_scheduler.jobs import JobInfo
 from batch_scheduler.plugin_set import PluginSet
 from batch_scheduler.reasons import MISSING
 from batch_scheduler.session_input import SessionConfig, SessionInput, build, session_topology
-from batch_scheduler.tasks import TaskInfo
+from batch_scheduler.tasks import TaskInfo, TaskStatus
 from batch_scheduler.vector import Vector
+from cluster.model.core import Pod
 from cluster.model.resources import Resources
 from cluster.nodeview.fit import fits_once_freed, resources_fit
+from cluster.nodeview.pod_affinity import PlacedPods, Verdict, constrained, pod_rules
 from cluster.nodeview.predicates import Filtered, insufficient
 from cluster.nodeview.profile import Placing, all_of
 from cluster.nodeview.shard import shard_feasible, shard_rank
 from cluster.nodeview.table import Mask
 from cluster.nodeview.topology import DomainSums
+from cluster.store.records import TERMINAL_PHASES
 
 Observe = Callable[[str], AbstractContextManager[object]]
 """``observe(action)``: a context entered around each action as it runs (the cycle times them)."""
+
+
+_NO_PODS = PlacedPods()
+
+
+def _has_anti(pod: Pod) -> bool:
+    a = pod.spec.affinity
+    return (
+        a is not None
+        and a.pod_anti_affinity is not None
+        and bool(a.pod_anti_affinity.required_during_scheduling_ignored_during_execution)
+    )
 
 
 class Session:
@@ -58,6 +73,9 @@ class Session:
             }
         )
         self._domain_sums: DomainSums | None = None
+        self._placed: PlacedPods | None = None
+        self._bound = [r for r in (*inp.pods, *inp.others) if r.node and r.phase not in TERMINAL_PHASES]
+        self._any_anti = any(_has_anti(r.pod) for r in self._bound)
         self.topology = session_topology(
             inp.columns, inp.hypernodes, inp.hypernodes_generation, config.hypernode_labels
         )
@@ -86,6 +104,36 @@ class Session:
         self.chooser.changed(node, task, sign)
         if self._domain_sums is not None:
             self._domain_sums.changed(self.columns.index[node], task.request, sign)
+        if self._placed is not None:
+            if sign > 0:
+                self._placed.add(task.uid, task.pod, self.columns.index[node])
+            else:
+                self._placed.remove(task.uid)
+        elif sign > 0 and _has_anti(task.pod):
+            self._any_anti = True
+
+    @property
+    def placed(self) -> PlacedPods:
+        """The pods on the session's nodes (every scheduler's), for inter-pod rules; built when
+        first asked, then kept current by :meth:`place`."""
+        if self._placed is None:
+            placed = PlacedPods()
+            index = self.columns.index
+            for r in self._bound:
+                if r.node in index:
+                    placed.add(r.uid, r.pod, index[r.node])
+            for t in self.tasks.values():
+                if t.status in (TaskStatus.ALLOCATED, TaskStatus.BINDING) and t.node in index:
+                    placed.add(t.uid, t.pod, index[t.node])
+            self._placed = placed
+        return self._placed
+
+    def pod_rules(self, task: TaskInfo) -> Verdict | None:
+        """Inter-pod affinity, anti-affinity and topology spread for the task (None: nothing to rule out)."""
+        if not self._any_anti and not constrained(task.pod, _NO_PODS):
+            return None
+        placed = self.placed
+        return pod_rules(self.columns, task.pod, placed) if constrained(task.pod, placed) else None
 
     @property
     def domain_sums(self) -> DomainSums:
@@ -184,7 +232,11 @@ class Session:
         """Where the task goes: the highest-scoring node with room now (own shard first in soft
         mode; ties go to the first), else the best one whose room evictions are freeing — as
         ``(row, pipelined)`` — or the predicates' verdict when no node will have room.
-        ``within``: only these nodes (a HyperNode's)."""
+        ``within``: only these nodes (a HyperNode's). Inter-pod rules narrow them further."""
+        domain = within
+        rules = self.pod_rules(task)
+        if rules is not None:
+            within = rules.mask if within is None else within & rules.mask
         row = self.chooser.choose(task, within)
         if row is not None:
             return row, False
@@ -192,13 +244,20 @@ class Session:
         if future is not None:
             return future, True
         verdict = self.feasible(task)
-        if within is None:
-            return verdict
-        outside = int(np.count_nonzero(verdict.mask & ~within))
         failed = dict(verdict.failed)
-        if outside:
-            failed["node(s) are outside the gang's network domain"] = outside
-        return Filtered(mask=verdict.mask & within, failed=failed, total=self.n)
+        mask = verdict.mask
+        if rules is not None:  # counted over the nodes the predicates let through, as kube-scheduler's message
+            again = pod_rules(self.columns, task.pod, self.placed, start=mask)
+            failed.update(again.failed)
+            mask = mask & rules.mask
+        if domain is not None:
+            outside = int(np.count_nonzero(mask & ~domain))
+            if outside:
+                failed["node(s) are outside the gang's network domain"] = outside
+            mask = mask & domain
+        if domain is None and rules is None:
+            return verdict
+        return Filtered(mask=mask, failed=failed, total=self.n)
 
     def future_node(self, task: TaskInfo, within: Mask | None = None) -> int | None:
         """The best node where the task fits in what the node will have once its evictions finish."""

@@ -57,6 +57,7 @@ class SessionInput:
     releasing: frozenset[str] = frozenset()  # uids being evicted
     hypernodes: Mapping[str, HyperNode] = field(default_factory=dict)  # the network topology, by name
     hypernodes_generation: int = 0  # changes whenever ``hypernodes`` does (the tree is cached on the table)
+    others: Iterable[PodRecord] = ()  # other schedulers' pods on nodes: what inter-pod rules count
 
 
 def session_topology(

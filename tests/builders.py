@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from cluster.model.core import Node, ObjectMeta, Pod
+from cluster.model.resources import Resources
 from cluster.model.topology import ExactMatch, HyperNode, HyperNodeSpec, LabelMatch, Member, MemberSelector, RegexMatch
+from cluster.nodeview.table import NodeTable
 from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, TaintSpec, pool_nodes
+from cluster.store.records import NodeRecord
 
 
 def node(
@@ -37,7 +40,8 @@ def node(
             unschedulable=unschedulable,
         )
     )[0]
-    meta = msgspec.structs.replace(made.metadata, name=name)
+    labels = {**made.metadata.labels, "kubernetes.io/hostname": name, **(labels or {})}
+    meta = msgspec.structs.replace(made.metadata, name=name, labels=labels)
     return msgspec.structs.replace(made, metadata=meta)
 
 
@@ -84,4 +88,20 @@ def hypernode(
     return HyperNode(
         metadata=ObjectMeta(name=name),
         spec=HyperNodeSpec(tier=tier, tier_name=selector.get("tier_name", ""), members=members),
+    )
+
+
+def labelled_table(nodes: Mapping[str, dict[str, str]]) -> NodeTable:
+    """A node table of 8-cpu nodes with these names and labels, nothing allocated."""
+    return NodeTable(
+        NodeRecord(
+            name=name,
+            allocatable=Resources({"cpu": 8000}),
+            allocated=Resources(),
+            version=1,
+            owner="",
+            unschedulable=False,
+            node=node(name, labels=labels),
+        )
+        for name, labels in nodes.items()
     )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import msgspec
 
-from cluster.model.core import ObjectMeta, Pod, RawObject, Volume
+from cluster.model.core import LABEL_OPERATORS, LabelSelector, ObjectMeta, Pod, RawObject, Volume
 from cluster.model.pod_template import (
     FieldError,
     OwnerMeta,
@@ -64,39 +64,6 @@ _SAFE_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
 class WorkloadError(FieldError):
     """A workload the API server would refuse: ``field: problem``."""
-
-
-class LabelSelectorRequirement(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    key: str
-    operator: str
-    values: list[str] = msgspec.field(default_factory=list)
-
-
-class LabelSelector(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    match_labels: dict[str, str] = msgspec.field(default_factory=dict)
-    match_expressions: list[LabelSelectorRequirement] = msgspec.field(default_factory=list)
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        """Whether ``labels`` satisfy every label and expression (In, NotIn, Exists, DoesNotExist)."""
-        if any(labels.get(k) != v for k, v in self.match_labels.items()):
-            return False
-        for req in self.match_expressions:
-            value = labels.get(req.key)
-            held = {
-                "In": value is not None and value in req.values,
-                "NotIn": value is None or value not in req.values,
-                "Exists": value is not None,
-                "DoesNotExist": value is None,
-            }.get(req.operator)
-            if held is None:
-                raise WorkloadError(
-                    "spec.selector.matchExpressions",
-                    req.operator,
-                    f"{req.operator!r} is not an operator (expected In, NotIn, Exists or DoesNotExist)",
-                )
-            if not held:
-                return False
-        return True
 
 
 class DeploymentSpec(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -225,8 +192,15 @@ def _check_template(selector: LabelSelector | None, template: PodTemplate, repli
         raise WorkloadError(
             "spec.selector", None, "missing (apps/v1 workloads need a selector matching the template's labels)"
         )
-    if not selector.match_labels and not selector.match_expressions:
+    if selector.empty:
         raise WorkloadError("spec.selector", {}, "empty (it would select every pod; expected the template's labels)")
+    bad = selector.bad_operator()
+    if bad is not None:
+        raise WorkloadError(
+            "spec.selector.matchExpressions",
+            bad,
+            f"{bad!r} is not an operator (expected {', '.join(LABEL_OPERATORS[:-1])} or {LABEL_OPERATORS[-1]})",
+        )
     if not selector.matches(template.metadata.labels):
         raise WorkloadError(
             "spec.template.metadata.labels",

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from cluster.model.core import ObjectMeta
+from cluster.model.core import LABEL_OPERATORS, LabelSelector, ObjectMeta
 from cluster.model.schema import Problem
 
 MODES = ("hard", "soft")
@@ -49,33 +49,12 @@ class RegexMatch(msgspec.Struct, frozen=True, kw_only=True):
     pattern: str = ""
 
 
-class LabelRequirement(msgspec.Struct, frozen=True, kw_only=True):
-    key: str
-    operator: str
-    values: list[str] = msgspec.field(default_factory=list)
-
-
-class LabelMatch(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    match_labels: dict[str, str] = msgspec.field(default_factory=dict)
-    match_expressions: list[LabelRequirement] = msgspec.field(default_factory=list)
+class LabelMatch(LabelSelector, frozen=True, kw_only=True, rename="camel"):
+    """A HyperNode member's label selector: as Kubernetes' except that an empty one selects nothing
+    (as Volcano reads it)."""
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        """Whether a node with ``labels`` is selected; an empty selector selects nothing (as Volcano's)."""
-        if not self.match_labels and not self.match_expressions:
-            return False
-        if any(labels.get(k) != v for k, v in self.match_labels.items()):
-            return False
-        for req in self.match_expressions:
-            value = labels.get(req.key)
-            if req.operator == "In" and (value is None or value not in req.values):
-                return False
-            if req.operator == "NotIn" and value is not None and value in req.values:
-                return False
-            if req.operator == "Exists" and value is None:
-                return False
-            if req.operator == "DoesNotExist" and value is not None:
-                return False
-        return True
+        return not self.empty and super().matches(labels)
 
 
 class SubGroupPolicy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -94,9 +73,7 @@ class SubGroupPolicy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         """Whether a pod with ``labels`` belongs to this family (its selector; Kubernetes' reading:
         an empty selector selects everything)."""
         s = self.label_selector
-        if s is None or (not s.match_labels and not s.match_expressions):
-            return True
-        return s.matches(labels)
+        return s is None or LabelSelector.matches(s, labels)
 
     def raw(self) -> dict[str, object]:
         """As the API holds it."""
@@ -163,9 +140,6 @@ class HyperNode(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         return self.metadata.name
 
 
-_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-
-
 def hypernode_problems(hn: HyperNode) -> list[Problem]:
     """What Volcano's CRD rules and its HyperNode webhook refuse: a negative tier, no members, a
     member type other than Node or HyperNode, not exactly one selector, an empty exact name, a
@@ -208,11 +182,11 @@ def hypernode_problems(hn: HyperNode) -> list[Problem]:
                 )
         if s.label_match is not None:
             for j, req in enumerate(s.label_match.match_expressions):
-                if req.operator not in _LABEL_OPERATORS:
+                if req.operator not in LABEL_OPERATORS:
                     problems.append(
                         Problem(
                             f"{field}.selector.labelMatch.matchExpressions[{j}].operator",
-                            f"{req.operator!r} is not an operator (expected {', '.join(_LABEL_OPERATORS)})",
+                            f"{req.operator!r} is not an operator (expected {', '.join(LABEL_OPERATORS)})",
                         )
                     )
     return problems

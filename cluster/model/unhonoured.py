@@ -1,7 +1,8 @@
 """What an object asks of placement that caldera does not honour yet, by field path.
 
-caldera's schedulers place a pod as if these fields were absent: pod (anti-)affinity,
-topology spread, DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
+caldera's schedulers place a pod as if these fields were absent: of inter-pod affinity and
+topology spread, what only scores and what the agent scheduler is asked (the batch scheduler
+filters by required terms and DoNotSchedule constraints); DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
 policy (scheduling gates are honoured: a gated pod waits until its gates are removed); a
 Queue's node-group affinity. (A PodGroup's network topology and subgroups are honoured by the
 batch scheduler.) Saying so beats a placement that silently breaks what the user asked for.
@@ -29,6 +30,41 @@ def unhonoured(obj: Pod | PodGroup | Queue) -> list[str]:
     return ["spec.affinity"] if obj.spec.affinity else []
 
 
+AGENT_SCHEDULERS = frozenset({"agent-scheduler"})
+"""The schedulerNames of agent schedulers: they do not honour inter-pod rules yet (the batch scheduler does)."""
+
+
+def _pod_rules(pod: Pod) -> list[str]:
+    """Inter-pod affinity and topology spread: the batch scheduler filters by the required terms and
+    DoNotSchedule constraints; what only scores (preferred terms, ScheduleAnyway), a non-empty
+    namespaceSelector and matchLabelKeys/mismatchLabelKeys it does not honour yet, nor does the
+    agent scheduler any of it."""
+    spec, paths = pod.spec, []
+    agent = spec.scheduler_name in AGENT_SCHEDULERS
+    for name, rules in (
+        ("podAffinity", spec.affinity.pod_affinity if spec.affinity else None),
+        ("podAntiAffinity", spec.affinity.pod_anti_affinity if spec.affinity else None),
+    ):
+        if not rules:
+            continue
+        base = f"spec.affinity.{name}"
+        required = rules.required_during_scheduling_ignored_during_execution
+        if agent and required:
+            paths.append(f"{base}.requiredDuringSchedulingIgnoredDuringExecution")
+        if rules.preferred_during_scheduling_ignored_during_execution:
+            paths.append(f"{base}.preferredDuringSchedulingIgnoredDuringExecution")
+        for i, term in enumerate(required):
+            at = f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
+            if term.namespace_selector is not None and not term.namespace_selector.empty:
+                paths.append(f"{at}.namespaceSelector")
+            if term.match_label_keys or term.mismatch_label_keys:
+                paths.append(f"{at}.matchLabelKeys")
+    for i, c in enumerate(spec.topology_spread_constraints):
+        if agent or c.when_unsatisfiable != "DoNotSchedule" or c.match_label_keys:
+            paths.append(f"spec.topologySpreadConstraints[{i}]")
+    return paths
+
+
 def notice(path: str) -> str:
     """One line saying ``path`` is not honoured: for a warning or an Event's message."""
     return f"{path} is not honoured by caldera yet (placement ignores it)"
@@ -39,13 +75,7 @@ def _pod(pod: Pod) -> list[str]:
     paths: list[str] = []
     if NUMA_POLICY_KEY in pod.metadata.annotations:
         paths.append(f"metadata.annotations.{NUMA_POLICY_KEY}")
-    if spec.affinity is not None:
-        if spec.affinity.pod_affinity:
-            paths.append("spec.affinity.podAffinity")
-        if spec.affinity.pod_anti_affinity:
-            paths.append("spec.affinity.podAntiAffinity")
-    if spec.topology_spread_constraints:
-        paths.append("spec.topologySpreadConstraints")
+    paths += _pod_rules(pod)
     if spec.resource_claims:
         paths.append("spec.resourceClaims")
     for i, volume in enumerate(spec.volumes):

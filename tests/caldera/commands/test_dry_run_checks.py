@@ -37,6 +37,8 @@ spec:
     podAntiAffinity:
       requiredDuringSchedulingIgnoredDuringExecution:
       - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 1, podAffinityTerm: {topologyKey: zone, labelSelector: {matchLabels: {app: web}}}}
   containers: [{name: c, resources: {requests: {cpu: "1"}}}]
 ---
 apiVersion: scheduling.volcano.sh/v1beta1
@@ -58,8 +60,8 @@ def test_objects_across_files_are_placed_and_what_is_ignored_is_warned_of(tmp_pa
     r = dry_run(tmp_path, nodes=NODES, classes=CLASSES, pods=PODS)
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines() == [
-        "caldera dry-run: warning: Pod team/web-0: spec.affinity.podAntiAffinity is not honoured by caldera yet "
-        "(placement ignores it)",
+        "caldera dry-run: warning: Pod team/web-0: spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnored"
+        "DuringExecution is not honoured by caldera yet (placement ignores it)",
     ]
     pods = {p["name"]: p for p in json.loads(r.stdout)["pods"]}
     assert pods["web-0"]["phase"] == "Bound"

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from cluster.model.core import Pod
+from cluster.model.core import Pod, PodAffinity
 from cluster.model.decode import from_builtins
 from cluster.model.unhonoured import notice, unhonoured
 from cluster.model.volcano import PodGroup, Queue
@@ -52,15 +52,15 @@ API_POD: dict[str, Any] = {
         "schedulingGates": [{"name": "example.com/quota"}],
         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
         "hostNetwork": False,
-        "schedulerName": "volcano",
+        "schedulerName": "agent-scheduler",  # the agent scheduler does not honour inter-pod rules yet
     },
     "status": {"phase": "Pending"},
 }
 
 EVERYTHING = [
     "metadata.annotations.volcano.sh/numa-topology-policy",
-    "spec.affinity.podAntiAffinity",
-    "spec.topologySpreadConstraints",
+    "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+    "spec.topologySpreadConstraints[0]",
     "spec.resourceClaims",
     "spec.volumes[1].persistentVolumeClaim",
     "spec.volumes[2].ephemeral",
@@ -74,7 +74,8 @@ def pod(**spec: Any) -> Pod:
 
 def test_an_api_server_pod_decodes_with_the_fields_and_names_them() -> None:
     p = msgspec.json.decode(json.dumps(API_POD).encode(), type=Pod)
-    assert p.spec.affinity is not None and p.spec.affinity.pod_anti_affinity == ANTI_AFFINITY
+    assert p.spec.affinity is not None
+    assert p.spec.affinity.pod_anti_affinity == msgspec.convert(ANTI_AFFINITY, PodAffinity)
     assert p.spec.affinity.pod_affinity is None
     assert [v.name for v in p.spec.volumes] == ["token", "data", "scratch"]
     assert p.spec.containers[0].ports[1].host_port == 9090 and p.spec.containers[0].ports[1].host_ip == "0.0.0.0"
@@ -92,7 +93,18 @@ def test_the_fields_survive_the_store_encoding() -> None:
     ({}, []),
     ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}, []),
     ({"affinity": {"podAffinity": {}}}, []),  # set but asks nothing
-    ({"affinity": {"podAffinity": ANTI_AFFINITY}}, ["spec.affinity.podAffinity"]),
+    ({"affinity": {"podAffinity": ANTI_AFFINITY}}, []),  # the batch scheduler filters by required terms
+    ({"affinity": {"podAffinity": ANTI_AFFINITY}, "schedulerName": "agent-scheduler"},
+     ["spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"]),
+    ({"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}}},
+     ["spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"]),
+    ({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}},
+     ["spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector"]),
+    ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}, []),
+    ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]},
+     ["spec.topologySpreadConstraints[0]"]),
     ({"topologySpreadConstraints": []}, []),
     ({"volumes": [{"name": "cfg", "configMap": {"name": "c"}}, {"name": "tmp", "emptyDir": {}}]}, []),
     ({"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}, []),

@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from cluster.model.resources import Resources
 from cluster.nodeview.table import NodeTable
 from cluster.nodeview.topology import ROOT, build, from_labels
-from cluster.store.records import NodeRecord
-from tests.builders import hypernode, node
+from tests.builders import hypernode, labelled_table
 
 
 def table(*names: str, labels: dict[str, dict[str, str]] | None = None) -> NodeTable:
-    return NodeTable(
-        NodeRecord(
-            name=n,
-            allocatable=Resources({"cpu": 4000}),
-            allocated=Resources(),
-            version=1,
-            owner="",
-            unschedulable=False,
-            node=node(n, labels=(labels or {}).get(n, {})),
-        )
-        for n in names
-    )
+    return labelled_table({n: (labels or {}).get(n, {}) for n in names})
 
 
 def names(t: NodeTable, mask: np.ndarray) -> list[str]:  # type: ignore[type-arg]

@@ -1,0 +1,240 @@
+"""Where pods may go together: required inter-pod affinity and anti-affinity, and topology spread,
+as masks over the node table — kube-scheduler's InterPodAffinity and PodTopologySpread filters.
+
+The pods already on the nodes are a :class:`PlacedPods` index (by namespace and label, each with
+its node row and its own required anti-affinity terms); a scheduler adds to it as it places, so
+the members of one gang count each other. For a pod and a term with ``topologyKey`` K, the pods
+the term selects give a set of K values (their nodes'); a node *is in* the term's domain when
+its K value is one of them. Then, as kube-scheduler's filters:
+
+- **anti-affinity**: no node in the domain of one of the pod's required anti-affinity terms;
+  nor in the domain of an already placed pod whose own required anti-affinity selects this pod
+  (the symmetric check); a node without the label K is never in a domain;
+- **affinity**: every required affinity term's domain holds the node — except that a term no
+  placed pod matches is met where the node has the label K when the pod matches its own term
+  (the first pod of a group that wants to be together);
+- **topology spread** (``whenUnsatisfiable: DoNotSchedule``): per constraint, the pods its
+  selector matches (in the pod's namespace) counted per K value over the nodes eligible by
+  ``nodeAffinityPolicy`` (Honor: the pod's node selector and required node affinity — default)
+  and ``nodeTaintsPolicy`` (Ignore by default; Honor: the taints the pod tolerates); a node
+  passes when its domain's count + 1 − the smallest count ≤ ``maxSkew``, the smallest being 0
+  while fewer than ``minDomains`` domains exist; a node without the label K does not pass.
+
+A term's namespaces are its ``namespaces``, else the pod's own; an empty ``namespaceSelector``
+means every namespace. A non-empty ``namespaceSelector`` needs the namespaces' labels, which
+caldera does not read: it selects no namespace, and the field is named as not honoured.
+Preferred terms and ``ScheduleAnyway`` constraints only score in kube-scheduler; caldera does not
+score them yet (named as not honoured too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cluster.model.core import Pod, PodAffinityTerm, TopologySpreadConstraint
+from cluster.nodeview.predicates import affinity_mask, required_affinity, selector_mask, taint_mask
+from cluster.nodeview.table import Mask, NodeTable
+
+ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+AFFINITY = "node(s) didn't match pod affinity rules"
+SPREAD = "node(s) didn't match pod topology spread constraints"
+_LABEL_KEY = tuple[str, str, str]  # (namespace, label key, value)
+
+
+@dataclass(eq=False)
+class Placed:
+    uid: str
+    namespace: str
+    labels: Mapping[str, str]
+    row: int
+    anti: Sequence[PodAffinityTerm]  # its own required anti-affinity terms
+
+
+@dataclass(eq=False)
+class PlacedPods:
+    """The pods on a table's nodes, by uid, with indexes by namespace and by label."""
+
+    pods: dict[str, Placed] = field(default_factory=dict)
+    by_label: dict[_LABEL_KEY, set[str]] = field(default_factory=dict)
+    by_namespace: dict[str, set[str]] = field(default_factory=dict)
+    with_anti: set[str] = field(default_factory=set)  # pods with required anti-affinity terms
+
+    def add(self, uid: str, pod: Pod, row: int) -> None:
+        if uid in self.pods:
+            self.remove(uid)
+        affinity = pod.spec.affinity
+        anti = (
+            affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
+            if affinity is not None and affinity.pod_anti_affinity is not None
+            else []
+        )
+        ns = pod.metadata.namespace
+        self.pods[uid] = Placed(uid, ns, pod.metadata.labels, row, anti)
+        self.by_namespace.setdefault(ns, set()).add(uid)
+        for k, v in pod.metadata.labels.items():
+            self.by_label.setdefault((ns, k, v), set()).add(uid)
+        if anti:
+            self.with_anti.add(uid)
+
+    def remove(self, uid: str) -> None:
+        placed = self.pods.pop(uid, None)
+        if placed is None:
+            return
+        self.by_namespace.get(placed.namespace, set()).discard(uid)
+        for k, v in placed.labels.items():
+            self.by_label.get((placed.namespace, k, v), set()).discard(uid)
+        self.with_anti.discard(uid)
+
+    def matching(self, term: PodAffinityTerm, namespace: str) -> list[Placed]:
+        """The placed pods ``term`` (of a pod in ``namespace``) selects."""
+        selector = term.label_selector
+        if selector is None:
+            return []
+        namespaces = _namespaces(term, namespace, self.by_namespace)
+        found: set[str] = set()
+        for ns in namespaces:
+            if selector.match_labels:
+                sets = [self.by_label.get((ns, k, v), set()) for k, v in selector.match_labels.items()]
+                found |= set.intersection(*sets) if sets else set()
+            else:
+                found |= self.by_namespace.get(ns, set())
+        return [p for uid in found if selector.matches((p := self.pods[uid]).labels)]
+
+
+def _namespaces(term: PodAffinityTerm, namespace: str, known: Mapping[str, object]) -> Iterable[str]:
+    if term.namespace_selector is not None and term.namespace_selector.empty:
+        return list(known)  # every namespace
+    if term.namespaces:
+        return term.namespaces
+    if term.namespace_selector is not None:
+        return []  # a non-empty namespaceSelector: namespace labels are not read (named as not honoured)
+    return [namespace]
+
+
+def selects(term: PodAffinityTerm, owner_namespace: str, pod: Pod) -> bool:
+    """Whether ``term`` of a pod in ``owner_namespace`` selects ``pod``."""
+    selector = term.label_selector
+    if selector is None:
+        return False
+    ns = pod.metadata.namespace
+    if term.namespace_selector is not None and term.namespace_selector.empty:
+        in_namespace = True
+    elif term.namespaces:
+        in_namespace = ns in term.namespaces
+    else:
+        in_namespace = term.namespace_selector is None and ns == owner_namespace
+    return in_namespace and selector.matches(pod.metadata.labels)
+
+
+def _domain(table: NodeTable, key: str, rows: Iterable[int]) -> Mask:
+    """The nodes whose value of label ``key`` is one of the values at ``rows``."""
+    codes = table.label_codes(key).codes
+    values = {int(codes[r]) for r in rows} - {-1}
+    if not values:
+        return np.zeros(len(table), dtype=np.bool_)
+    return np.isin(codes, np.fromiter(values, dtype=np.int32, count=len(values)))
+
+
+def _has_key(table: NodeTable, key: str) -> Mask:
+    result: Mask = table.label_codes(key).codes >= 0
+    return result
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The nodes a pod may go to by these rules, and how many each rule ruled out (only non-zero)."""
+
+    mask: Mask
+    failed: dict[str, int]
+
+
+def constrained(pod: Pod, placed: PlacedPods) -> bool:
+    """Whether any rule here can rule out a node for the pod (else :func:`pod_rules` is all true)."""
+    spec = pod.spec
+    affinity = spec.affinity
+    own = affinity is not None and (
+        (
+            affinity.pod_affinity is not None
+            and affinity.pod_affinity.required_during_scheduling_ignored_during_execution
+        )
+        or (
+            affinity.pod_anti_affinity is not None
+            and affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
+        )
+    )
+    spread = any(c.when_unsatisfiable == "DoNotSchedule" for c in spec.topology_spread_constraints)
+    return bool(own or spread or placed.with_anti)
+
+
+def pod_rules(table: NodeTable, pod: Pod, placed: PlacedPods, start: Mask | None = None) -> Verdict:
+    """Every rule of the module docstring for one pod, over every node of the table (the counts
+    in ``failed`` only over ``start``'s nodes, when given: a node counts under the first rule that
+    rules it out)."""
+    n = len(table)
+    ok = np.ones(n, dtype=np.bool_) if start is None else start.copy()
+    failed: dict[str, int] = {}
+
+    def keep(reason: str, passing: Mask) -> None:
+        nonlocal ok
+        out = int(np.count_nonzero(ok & ~passing))
+        if out:
+            failed[reason] = failed.get(reason, 0) + out
+        ok = ok & passing
+
+    ns = pod.metadata.namespace
+    affinity = pod.spec.affinity
+    if affinity is not None and affinity.pod_anti_affinity is not None:
+        for term in affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution:
+            keep(ANTI_AFFINITY, ~_domain(table, term.topology_key, (p.row for p in placed.matching(term, ns))))
+    for uid in placed.with_anti:  # placed pods whose anti-affinity selects this one
+        other = placed.pods[uid]
+        for term in other.anti:
+            if selects(term, other.namespace, pod):
+                keep(ANTI_AFFINITY, ~_domain(table, term.topology_key, [other.row]))
+    if affinity is not None and affinity.pod_affinity is not None:
+        for term in affinity.pod_affinity.required_during_scheduling_ignored_during_execution:
+            rows = [p.row for p in placed.matching(term, ns)]
+            if rows:
+                keep(AFFINITY, _domain(table, term.topology_key, rows))
+            elif selects(term, ns, pod):
+                keep(AFFINITY, _has_key(table, term.topology_key))
+            else:
+                keep(AFFINITY, np.zeros(n, dtype=np.bool_))
+    for c in pod.spec.topology_spread_constraints:
+        if c.when_unsatisfiable == "DoNotSchedule":
+            keep(SPREAD, _spread(table, pod, placed, c))
+    return Verdict(mask=ok, failed=failed)
+
+
+def _spread(table: NodeTable, pod: Pod, placed: PlacedPods, c: TopologySpreadConstraint) -> Mask:
+    n = len(table)
+    key = c.topology_key
+    codes = table.label_codes(key).codes
+    eligible = codes >= 0
+    if c.node_affinity_policy != "Ignore":
+        if pod.spec.node_selector:
+            eligible &= selector_mask(table, pod.spec.node_selector)
+        eligible &= affinity_mask(table, required_affinity(pod))
+    if c.node_taints_policy == "Honor":
+        eligible &= taint_mask(table, pod.spec.tolerations)
+    domains = np.unique(codes[eligible])
+    if not len(domains):
+        return np.zeros(n, dtype=np.bool_)
+    counts = np.zeros(int(codes.max()) + 1, dtype=np.int64)
+    term = PodAffinityTerm(label_selector=c.label_selector, topology_key=key)
+    for p in placed.matching(term, pod.metadata.namespace):
+        if eligible[p.row]:
+            counts[codes[p.row]] += 1
+    smallest = int(counts[domains].min())
+    if c.min_domains is not None and len(domains) < c.min_domains:
+        smallest = 0
+    self_match = 1 if c.label_selector is not None and c.label_selector.matches(pod.metadata.labels) else 0
+    allowed = np.zeros(len(counts), dtype=np.bool_)
+    allowed[domains] = counts[domains] + self_match - smallest <= c.max_skew
+    result: Mask = np.zeros(n, dtype=np.bool_)
+    has = codes >= 0
+    result[has] = allowed[codes[has]]
+    return result
