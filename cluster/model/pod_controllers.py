@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import msgspec
 
-from cluster.model.core import LABEL_OPERATORS, LabelSelector, ObjectMeta, Pod, RawObject, Volume
+from cluster.model.core import ObjectMeta, Pod, RawObject, Volume
+from cluster.model.pod_rules import LABEL_OPERATORS, LabelSelector
 from cluster.model.pod_template import (
     FieldError,
     OwnerMeta,

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 
 import msgspec
 
-from cluster.model.core import LABEL_OPERATORS, LabelSelector, ObjectMeta
+from cluster.model.core import ObjectMeta
+from cluster.model.pod_rules import LABEL_OPERATORS, LabelSelector
 from cluster.model.schema import Problem
 
 MODES = ("hard", "soft")

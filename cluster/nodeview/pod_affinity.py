@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cluster.model.core import Pod, PodAffinityTerm, TopologySpreadConstraint
+from cluster.model.core import Pod
+from cluster.model.pod_rules import PodAffinityTerm, TopologySpreadConstraint
 from cluster.nodeview.predicates import affinity_mask, required_affinity, selector_mask, taint_mask
 from cluster.nodeview.table import Mask, NodeTable
 

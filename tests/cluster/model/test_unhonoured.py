@@ -8,8 +8,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from cluster.model.core import Pod, PodAffinity
+from cluster.model.core import Pod
 from cluster.model.decode import from_builtins
+from cluster.model.pod_rules import PodAffinity
 from cluster.model.unhonoured import notice, unhonoured
 from cluster.model.volcano import PodGroup, Queue
 
