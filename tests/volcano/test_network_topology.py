@@ -18,11 +18,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from cluster.model.core import ObjectMeta
-from cluster.model.topology import ExactMatch, HyperNode, HyperNodeSpec, Member, MemberSelector, NetworkTopologySpec
+from cluster.model.topology import NetworkTopologySpec
 from cluster.model.volcano import PodGroup
-from tests.volcano.builders import build_node, build_pod, build_pod_group, build_queue
+from tests.volcano.builders import build_pod, build_pod_group, build_queue
 from tests.volcano.harness import Case, Plugin, run_case
+from tests.volcano.topology_clusters import hypernodes, nodes
 
 TIERS = [
     [
@@ -77,18 +77,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 0, "s1": 0, "s2": 1},
-        "hmap": {},
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 3,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C1",
     },
     {
         "name": "soft network topology constrain, can allocate job when minavailable < replicas",
@@ -119,22 +111,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 2,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "soft network topology constrain, two available hyperNodes, can allocate job to nodes with affinity",
@@ -154,16 +134,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": {"nodeRole": "master"},
             }
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": {"nodeRole": "master"}},
-        ],
-        "tiers": {"s0": 0, "s1": 0},
-        "hmap": {},
-        "sets": {"s0": ["s0-n1"], "s1": ["s1-n2"]},
         "binds_num": 1,
         "minimal": False,
         "bind_map": {"c1/p1": "s1-n2"},
+        "cluster": "C3",
     },
     {
         "name": "soft network topology constrain and tasks in job rescheduled, can allocate job when resources are enough",
@@ -205,22 +179,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "soft network topology constrain and tasks in job rescheduled, can allocate job when resources are enough and minavailable = replicas",
@@ -262,22 +224,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "soft network topology constrain and tasks in job rescheduled, can allocate job when cross highestTierAllowed tier and hyperNodesInfo has three tier",
@@ -319,38 +269,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s3-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s3-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s4-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s4-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s5-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s5-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s6-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s6-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s3": 1, "s4": 1, "s5": 1, "s6": 1, "s1": 2, "s2": 2, "s0": 3},
-        "hmap": {
-            "s0": {"tier": 3, "tier_name": "", "members": [["s1", "HyperNode"], ["s2", "HyperNode"]]},
-            "s1": {"tier": 2, "tier_name": "", "members": [["s3", "HyperNode"], ["s4", "HyperNode"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s5", "HyperNode"], ["s6", "HyperNode"]]},
-            "s3": {"tier": 1, "tier_name": "", "members": [["s3-n1", "Node"], ["s3-n2", "Node"]]},
-            "s4": {"tier": 1, "tier_name": "", "members": [["s4-n1", "Node"], ["s4-n2", "Node"]]},
-            "s5": {"tier": 1, "tier_name": "", "members": [["s5-n1", "Node"], ["s5-n2", "Node"]]},
-            "s6": {"tier": 1, "tier_name": "", "members": [["s6-n1", "Node"], ["s6-n2", "Node"]]},
-        },
-        "sets": {
-            "s0": ["s3-n1", "s3-n2", "s4-n1", "s4-n2", "s5-n1", "s5-n2", "s6-n1", "s6-n2"],
-            "s1": ["s3-n1", "s3-n2", "s4-n1", "s4-n2"],
-            "s2": ["s5-n1", "s5-n2", "s6-n1", "s6-n2"],
-            "s3": ["s3-n1", "s3-n2"],
-            "s4": ["s4-n1", "s4-n2"],
-            "s5": ["s5-n1", "s5-n2"],
-            "s6": ["s6-n1", "s6-n2"],
-        },
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C4",
     },
     {
         "name": "hard network topology constrain, can not allocate job when cross highestTierAllowed tier",
@@ -392,22 +314,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 0,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "hard network topology constrain, can allocate job when highestTierAllowed not reached",
@@ -449,22 +359,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 3,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "hard network topology constrain, can allocate job when multi hyperNodes are available",
@@ -495,22 +393,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 2,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "hard network topology constrain, can allocate job when minavailable < replicas",
@@ -541,22 +427,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 2,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "hard network topology constrain, two available hyperNodes, can allocate job to nodes with affinity",
@@ -576,16 +450,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": {"nodeRole": "master"},
             }
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": {"nodeRole": "master"}},
-        ],
-        "tiers": {"s0": 0, "s1": 0},
-        "hmap": {},
-        "sets": {"s0": ["s0-n1"], "s1": ["s1-n2"]},
         "binds_num": 1,
         "minimal": False,
         "bind_map": {"c1/p1": "s1-n2"},
+        "cluster": "C3",
     },
     {
         "name": "hard network topology constrain and tasks in job rescheduled, can allocate job when highestTierAllowed not reached",
@@ -627,22 +495,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "hard network topology constrain and tasks in job rescheduled, can allocate job when highestTierAllowed not reached and minavailable = replicas",
@@ -684,22 +540,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "hard network topology constrain and tasks in job rescheduled, can allocate job when highestTierAllowed not reached and hyperNodesInfo has three tier",
@@ -741,38 +585,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s3-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s3-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s4-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s4-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s5-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s5-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s6-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s6-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s3": 1, "s4": 1, "s5": 1, "s6": 1, "s1": 2, "s2": 2, "s0": 3},
-        "hmap": {
-            "s0": {"tier": 3, "tier_name": "", "members": [["s1", "HyperNode"], ["s2", "HyperNode"]]},
-            "s1": {"tier": 2, "tier_name": "", "members": [["s3", "HyperNode"], ["s4", "HyperNode"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s5", "HyperNode"], ["s6", "HyperNode"]]},
-            "s3": {"tier": 1, "tier_name": "", "members": [["s3-n1", "Node"], ["s3-n2", "Node"]]},
-            "s4": {"tier": 1, "tier_name": "", "members": [["s4-n1", "Node"], ["s4-n2", "Node"]]},
-            "s5": {"tier": 1, "tier_name": "", "members": [["s5-n1", "Node"], ["s5-n2", "Node"]]},
-            "s6": {"tier": 1, "tier_name": "", "members": [["s6-n1", "Node"], ["s6-n2", "Node"]]},
-        },
-        "sets": {
-            "s0": ["s3-n1", "s3-n2", "s4-n1", "s4-n2", "s5-n1", "s5-n2", "s6-n1", "s6-n2"],
-            "s1": ["s3-n1", "s3-n2", "s4-n1", "s4-n2"],
-            "s2": ["s5-n1", "s5-n2", "s6-n1", "s6-n2"],
-            "s3": ["s3-n1", "s3-n2"],
-            "s4": ["s4-n1", "s4-n2"],
-            "s5": ["s5-n1", "s5-n2"],
-            "s6": ["s6-n1", "s6-n2"],
-        },
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C4",
     },
     {
         "name": "hard network topology constrain and tasks in job rescheduled, can not allocate job when cross highestTierAllowed tier",
@@ -814,22 +630,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s0", "HyperNode"], ["s1", "HyperNode"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 0,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C2",
     },
     {
         "name": "hard network topology constrain and tasks in job rescheduled, can not allocate job when cross highestTierAllowed tier and hyperNodesInfo has three tier",
@@ -871,38 +675,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s3-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s3-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s4-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s4-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s5-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s5-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s6-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s6-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s3": 1, "s4": 1, "s5": 1, "s6": 1, "s1": 2, "s2": 2, "s0": 3},
-        "hmap": {
-            "s0": {"tier": 3, "tier_name": "", "members": [["s1", "HyperNode"], ["s2", "HyperNode"]]},
-            "s1": {"tier": 2, "tier_name": "", "members": [["s3", "HyperNode"], ["s4", "HyperNode"]]},
-            "s2": {"tier": 2, "tier_name": "", "members": [["s5", "HyperNode"], ["s6", "HyperNode"]]},
-            "s3": {"tier": 1, "tier_name": "", "members": [["s3-n1", "Node"], ["s3-n2", "Node"]]},
-            "s4": {"tier": 1, "tier_name": "", "members": [["s4-n1", "Node"], ["s4-n2", "Node"]]},
-            "s5": {"tier": 1, "tier_name": "", "members": [["s5-n1", "Node"], ["s5-n2", "Node"]]},
-            "s6": {"tier": 1, "tier_name": "", "members": [["s6-n1", "Node"], ["s6-n2", "Node"]]},
-        },
-        "sets": {
-            "s0": ["s3-n1", "s3-n2", "s4-n1", "s4-n2", "s5-n1", "s5-n2", "s6-n1", "s6-n2"],
-            "s1": ["s3-n1", "s3-n2", "s4-n1", "s4-n2"],
-            "s2": ["s5-n1", "s5-n2", "s6-n1", "s6-n2"],
-            "s3": ["s3-n1", "s3-n2"],
-            "s4": ["s4-n1", "s4-n2"],
-            "s5": ["s5-n1", "s5-n2"],
-            "s6": ["s6-n1", "s6-n2"],
-        },
         "binds_num": 0,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C4",
     },
     {
         "name": "hard network topology constrain and tasks in job rescheduled, can allocate job when LCAHyperNode is empty",
@@ -944,21 +720,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"]},
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C5",
     },
     {
         "name": "hard network topology constrain, can not allocate job when cross highestTierName tier",
@@ -1008,26 +773,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {
-                "tier": 2,
-                "tier_name": "volcano.sh/job-spec",
-                "members": [["s0", "HyperNode"], ["s1", "HyperNode"]],
-            },
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 0,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C6",
     },
     {
         "name": "hard network topology constrain, can allocate job when the tier corresponding to highestTierName not reached",
@@ -1077,26 +826,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {
-                "tier": 2,
-                "tier_name": "volcano.sh/job-spec",
-                "members": [["s0", "HyperNode"], ["s1", "HyperNode"]],
-            },
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 3,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C6",
     },
     {
         "name": "hard network topology constrain, can allocate job when multi hyperNodes are available",
@@ -1135,26 +868,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {
-                "tier": 2,
-                "tier_name": "volcano.sh/job-spec",
-                "members": [["s0", "HyperNode"], ["s1", "HyperNode"]],
-            },
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 2,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C6",
     },
     {
         "name": "hard network topology constrain and task in job rescheduled, can allocate job when the tier corresponding to highestTierName not reached",
@@ -1204,26 +921,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {
-                "tier": 2,
-                "tier_name": "volcano.sh/job-spec",
-                "members": [["s0", "HyperNode"], ["s1", "HyperNode"]],
-            },
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C6",
     },
     {
         "name": "hard network topology constrain and task in job rescheduled, can allocate job when the tier corresponding to highestTierName not reached and minavailable = replicas",
@@ -1273,26 +974,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {
-                "tier": 2,
-                "tier_name": "volcano.sh/job-spec",
-                "members": [["s0", "HyperNode"], ["s1", "HyperNode"]],
-            },
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C6",
     },
     {
         "name": "hard network topology constrain and task in job rescheduled, can allocate job when the tier corresponding to highestTierName not reached and hyperNodesInfo has three tier",
@@ -1342,50 +1027,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s3-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s3-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s4-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s4-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s5-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s5-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s6-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s6-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s3": 1, "s4": 1, "s5": 1, "s6": 1, "s1": 2, "s2": 2, "s0": 3},
-        "hmap": {
-            "s0": {
-                "tier": 3,
-                "tier_name": "volcano.sh/hypernode-spec",
-                "members": [["s1", "HyperNode"], ["s2", "HyperNode"]],
-            },
-            "s1": {
-                "tier": 2,
-                "tier_name": "volcano.sh/job-spec",
-                "members": [["s3", "HyperNode"], ["s4", "HyperNode"]],
-            },
-            "s2": {
-                "tier": 2,
-                "tier_name": "volcano.sh/job-spec",
-                "members": [["s5", "HyperNode"], ["s6", "HyperNode"]],
-            },
-            "s3": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s3-n1", "Node"], ["s3-n2", "Node"]]},
-            "s4": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s4-n1", "Node"], ["s4-n2", "Node"]]},
-            "s5": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s5-n1", "Node"], ["s5-n2", "Node"]]},
-            "s6": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s6-n1", "Node"], ["s6-n2", "Node"]]},
-        },
-        "sets": {
-            "s0": ["s3-n1", "s3-n2", "s4-n1", "s4-n2", "s5-n1", "s5-n2", "s6-n1", "s6-n2"],
-            "s1": ["s3-n1", "s3-n2", "s4-n1", "s4-n2"],
-            "s2": ["s5-n1", "s5-n2", "s6-n1", "s6-n2"],
-            "s3": ["s3-n1", "s3-n2"],
-            "s4": ["s4-n1", "s4-n2"],
-            "s5": ["s5-n1", "s5-n2"],
-            "s6": ["s6-n1", "s6-n2"],
-        },
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C7",
     },
     {
         "name": "hard network topology constrain and tasks in job rescheduled, can not allocate job when cross the tier corresponding to highestTierName",
@@ -1435,26 +1080,10 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1, "s2": 2},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-            "s2": {
-                "tier": 2,
-                "tier_name": "volcano.sh/job-spec",
-                "members": [["s0", "HyperNode"], ["s1", "HyperNode"]],
-            },
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"], "s2": ["s0-n1", "s0-n2", "s1-n3", "s1-n4"]},
         "binds_num": 0,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C6",
     },
     {
         "name": "hard network topology with highestTierName constrain and tasks in job rescheduled, can allocate job when here is no corresponding highestTierAllowed for highestTierName",
@@ -1504,46 +1133,12 @@ CASES: list[dict[str, Any]] = [
                 "selector": None,
             },
         ],
-        "nodes": [
-            {"name": "s0-n1", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s0-n2", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n3", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-            {"name": "s1-n4", "cpu": "2", "mem": "4Gi", "pods": "10", "labels": None},
-        ],
-        "tiers": {"s0": 1, "s1": 1},
-        "hmap": {
-            "s0": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s0-n1", "Node"], ["s0-n2", "Node"]]},
-            "s1": {"tier": 1, "tier_name": "volcano.sh/task-spec", "members": [["s1-n3", "Node"], ["s1-n4", "Node"]]},
-        },
-        "sets": {"s0": ["s0-n1", "s0-n2"], "s1": ["s1-n3", "s1-n4"]},
         "binds_num": 1,
         "minimal": True,
         "bind_map": {},
+        "cluster": "C8",
     },
 ]
-
-
-def _hypernodes(c: dict[str, Any]) -> list[HyperNode]:
-    def member(name: str, kind: str) -> Member:
-        return Member(type=kind, selector=MemberSelector(exact_match=ExactMatch(name=name)))
-
-    if c["hmap"]:
-        return [
-            HyperNode(
-                metadata=ObjectMeta(name=name),
-                spec=HyperNodeSpec(
-                    tier=h["tier"], tier_name=h["tier_name"], members=[member(m, kind) for m, kind in h["members"]]
-                ),
-            )
-            for name, h in c["hmap"].items()
-        ]
-    return [
-        HyperNode(
-            metadata=ObjectMeta(name=name),
-            spec=HyperNodeSpec(tier=c["tiers"][name], members=[member(n, "Node") for n in nodes]),
-        )
-        for name, nodes in c["sets"].items()
-    ]
 
 
 def _case(c: dict[str, Any]) -> Case:
@@ -1558,10 +1153,7 @@ def _case(c: dict[str, Any]) -> Case:
         groups.append(_with_topology(group, topology))
     return Case(
         name=c["name"],
-        nodes=[
-            build_node(n["name"], {"cpu": n["cpu"], "memory": n["mem"], "pods": n["pods"]}, n["labels"])
-            for n in c["nodes"]
-        ],
+        nodes=nodes(c["cluster"]),
         pods=[
             build_pod(
                 p["ns"],
@@ -1577,7 +1169,7 @@ def _case(c: dict[str, Any]) -> Case:
         ],
         podgroups=groups,
         queues=[build_queue("q1", 1, None)],
-        hypernodes=_hypernodes(c),
+        hypernodes=hypernodes(c["cluster"]),
         expect_bind_map=c["bind_map"],
         expect_binds_num=c["binds_num"],
         minimal_bind_check=c["minimal"],
