@@ -60,9 +60,7 @@ def highest_tier(ssn: Session, job: JobInfo) -> int | None:
 
 def held_domain(ssn: Session, job: JobInfo) -> Domain | None:
     """The lowest domain holding every node the job's placed tasks are on, or None with none placed."""
-    index = ssn.columns.index
-    rows = [index[t.node] for t in job.tasks.values() if t.status in ALLOCATED_STATUSES and t.node in index]
-    return ssn.topology.lowest_holding(rows) if rows else None
+    return _held(ssn, list(job.tasks.values()))
 
 
 def _need_of(tasks: Sequence[TaskInfo], count: int) -> Resources:
@@ -135,6 +133,7 @@ def _sub_tier(ssn: Session, spec: NetworkTopologySpec | None, job_tier: int | No
 
 
 def _held(ssn: Session, tasks: Sequence[TaskInfo]) -> Domain | None:
+    """The lowest domain holding every node ``tasks`` placed are on, or None with none placed."""
     index = ssn.columns.index
     rows = [index[t.node] for t in tasks if t.status in ALLOCATED_STATUSES and t.node in index]
     return ssn.topology.lowest_holding(rows) if rows else None

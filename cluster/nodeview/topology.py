@@ -40,6 +40,7 @@ from cluster.model.topology import (
     Member,
     MemberSelector,
 )
+from cluster.nodeview.predicates import selector_mask
 from cluster.nodeview.table import Mask, NodeTable
 
 ROOT = "<cluster-top-hypernode>"
@@ -81,6 +82,7 @@ class Topology:
     leaf: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # row -> domain index
     order: list[str] = field(default_factory=list)  # domain index -> name
     _within: dict[tuple[str, int], list[list[Domain]]] = field(default_factory=dict, repr=False)
+    _of_row: list[npt.NDArray[np.intp]] | None = field(default=None, repr=False)
 
     @property
     def root(self) -> Domain:
@@ -98,6 +100,16 @@ class Topology:
             domain = self.domains[current]
             yield domain
             current = domain.parent
+
+    def domains_of_rows(self) -> list[npt.NDArray[np.intp]]:
+        """Per node row, the indexes (in :attr:`order`) of the domains holding it; worked out once."""
+        if self._of_row is None:
+            members: list[list[int]] = [[] for _ in range(len(self.leaf))]
+            for d, name in enumerate(self.order):
+                for r in self.domains[name].rows.tolist():
+                    members[r].append(d)
+            self._of_row = [np.array(m, dtype=np.intp) for m in members]
+        return self._of_row
 
     def highest_within(self, name: str, tier: int) -> Domain | None:
         """The highest of the domain and its ancestors, climbing while the tier stays ``tier`` or
@@ -164,6 +176,8 @@ def _picks(member: Member, table: NodeTable) -> Iterator[int]:
         except re.error:
             return  # Volcano: a pattern that does not compile adds nothing (the webhook refuses it)
         yield from (i for i in range(n) if pattern.search(table.names[i]))
+    elif s.label_match is not None and not s.label_match.empty and not s.label_match.match_expressions:
+        yield from np.flatnonzero(selector_mask(table, s.label_match.match_labels)).tolist()  # by label codes
     elif s.label_match is not None:
         yield from (i for i in range(n) if s.label_match.matches(table.labels[i]))
 
@@ -307,30 +321,27 @@ def from_labels(table: NodeTable, keys: Sequence[str]) -> list[HyperNode]:
     parent the HyperNode of the next key's value on the same nodes (nodes of one leaf under two
     spines make a HyperNode with two parents: a :class:`Problem`, as any)."""
     out: list[HyperNode] = []
-    n = len(table)
     for tier, key in enumerate(keys, start=1):
         short = key.rsplit("/", 1)[-1]
-        values = sorted({table.labels[i][key] for i in range(n) if key in table.labels[i]})
-        for value in values:
+        below = keys[tier - 2] if tier > 1 else None
+        children: dict[str, set[str]] = {}  # this key's value -> the values of the key below, one pass
+        for labels in table.labels:
+            value = labels.get(key)
+            if value is not None:
+                child = labels.get(below) if below is not None else None
+                children.setdefault(value, set()).update([child] if child is not None else [])
+        for value in sorted(children):
             members = [
                 Member(type=NODE_MEMBER, selector=MemberSelector(label_match=LabelMatch(match_labels={key: value})))
             ]
-            if tier > 1:
-                below = keys[tier - 2]
+            if below is not None:
                 lower_short = below.rsplit("/", 1)[-1]
-                children = sorted(
-                    {
-                        table.labels[i][below]
-                        for i in range(n)
-                        if table.labels[i].get(key) == value and below in table.labels[i]
-                    }
-                )
                 members += [
                     Member(
                         type=HYPERNODE_MEMBER,
                         selector=MemberSelector(exact_match=ExactMatch(name=f"{lower_short}-{c}")),
                     )
-                    for c in children
+                    for c in sorted(children[value])
                 ]
             out.append(
                 HyperNode(
@@ -347,17 +358,12 @@ class DomainSums:
     domain-level checks and scores read, instead of summing a domain's nodes each time."""
 
     def __init__(self, topology: Topology, table: NodeTable) -> None:
-        n = len(table)
         self.index = {name: i for i, name in enumerate(topology.order)}
         self.resource_index = dict(table.resource_index)
         columns = [topology.domains[name].rows for name in topology.order]
         self.capacity = np.stack([table.allocatable[:, rows].sum(axis=1) for rows in columns], axis=1)
         self.used = np.stack([table.allocated[:, rows].sum(axis=1) for rows in columns], axis=1)
-        members: list[list[int]] = [[] for _ in range(n)]
-        for d, rows in enumerate(columns):
-            for r in rows.tolist():
-                members[r].append(d)
-        self._of_row = [np.array(m, dtype=np.intp) for m in members]
+        self._of_row = topology.domains_of_rows()
 
     def changed(self, row: int, request: Mapping[str, int], sign: int) -> None:
         """A placement (+1) or its undoing (−1) on node ``row``."""
