@@ -90,12 +90,14 @@ class Chooser:
         """The nodes the predicates allow the task, free resources aside (read-only)."""
         return self._template(task).allowed
 
-    def choose(self, task: TaskInfo, within: Mask | None = None) -> int | None:
-        """The best node row for the task right now (among ``within`` when given), or None when it fits nowhere."""
+    def choose(self, task: TaskInfo, within: Mask | None = None, extra: Values | None = None) -> int | None:
+        """The best node row for the task right now (among ``within`` when given), or None when it
+        fits nowhere. ``extra``: scores for this task alone (per node, added; see ``PlacedScore``)."""
         template = self._template(task)
         if not len(template.value):
             return None
-        value = template.value if within is None else np.where(within, template.value, -np.inf)
+        value = template.value if extra is None else template.value + extra[: len(template.value)]
+        value = value if within is None else np.where(within, value, -np.inf)
         i = int(np.argmax(value))
         return None if value[i] == -np.inf else i
 

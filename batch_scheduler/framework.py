@@ -28,8 +28,9 @@ from batch_scheduler.queues import QueueInfo
 from batch_scheduler.tasks import TaskInfo
 from batch_scheduler.vector import Vector
 from batch_scheduler.votes import Refusal, Vote
+from cluster.nodeview.pod_affinity import PlacedPods
 from cluster.nodeview.predicates import Filtered
-from cluster.nodeview.profile import Filter, Placing, Score
+from cluster.nodeview.profile import Filter, Placing, Score, Values
 from cluster.nodeview.table import Mask, NodeTable
 from cluster.nodeview.topology import Domain, DomainSums, Topology
 
@@ -98,6 +99,11 @@ class SessionView(Protocol):
         :meth:`feasible` free resources aside)."""
         ...
 
+    @property
+    def placed(self) -> PlacedPods:
+        """The pods on the session's nodes by namespace and label, this session's placements included."""
+        ...
+
 
 # -- the extension points ---------------------------------------------------------------
 
@@ -142,6 +148,16 @@ class TaskOrder(Protocol):
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
         """As job_order. A plugin may also define ``task_order_key(task)``, a sort key that
         orders tasks as ``task_order`` does (it lets a whole list be sorted by key)."""
+        ...
+
+
+@runtime_checkable
+class PlacedScore(Protocol):
+    def placed_score(self, task: TaskInfo) -> Values | None:
+        """A score per node (every row of the session's table) that depends on where the session
+        has put other pods — inter-pod preferences, task topology — or None when this plugin has
+        nothing to say about the task. Asked afresh each time the task is placed, never kept per
+        template as :class:`~cluster.nodeview.profile.Score` answers are; added to them."""
         ...
 
 
@@ -243,6 +259,7 @@ SWITCHES: dict[type, str] = {
     TaskOrder: "enableTaskOrder",
     Filter: "enablePredicate",  # nodes are filtered and scored through the placement framework's
     Score: "enableNodeOrder",  # Protocols (cluster.nodeview.profile), as the agent's profile is
+    PlacedScore: "enableNodeOrder",
     HyperNodeOrder: "enabledHyperNodeOrder",
     JobReady: "enableJobReady",
     JobPipelined: "enableJobPipelined",

@@ -41,6 +41,7 @@ from batch_scheduler.framework import (
     JobStarving,
     JobValid,
     Overused,
+    PlacedScore,
     Plugin,
     Preemptable,
     Preemptive,
@@ -80,6 +81,7 @@ class PluginSet:
         self.task_orders: list[list[TaskOrder]] = point(TaskOrder)
         self.predicates: list[Filter] = flat(Filter)
         self.node_orders: list[Score] = flat(Score)
+        self.placed_scorers: list[PlacedScore] = flat(PlacedScore)
         self.hypernode_orders: list[HyperNodeOrder] = flat(HyperNodeOrder)
         self.ready_checks: list[JobReady] = flat(JobReady)
         self.schedulable_checks: list[JobValid] = [p for tier in self.tiers for p in tier if isinstance(p, JobValid)]
@@ -266,6 +268,15 @@ class PluginSet:
         for p in self.hypernode_orders:
             for name, score in p.hypernode_scores(job, tasks, domains).items():
                 total[name] += score
+        return total
+
+    def placed_scores(self, task: TaskInfo) -> Scores | None:
+        """The summed :class:`PlacedScore` answers for the task over every node, None when no plugin has one."""
+        total: Scores | None = None
+        for p in self.placed_scorers:
+            score = p.placed_score(task)
+            if score is not None:
+                total = score.copy() if total is None else total + score
         return total
 
     def scores(self, ssn: SessionView, task: TaskInfo, nodes: Index | None = None) -> Scores:

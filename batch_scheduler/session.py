@@ -237,7 +237,7 @@ class Session:
         rules = self.pod_rules(task)
         if rules is not None:
             within = rules.mask if within is None else within & rules.mask
-        row = self.chooser.choose(task, within)
+        row = self.chooser.choose(task, within, self.tiers.placed_scores(task))
         if row is not None:
             return row, False
         future = self.future_node(task, within)
