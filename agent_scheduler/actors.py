@@ -17,11 +17,13 @@ import itertools
 import os
 import signal
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 import ray
 
+from agent_scheduler.pod_context import PlacedRef
 from agent_scheduler.worker import BatchResult, Worker, WorkerConfig
 from binder.bind import BindTarget
 from binder.commit import Binder
@@ -47,6 +49,7 @@ class ActorSpec(msgspec.Struct, frozen=True, kw_only=True):
 class Call(msgspec.Struct, frozen=True, array_like=True):
     id: int
     pods: list[PodRecord]
+    context: list[PlacedRef] = msgspec.field(default_factory=list)  # what the pods' inter-pod rules see
 
 
 # msgspec's hooks for the one field type it does not know; NotImplementedError is how a
@@ -123,7 +126,7 @@ class WorkerActor:
     async def _answer(self, call: Call, outbox: str, slots: asyncio.Semaphore) -> None:
         assert self.worker is not None and self.client is not None
         try:
-            answer = Answer(call.id, await self.worker.schedule(call.pods))
+            answer = Answer(call.id, await self.worker.schedule(call.pods, call.context))
         except Exception as e:  # the loop treats this worker as failed and requeues the batch
             answer = Answer(call.id, None, f"{type(e).__name__}: {e}")
         finally:
@@ -214,11 +217,11 @@ class RayWorker:
         finally:
             await blocking.aclose()
 
-    async def schedule(self, pods: list[PodRecord]) -> BatchResult:
+    async def schedule(self, pods: list[PodRecord], context: Sequence[PlacedRef] = ()) -> BatchResult:
         if self.failure is not None:
             raise self.failure
         assert self.client is not None, "start() first"
-        call = Call(next(self.ids), pods)
+        call = Call(next(self.ids), pods, list(context))
         future: asyncio.Future[BatchResult] = asyncio.get_running_loop().create_future()
         self.waiting[call.id] = future
         try:

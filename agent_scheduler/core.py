@@ -8,10 +8,15 @@ bonuses score the feasible ones of the best shard rank (own, then unowned, then 
 soft mode), and a seeded draw among the top K picks, so that workers holding the same view
 do not all chase the same node. Each choice is taken on the table before the next pod, so
 one batch never over-fills a node by itself.
+
+Inter-pod affinity, anti-affinity and topology spread (required ones filter, preferred and
+ScheduleAnyway ones score, as in kube-scheduler) are judged against the placed pods the loop
+sends with the batch (:mod:`agent_scheduler.pod_context`), for the pods they bear on only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import random
 from collections.abc import Mapping, Sequence
@@ -22,7 +27,16 @@ from cluster.model.core import Pod
 from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
-from cluster.nodeview.plugins import Allocated, LabelBonus, NodePredicates, PartitionBonus, TopK
+from cluster.nodeview.plugins import (
+    Allocated,
+    LabelBonus,
+    NodePredicates,
+    PartitionBonus,
+    PodPreferences,
+    PodRules,
+    TopK,
+)
+from cluster.nodeview.pod_affinity import PlacedPods, bears_rules
 from cluster.nodeview.predicates import Filtered
 from cluster.nodeview.profile import Bonus, Profile
 from cluster.nodeview.table import NodeTable
@@ -82,20 +96,40 @@ def profile(config: CoreConfig) -> Profile:
     )
 
 
+def with_pod_rules(chosen: Profile, placed: PlacedPods) -> Profile:
+    """``chosen`` judging inter-pod rules too: required ones filter, preferred ones score."""
+    return dataclasses.replace(
+        chosen, filters=(*chosen.filters, PodRules(placed)), scores=(*chosen.scores, PodPreferences(placed))
+    )
+
+
 def decide(
-    columns: NodeTable, tasks: Sequence[Task], config: CoreConfig, rng: random.Random, chosen: Profile | None = None
+    columns: NodeTable,
+    tasks: Sequence[Task],
+    config: CoreConfig,
+    rng: random.Random,
+    chosen: Profile | None = None,
+    placed: PlacedPods | None = None,
 ) -> list[Choice | NoFit]:
-    """A node for each task (taken on ``columns``, so the next task sees it), or why none fits."""
+    """A node for each task (taken on ``columns``, so the next task sees it), or why none fits.
+
+    ``placed``: the pods already on the nodes, for inter-pod rules (None: no pod of the batch has
+    one and no placed pod has terms); each choice is added to it, so the batch's pods count each
+    other. A pod is judged by the rules only when it has some or a placed pod has terms."""
     if not len(columns):
         return [NoFit(uid=t.uid, reason="0/0 nodes are available: the cluster has no nodes.") for t in tasks]
     placing = chosen if chosen is not None else profile(config)
+    ruled = with_pod_rules(placing, placed) if placed is not None else placing
     out: list[Choice | NoFit] = []
     for task in tasks:
-        row = placing.place(columns, task.pod, task.request, rng)
+        judged = placed is not None and (bool(placed.with_terms) or bears_rules(task.pod))
+        row = (ruled if judged else placing).place(columns, task.pod, task.request, rng)
         if isinstance(row, Filtered):
             out.append(NoFit(uid=task.uid, reason=row.reason()))
             continue
         name = columns.names[row]
         columns.take(name, task.request)
+        if placed is not None:
+            placed.add(task.uid, task.pod, row)
         out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row])))
     return out

@@ -23,6 +23,7 @@ from typing import Protocol
 import msgspec
 
 from agent_scheduler.metrics import AgentMetrics
+from agent_scheduler.pod_context import PlacedRef, PodContext
 from agent_scheduler.queue import QueuePart, SchedulingQueue
 from agent_scheduler.worker import BatchResult, OutcomeKind
 from binder.metrics import BinderMetrics
@@ -38,7 +39,7 @@ log = logging.getLogger("caldera.agent")
 class WorkerHandle(Protocol):
     name: str
 
-    async def schedule(self, pods: list[PodRecord]) -> BatchResult: ...
+    async def schedule(self, pods: list[PodRecord], context: Sequence[PlacedRef] = ()) -> BatchResult: ...
 
 
 class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,6 +91,7 @@ class AgentLoop:
         self._work = asyncio.Event()
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
         self._informer = Informer(store, [Kind.POD], block_ms=50)
+        self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
 
     def _enqueue(self, rec: PodRecord) -> None:
         self.records[rec.uid] = rec
@@ -110,7 +112,10 @@ class AgentLoop:
                 for uid in [u for u in self.bound if u not in update.pods]:
                     self.bound.pop(uid, None)
                     self.bound_at.pop(uid, None)
+                for uid in [u for u in self.context.index.pods if u not in update.pods]:
+                    self.context.seen(uid, None)
             for uid, rec in update.pods.items():
+                self.context.seen(uid, rec)
                 # A pod with scheduling gates waits until they are all removed (kube-scheduler's rule).
                 if (
                     rec is not None
@@ -150,7 +155,7 @@ class AgentLoop:
                 continue
             pods = [self.records[uid] for uid in batch]
             try:
-                result = await worker.schedule(pods)
+                result = await worker.schedule(pods, self.context.for_batch(r.pod for r in pods))
             except Exception as e:  # the actor died or hung: hand its batch to the others
                 log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
                 for uid in batch:
@@ -166,6 +171,9 @@ class AgentLoop:
         now = self.clock()
         for o in result.outcomes:
             if o.kind is OutcomeKind.BOUND:
+                rec = self.records.get(o.uid)
+                if rec is not None:  # seen by the next batches' rules before the feed brings it
+                    self.context.bound(o.uid, rec.pod, o.node)
                 self.bound[o.uid] = o.node
                 self.bound_at[o.uid] = now
                 self.bound_total += 1

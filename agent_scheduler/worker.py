@@ -16,15 +16,18 @@ import dataclasses
 import enum
 import random
 import time
+from collections.abc import Sequence
 
 import msgspec
 
 from agent_scheduler.core import CoreConfig, NoFit, Task, decide, profile
+from agent_scheduler.pod_context import PlacedRef, placed_on
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason
 from cluster.model.binding import Binding
 from cluster.nodeview.assume import Assumed
+from cluster.nodeview.pod_affinity import PlacedPods, bears_rules
 from cluster.nodeview.table import NodeTable
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
@@ -129,16 +132,20 @@ class Worker:
             else:
                 outcomes.append(Outcome(uid=rec.uid, kind=OutcomeKind.GONE))
 
-    async def schedule(self, records: list[PodRecord]) -> BatchResult:
-        """Decide, commit (retrying conflicts on fresh figures), then bind one batch of pods."""
+    async def schedule(self, records: list[PodRecord], context: Sequence[PlacedRef] = ()) -> BatchResult:
+        """Decide, commit (retrying conflicts on fresh figures), then bind one batch of pods.
+        ``context``: the placed pods the batch's inter-pod rules see (:mod:`agent_scheduler.pod_context`)."""
         start = time.perf_counter()
         call = _Call()
         tasks: list[Task] = []
         self._sort(records, tasks, call.committed, call.outcomes)
+        placed = None
+        if context or any(bears_rules(t.pod) for t in tasks):
+            placed = placed_on(self.columns, context)
         attempt = 0
         while tasks and attempt <= self.config.max_retries:
             attempt += 1
-            tasks = await self._attempt(tasks, attempt, call)
+            tasks = await self._attempt(tasks, attempt, call, placed)
         call.outcomes += [
             Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt)
             for t in tasks
@@ -156,9 +163,9 @@ class Worker:
             seconds=time.perf_counter() - start,
         )
 
-    async def _attempt(self, tasks: list[Task], attempt: int, call: _Call) -> list[Task]:
+    async def _attempt(self, tasks: list[Task], attempt: int, call: _Call, placed: PlacedPods | None) -> list[Task]:
         """One round: decide every task, commit the placements, sort the answers; the tasks to retry."""
-        decisions = decide(self.columns, tasks, self.config.core, self.rng, self.profile)
+        decisions = decide(self.columns, tasks, self.config.core, self.rng, self.profile, placed)
         by_uid = {t.uid: t for t in tasks}
         placements = []
         for d in decisions:
@@ -206,6 +213,9 @@ class Worker:
         for f in fresh:  # last: they already count this call's placements, and undo nothing
             if f.allocatable is not None and f.allocated is not None:
                 self.assumed.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable)
+        if placed is not None:  # a task to retry is not on the node it was decided for
+            for t in again:
+                placed.remove(t.uid)
         return again
 
     async def _restale(self, call: _Call) -> None:

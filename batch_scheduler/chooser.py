@@ -90,6 +90,12 @@ class Chooser:
         """The nodes the predicates allow the task, free resources aside (read-only)."""
         return self._template(task).allowed
 
+    def candidates(self, task: TaskInfo, within: Mask | None = None) -> Mask:
+        """The nodes where the task fits now (among ``within``), as :meth:`choose` would weigh them."""
+        value = self._template(task).value
+        fits: Mask = np.isfinite(value)
+        return fits if within is None else fits & within[: len(fits)]
+
     def choose(self, task: TaskInfo, within: Mask | None = None, extra: Values | None = None) -> int | None:
         """The best node row for the task right now (among ``within`` when given), or None when it
         fits nowhere. ``extra``: scores for this task alone (per node, added; see ``PlacedScore``)."""

@@ -104,6 +104,11 @@ class SessionView(Protocol):
         """The pods on the session's nodes by namespace and label, this session's placements included."""
         ...
 
+    @property
+    def pods_with_terms(self) -> bool:
+        """Whether a pod on the session's nodes has an inter-pod (anti-)affinity term (cheap: no index built)."""
+        ...
+
 
 # -- the extension points ---------------------------------------------------------------
 
@@ -153,10 +158,11 @@ class TaskOrder(Protocol):
 
 @runtime_checkable
 class PlacedScore(Protocol):
-    def placed_score(self, task: TaskInfo) -> Values | None:
+    def placed_score(self, task: TaskInfo, candidates: Mask) -> Values | None:
         """A score per node (every row of the session's table) that depends on where the session
         has put other pods — inter-pod preferences, task topology — or None when this plugin has
-        nothing to say about the task. Asked afresh each time the task is placed, never kept per
+        nothing to say about the task. ``candidates``: the nodes the task could go to now (what a
+        score normalises over). Asked afresh each time the task is placed, never kept per
         template as :class:`~cluster.nodeview.profile.Score` answers are; added to them."""
         ...
 

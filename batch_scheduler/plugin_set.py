@@ -57,6 +57,7 @@ from batch_scheduler.tasks import TaskInfo, task_order
 from batch_scheduler.votes import PERMIT, Refusal, Vote, VoteKind
 from cluster.nodeview.profile import Filter, Score
 from cluster.nodeview.scores import Index, Scores
+from cluster.nodeview.table import Mask
 from cluster.nodeview.topology import Domain
 
 T = TypeVar("T")
@@ -270,11 +271,11 @@ class PluginSet:
                 total[name] += score
         return total
 
-    def placed_scores(self, task: TaskInfo) -> Scores | None:
+    def placed_scores(self, task: TaskInfo, candidates: Mask) -> Scores | None:
         """The summed :class:`PlacedScore` answers for the task over every node, None when no plugin has one."""
         total: Scores | None = None
         for p in self.placed_scorers:
-            score = p.placed_score(task)
+            score = p.placed_score(task, candidates)
             if score is not None:
                 total = score.copy() if total is None else total + score
         return total

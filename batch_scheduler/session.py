@@ -56,6 +56,11 @@ def _has_anti(pod: Pod) -> bool:
     )
 
 
+def _has_terms(pod: Pod) -> bool:
+    a = pod.spec.affinity
+    return a is not None and bool(a.pod_affinity or a.pod_anti_affinity)
+
+
 class Session:
     def __init__(self, conf: SchedulerConf, config: SessionConfig, inp: SessionInput) -> None:
         self.conf = conf
@@ -76,6 +81,7 @@ class Session:
         self._placed: PlacedPods | None = None
         self._bound = [r for r in (*inp.pods, *inp.others) if r.node and r.phase not in TERMINAL_PHASES]
         self._any_anti = any(_has_anti(r.pod) for r in self._bound)
+        self._any_terms = self._any_anti or any(_has_terms(r.pod) for r in self._bound)
         self.topology = session_topology(
             inp.columns, inp.hypernodes, inp.hypernodes_generation, config.hypernode_labels
         )
@@ -109,8 +115,9 @@ class Session:
                 self._placed.add(task.uid, task.pod, self.columns.index[node])
             else:
                 self._placed.remove(task.uid)
-        elif sign > 0 and _has_anti(task.pod):
-            self._any_anti = True
+        if sign > 0 and _has_terms(task.pod):
+            self._any_terms = True
+            self._any_anti |= _has_anti(task.pod)
 
     @property
     def placed(self) -> PlacedPods:
@@ -127,6 +134,10 @@ class Session:
                     placed.add(t.uid, t.pod, index[t.node])
             self._placed = placed
         return self._placed
+
+    @property
+    def pods_with_terms(self) -> bool:
+        return self._any_terms
 
     def pod_rules(self, task: TaskInfo) -> Verdict | None:
         """Inter-pod affinity, anti-affinity and topology spread for the task (None: nothing to rule out)."""
@@ -237,7 +248,10 @@ class Session:
         rules = self.pod_rules(task)
         if rules is not None:
             within = rules.mask if within is None else within & rules.mask
-        row = self.chooser.choose(task, within, self.tiers.placed_scores(task))
+        extra = None
+        if self.tiers.placed_scorers:
+            extra = self.tiers.placed_scores(task, self.chooser.candidates(task, within))
+        row = self.chooser.choose(task, within, extra)
         if row is not None:
             return row, False
         future = self.future_node(task, within)

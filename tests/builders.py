@@ -91,12 +91,13 @@ def hypernode(
     )
 
 
-def labelled_table(nodes: Mapping[str, dict[str, str]]) -> NodeTable:
-    """A node table of 8-cpu nodes with these names and labels, nothing allocated."""
+def labelled_table(nodes: Mapping[str, dict[str, str]], pods: int = 0) -> NodeTable:
+    """A node table of 8-cpu nodes (room for ``pods`` pods, when given) with these names and labels, nothing allocated."""
+    room = {"cpu": 8000, "pods": pods} if pods else {"cpu": 8000}
     return NodeTable(
         NodeRecord(
             name=name,
-            allocatable=Resources({"cpu": 8000}),
+            allocatable=Resources(room),
             allocated=Resources(),
             version=1,
             owner="",

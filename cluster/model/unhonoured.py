@@ -1,8 +1,9 @@
 """What an object asks of placement that caldera does not honour yet, by field path.
 
 caldera's schedulers place a pod as if these fields were absent: of inter-pod affinity and
-topology spread, what only scores and what the agent scheduler is asked (the batch scheduler
-filters by required terms and DoNotSchedule constraints); DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
+topology spread, a non-empty namespaceSelector and matchLabelKeys (both schedulers honour the
+rest: required terms and DoNotSchedule constraints filter, preferred terms and ScheduleAnyway
+ones score); DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
 policy (scheduling gates are honoured: a gated pod waits until its gates are removed); a
 Queue's node-group affinity. (A PodGroup's network topology and subgroups are honoured by the
 batch scheduler.) Saying so beats a placement that silently breaks what the user asked for.
@@ -30,17 +31,12 @@ def unhonoured(obj: Pod | PodGroup | Queue) -> list[str]:
     return ["spec.affinity"] if obj.spec.affinity else []
 
 
-AGENT_SCHEDULERS = frozenset({"agent-scheduler"})
-"""The schedulerNames of agent schedulers: they do not honour inter-pod rules yet (the batch scheduler does)."""
-
-
 def _pod_rules(pod: Pod) -> list[str]:
-    """Inter-pod affinity and topology spread: the batch scheduler filters by the required terms and
-    DoNotSchedule constraints; what only scores (preferred terms, ScheduleAnyway), a non-empty
-    namespaceSelector and matchLabelKeys/mismatchLabelKeys it does not honour yet, nor does the
-    agent scheduler any of it."""
+    """Inter-pod affinity and topology spread: both schedulers filter by the required terms and
+    DoNotSchedule constraints and score by the preferred terms and ScheduleAnyway constraints; a
+    non-empty namespaceSelector (namespaces' labels are not read) and matchLabelKeys /
+    mismatchLabelKeys they do not honour yet."""
     spec, paths = pod.spec, []
-    agent = spec.scheduler_name in AGENT_SCHEDULERS
     for name, rules in (
         ("podAffinity", spec.affinity.pod_affinity if spec.affinity else None),
         ("podAntiAffinity", spec.affinity.pod_anti_affinity if spec.affinity else None),
@@ -48,20 +44,23 @@ def _pod_rules(pod: Pod) -> list[str]:
         if not rules:
             continue
         base = f"spec.affinity.{name}"
-        required = rules.required_during_scheduling_ignored_during_execution
-        if agent and required:
-            paths.append(f"{base}.requiredDuringSchedulingIgnoredDuringExecution")
-        if rules.preferred_during_scheduling_ignored_during_execution:
-            paths.append(f"{base}.preferredDuringSchedulingIgnoredDuringExecution")
-        for i, term in enumerate(required):
-            at = f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
+        terms = [
+            (f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", t)
+            for i, t in enumerate(rules.required_during_scheduling_ignored_during_execution)
+        ] + [
+            (f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}].podAffinityTerm", w.pod_affinity_term)
+            for i, w in enumerate(rules.preferred_during_scheduling_ignored_during_execution)
+        ]
+        for at, term in terms:
             if term.namespace_selector is not None and not term.namespace_selector.empty:
                 paths.append(f"{at}.namespaceSelector")
-            if term.match_label_keys or term.mismatch_label_keys:
+            if term.match_label_keys:
                 paths.append(f"{at}.matchLabelKeys")
+            if term.mismatch_label_keys:
+                paths.append(f"{at}.mismatchLabelKeys")
     for i, c in enumerate(spec.topology_spread_constraints):
-        if agent or c.when_unsatisfiable != "DoNotSchedule" or c.match_label_keys:
-            paths.append(f"spec.topologySpreadConstraints[{i}]")
+        if c.match_label_keys:
+            paths.append(f"spec.topologySpreadConstraints[{i}].matchLabelKeys")
     return paths
 
 

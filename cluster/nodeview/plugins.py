@@ -10,6 +10,10 @@
   ``nodeorder`` plugin).
 - :class:`LabelBonus`, :class:`PartitionBonus` (Bonus) and :class:`TopK` (Select): the
   agent's warmup and worker-partition preferences and its seeded draw.
+- :class:`PodRules` (Filter) and :class:`PodPreferences` (Score): required and preferred
+  inter-pod affinity and topology spread over a :class:`PlacedPods` index, for a profile built
+  per pod (the agent's); their answers depend on where other pods sit, so the batch session
+  asks the same functions directly (``Session.pod_rules``, nodeorder's ``PlacedScore``).
 
 A batch conf plugin that filters or scores is one of these built from its decoded
 arguments, so the same class, with the same arguments, can be put in an agent profile.
@@ -26,6 +30,8 @@ import numpy as np
 
 from cluster.model.core import Pod, Toleration
 from cluster.model.resources import CPU, MEMORY, Resources
+from cluster.nodeview.pod_affinity import PlacedPods, pod_rules
+from cluster.nodeview.pod_scores import MAX_SCORE, affinity_score, spread_score
 from cluster.nodeview.predicates import Filtered, filter_nodes, tolerates
 from cluster.nodeview.profile import Placing, Rows, Values, standing
 from cluster.nodeview.scores import (
@@ -253,3 +259,40 @@ class TopK:
         k = min(self.k, len(rows))
         top = rows[np.argpartition(-values, k - 1)[:k]] if k < len(rows) else rows
         return int(top[rng.randrange(len(top))])
+
+
+@dataclass(frozen=True, eq=False)
+class PodRules:
+    """Required inter-pod affinity and anti-affinity and DoNotSchedule spread against ``placed``."""
+
+    placed: PlacedPods
+
+    def filter(self, table: NodeTable, placing: Placing, allowed: Mask | None) -> Filtered:
+        verdict = pod_rules(table, placing.pod, self.placed, start=allowed)
+        return Filtered(mask=verdict.mask, failed=verdict.failed, total=len(table))
+
+
+@dataclass(frozen=True, eq=False)
+class PodPreferences:
+    """Preferred inter-pod affinity and ScheduleAnyway spread against ``placed``: kube-scheduler's
+    scores (0..100, normalised over ``rows``) times their weights, divided by 100 so that weight 1
+    weighs as much as a [0, 1] score such as :class:`Allocated`."""
+
+    placed: PlacedPods
+    affinity_weight: float = 2.0
+    spread_weight: float = 2.0
+
+    def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
+        n = len(table)
+        candidates = np.ones(n, dtype=np.bool_)
+        if rows is not None:
+            candidates = np.zeros(n, dtype=np.bool_)
+            candidates[rows] = True
+        total = np.zeros(n, dtype=np.float64)
+        for weight, found in (
+            (self.affinity_weight, affinity_score(table, placing.pod, self.placed, candidates)),
+            (self.spread_weight, spread_score(table, placing.pod, self.placed, candidates)),
+        ):
+            if found is not None and weight:
+                total += found * (weight / MAX_SCORE)
+        return total if rows is None else total[rows]

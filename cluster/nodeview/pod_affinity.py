@@ -23,8 +23,7 @@ its K value is one of them. Then, as kube-scheduler's filters:
 A term's namespaces are its ``namespaces``, else the pod's own; an empty ``namespaceSelector``
 means every namespace. A non-empty ``namespaceSelector`` needs the namespaces' labels, which
 caldera does not read: it selects no namespace, and the field is named as not honoured.
-Preferred terms and ``ScheduleAnyway`` constraints only score in kube-scheduler; caldera does not
-score them yet (named as not honoured too).
+Preferred terms and ``ScheduleAnyway`` constraints only score: :mod:`cluster.nodeview.pod_scores`.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cluster.model.core import Pod
-from cluster.model.pod_rules import PodAffinityTerm, TopologySpreadConstraint
+from cluster.model.pod_rules import PodAffinity, PodAffinityTerm, TopologySpreadConstraint
 from cluster.nodeview.predicates import affinity_mask, required_affinity, selector_mask, taint_mask
 from cluster.nodeview.table import Mask, NodeTable
 
@@ -52,6 +51,21 @@ class Placed:
     labels: Mapping[str, str]
     row: int
     anti: Sequence[PodAffinityTerm]  # its own required anti-affinity terms
+    affinity: PodAffinity | None = None  # its own podAffinity and podAntiAffinity, when it has any
+    anti_affinity: PodAffinity | None = None
+
+
+def placed(
+    uid: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    row: int,
+    affinity: PodAffinity | None,
+    anti_affinity: PodAffinity | None,
+) -> Placed:
+    """A placed pod's entry from what the rules read of it (its podAffinity and podAntiAffinity)."""
+    anti = anti_affinity.required_during_scheduling_ignored_during_execution if anti_affinity is not None else []
+    return Placed(uid, namespace, labels, row, anti, affinity or None, anti_affinity or None)
 
 
 @dataclass(eq=False)
@@ -62,23 +76,26 @@ class PlacedPods:
     by_label: dict[_LABEL_KEY, set[str]] = field(default_factory=dict)
     by_namespace: dict[str, set[str]] = field(default_factory=dict)
     with_anti: set[str] = field(default_factory=set)  # pods with required anti-affinity terms
+    with_terms: set[str] = field(default_factory=set)  # pods with any inter-pod (anti-)affinity term
 
     def add(self, uid: str, pod: Pod, row: int) -> None:
+        affinity = pod.spec.affinity
+        together = affinity.pod_affinity if affinity is not None and affinity.pod_affinity else None
+        apart = affinity.pod_anti_affinity if affinity is not None and affinity.pod_anti_affinity else None
+        self.add_placed(placed(uid, pod.metadata.namespace, pod.metadata.labels, row, together, apart))
+
+    def add_placed(self, entry: Placed) -> None:
+        uid, ns = entry.uid, entry.namespace
         if uid in self.pods:
             self.remove(uid)
-        affinity = pod.spec.affinity
-        anti = (
-            affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
-            if affinity is not None and affinity.pod_anti_affinity is not None
-            else []
-        )
-        ns = pod.metadata.namespace
-        self.pods[uid] = Placed(uid, ns, pod.metadata.labels, row, anti)
+        self.pods[uid] = entry
         self.by_namespace.setdefault(ns, set()).add(uid)
-        for k, v in pod.metadata.labels.items():
+        for k, v in entry.labels.items():
             self.by_label.setdefault((ns, k, v), set()).add(uid)
-        if anti:
+        if entry.anti:
             self.with_anti.add(uid)
+        if entry.affinity is not None or entry.anti_affinity is not None:
+            self.with_terms.add(uid)
 
     def remove(self, uid: str) -> None:
         placed = self.pods.pop(uid, None)
@@ -88,6 +105,7 @@ class PlacedPods:
         for k, v in placed.labels.items():
             self.by_label.get((placed.namespace, k, v), set()).discard(uid)
         self.with_anti.discard(uid)
+        self.with_terms.discard(uid)
 
     def matching(self, term: PodAffinityTerm, namespace: str) -> list[Placed]:
         """The placed pods ``term`` (of a pod in ``namespace``) selects."""
@@ -152,6 +170,12 @@ class Verdict:
     failed: dict[str, int]
 
 
+def bears_rules(pod: Pod) -> bool:
+    """Whether the pod has an inter-pod (anti-)affinity term or a topology spread constraint."""
+    a = pod.spec.affinity
+    return bool(pod.spec.topology_spread_constraints) or (a is not None and bool(a.pod_affinity or a.pod_anti_affinity))
+
+
 def constrained(pod: Pod, placed: PlacedPods) -> bool:
     """Whether any rule here can rule out a node for the pod (else :func:`pod_rules` is all true)."""
     spec = pod.spec
@@ -210,17 +234,25 @@ def pod_rules(table: NodeTable, pod: Pod, placed: PlacedPods, start: Mask | None
     return Verdict(mask=ok, failed=failed)
 
 
-def _spread(table: NodeTable, pod: Pod, placed: PlacedPods, c: TopologySpreadConstraint) -> Mask:
-    n = len(table)
-    key = c.topology_key
-    codes = table.label_codes(key).codes
-    eligible = codes >= 0
+def spread_eligible(table: NodeTable, pod: Pod, c: TopologySpreadConstraint) -> Mask:
+    """The nodes whose pods a spread constraint counts: those with its label, and by its
+    ``nodeAffinityPolicy`` (Honor: the pod's node selector and required node affinity — the
+    default) and ``nodeTaintsPolicy`` (Honor: only taints the pod tolerates; Ignore by default)."""
+    eligible: Mask = table.label_codes(c.topology_key).codes >= 0
     if c.node_affinity_policy != "Ignore":
         if pod.spec.node_selector:
             eligible &= selector_mask(table, pod.spec.node_selector)
         eligible &= affinity_mask(table, required_affinity(pod))
     if c.node_taints_policy == "Honor":
         eligible &= taint_mask(table, pod.spec.tolerations)
+    return eligible
+
+
+def _spread(table: NodeTable, pod: Pod, placed: PlacedPods, c: TopologySpreadConstraint) -> Mask:
+    n = len(table)
+    key = c.topology_key
+    codes = table.label_codes(key).codes
+    eligible = spread_eligible(table, pod, c)
     domains = np.unique(codes[eligible])
     if not len(domains):
         return np.zeros(n, dtype=np.bool_)

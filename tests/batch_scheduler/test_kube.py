@@ -62,7 +62,7 @@ def pod_body(name: str, group: str, gpu: int, **spec: object) -> dict[str, objec
     }
 
 
-ANTI_AFFINITY = {  # a preferred term only scores in kube-scheduler: not honoured yet, so an Event says so
+ANTI_AFFINITY = {  # namespaces' labels are not read: a namespaceSelector is not honoured, so an Event says so
     "podAntiAffinity": {
         "preferredDuringSchedulingIgnoredDuringExecution": [
             {
@@ -70,6 +70,7 @@ ANTI_AFFINITY = {  # a preferred term only scores in kube-scheduler: not honoure
                 "podAffinityTerm": {
                     "labelSelector": {"matchLabels": {"app": "x"}},
                     "topologyKey": "kubernetes.io/hostname",
+                    "namespaceSelector": {"matchLabels": {"team": "x"}},
                 },
             }
         ]
@@ -154,7 +155,8 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
                 and ("Pod", "too-big-0", "FailedScheduling") in events
                 and ("PodGroup", "too-big", "FailedScheduling") in events
                 and len(noted) == 1
-                and "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution is not honoured"
+                and "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm"
+                ".namespaceSelector is not honoured"
                 in noted[0]
             )
 

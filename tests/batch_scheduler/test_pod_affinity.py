@@ -78,3 +78,104 @@ def test_topology_spread_puts_the_gang_across_zones() -> None:
     ssn.run()
     zones = [int(n[1:]) % 2 for n in placed(ssn).values()]
     assert len(zones) == 4 and zones.count(0) == zones.count(1) == 2
+
+
+# -- what only scores: preferred terms and ScheduleAnyway (nodeorder's podaffinity/podtopologyspread weights)
+
+APART = {
+    "podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 10,
+                "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {"app": "w"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                },
+            }
+        ]
+    }
+}
+
+
+def packing(**weights: int) -> Any:
+    """A conf that packs (binpack, nodeorder's spreading scores off), with these nodeorder weights too."""
+    args = {"leastrequested.weight": 0, "balancedresource.weight": 0, **weights}
+    return conf(
+        ["priority", "gang"],
+        ["predicates", {"name": "nodeorder", "arguments": args}, "binpack"],
+        actions="enqueue, allocate",
+    )
+
+
+def zoned(pods: list[PodRecord], others: list[PodRecord] = (), *, scheduler_conf: Any = None) -> Session:  # type: ignore[assignment]
+    ns = [node(f"n{i}", cpu="8", labels={"zone": f"z{i % 2}"}) for i in range(4)]
+    inp = SessionInput(
+        columns=columns(ns, [*pods, *others]),
+        pods=pods,
+        podgroups={"default/j": podgroup("j", min_member=len(pods), phase="Inqueue")},
+        queues={},
+        others=others,
+    )
+    ssn = Session(scheduler_conf or packing(), SessionConfig(scheduler=SCHEDULER), inp)
+    ssn.run()
+    return ssn
+
+
+def other(name: str, node_name: str, labels: dict[str, str], **spec: Any) -> PodRecord:
+    made = task(name, cpu="1", node=node_name, labels=labels, **spec)
+    return PodRecord(**{**{f: getattr(made, f) for f in made.__struct_fields__}, "scheduler": "agent-scheduler"})
+
+
+def test_preferred_anti_affinity_spreads_a_gang_binpack_would_pack() -> None:
+    assert len(set(placed(zoned(workers(3))).values())) == 1  # binpack packs them
+    assert len(set(placed(zoned(workers(3, affinity=APART))).values())) == 3
+    off = packing(**{"podaffinity.weight": 0})
+    assert len(set(placed(zoned(workers(3, affinity=APART), scheduler_conf=off)).values())) == 1
+
+
+def test_preferred_affinity_draws_a_pod_to_the_zone_of_the_pods_it_likes() -> None:
+    near = {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 5,
+                    "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"},
+                }
+            ]
+        }
+    }
+    busy = [other(f"x{i}", "n0", {"app": "x"}) for i in range(4)]  # binpack's favourite is n0, in z0
+    db = other("db", "n1", {"app": "db"})
+    assert set(placed(zoned(workers(1), busy)).values()) == {"n0"}
+    assert set(placed(zoned(workers(1, affinity=near), [*busy, db])).values()) <= {"n1", "n3"}
+
+
+def test_an_existing_pods_preferred_anti_affinity_keeps_new_pods_off_its_domain() -> None:
+    """The symmetric side: a placed pod that would rather not share a zone with app=w."""
+    away = {
+        "weight": 10,
+        "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "w"}}, "topologyKey": "zone"},
+    }
+    loner = other(
+        "loner",
+        "n0",
+        {"app": "loner"},
+        affinity={"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [away]}},
+    )
+    assert {int(n[1:]) % 2 for n in placed(zoned(workers(2), [loner])).values()} == {1}
+
+
+def test_schedule_anyway_spread_prefers_the_emptier_zone() -> None:
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "w"}},
+        }
+    ]
+    already = [other(f"old{i}", "n0", {"app": "w"}) for i in range(2)]  # z0 holds two, and binpack likes n0
+    assert {int(n[1:]) % 2 for n in placed(zoned(workers(2), already)).values()} == {0}
+    assert {int(n[1:]) % 2 for n in placed(zoned(workers(2, topologySpreadConstraints=spread), already)).values()} == {
+        1
+    }

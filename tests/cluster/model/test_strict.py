@@ -198,8 +198,7 @@ def test_what_placement_ignores_is_listed_per_object_and_field() -> None:
         """)
     assert errors == []
     assert warnings == [
-        # the agent scheduler does not honour inter-pod rules yet; schedulingGates are honoured
-        "Pod ns/p: spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+        # the agent pod's anti-affinity and its schedulingGates are honoured
         "Job ml/j1: spec.tasks[0].topologyPolicy",  # in the order the manifest gives them (the spread is honoured)
         "Job ml/j1: spec.tasks[0].template.spec.containers[0].ports[0].hostPort",
         "Queue q: spec.affinity",

@@ -53,15 +53,13 @@ API_POD: dict[str, Any] = {
         "schedulingGates": [{"name": "example.com/quota"}],
         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
         "hostNetwork": False,
-        "schedulerName": "agent-scheduler",  # the agent scheduler does not honour inter-pod rules yet
+        "schedulerName": "agent-scheduler",
     },
     "status": {"phase": "Pending"},
 }
 
 EVERYTHING = [
     "metadata.annotations.volcano.sh/numa-topology-policy",
-    "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
-    "spec.topologySpreadConstraints[0]",
     "spec.resourceClaims",
     "spec.volumes[1].persistentVolumeClaim",
     "spec.volumes[2].ephemeral",
@@ -94,18 +92,22 @@ def test_the_fields_survive_the_store_encoding() -> None:
     ({}, []),
     ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}, []),
     ({"affinity": {"podAffinity": {}}}, []),  # set but asks nothing
-    ({"affinity": {"podAffinity": ANTI_AFFINITY}}, []),  # the batch scheduler filters by required terms
-    ({"affinity": {"podAffinity": ANTI_AFFINITY}, "schedulerName": "agent-scheduler"},
-     ["spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"]),
+    ({"affinity": {"podAffinity": ANTI_AFFINITY}}, []),  # both schedulers filter by required terms
+    ({"affinity": {"podAffinity": ANTI_AFFINITY}, "schedulerName": "agent-scheduler"}, []),
     ({"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}}},
-     ["spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"]),
+        {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}}}, []),  # and score by preferred ones
     ({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}},
      ["spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector"]),
+    ({"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"topologyKey": "zone", "matchLabelKeys": ["rev"]}}]}}},
+     ["spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm"
+      ".matchLabelKeys"]),
     ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}, []),
     ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]},
-     ["spec.topologySpreadConstraints[0]"]),
+     []),
+    ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "matchLabelKeys": ["rev"]}]},
+     ["spec.topologySpreadConstraints[0].matchLabelKeys"]),
     ({"topologySpreadConstraints": []}, []),
     ({"volumes": [{"name": "cfg", "configMap": {"name": "c"}}, {"name": "tmp", "emptyDir": {}}]}, []),
     ({"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}, []),

@@ -1,0 +1,138 @@
+"""The placed pods an agent worker needs to judge inter-pod rules, sent with each batch.
+
+A worker holds the node table, not the pods: following every pod change in every worker
+would cost each of them what the loop already pays, for the few pods that have rules. So
+the loop, which follows every pod anyway, keeps the index of placed pods (nodes by name), and
+hands a worker, with a batch, the placed pods the batch's rules can see — those the pods'
+own affinity terms and spread constraints select, and those whose own terms select a pod of
+the batch (the symmetric checks) — as :class:`PlacedRef` values. The worker indexes them over
+its table and adds its own choices as it goes, so the pods of one batch count each other.
+Pods without rules, in a cluster where no placed pod has inter-pod terms, carry nothing.
+
+The window this leaves: a pod another worker placed in the last moment and the loop has not
+heard of yet (about one batch's round trip) is not seen. Two pods that must stay apart and
+reach two workers at that moment may land together; the batch scheduler, deciding a session
+at a time, has no such window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import msgspec
+
+from cluster.model.core import Pod
+from cluster.model.pod_rules import PodAffinity, PodAffinityTerm
+from cluster.nodeview.pod_affinity import Placed, PlacedPods, bears_rules, placed, selects
+from cluster.nodeview.table import NodeTable
+from cluster.store.records import TERMINAL_PHASES, PodRecord
+
+
+class PlacedRef(msgspec.Struct, frozen=True, array_like=True):
+    """What the rules read of a placed pod, on the wire."""
+
+    uid: str
+    namespace: str
+    labels: dict[str, str]
+    node: str
+    affinity: PodAffinity | None = None
+    anti_affinity: PodAffinity | None = None
+
+
+def _own_terms(pod: Pod) -> Iterator[PodAffinityTerm]:
+    """Every term whose selected pods the pod's rules count: affinity, anti-affinity, spread."""
+    a = pod.spec.affinity
+    for part in (a.pod_affinity, a.pod_anti_affinity) if a is not None else ():
+        if part is not None:
+            yield from part.required_during_scheduling_ignored_during_execution
+            yield from (w.pod_affinity_term for w in part.preferred_during_scheduling_ignored_during_execution)
+    for c in pod.spec.topology_spread_constraints:
+        yield PodAffinityTerm(label_selector=c.label_selector, topology_key=c.topology_key)
+
+
+def _terms(entry: Placed) -> Iterator[PodAffinityTerm]:
+    for part in (entry.affinity, entry.anti_affinity):
+        if part is not None:
+            yield from part.required_during_scheduling_ignored_during_execution
+            yield from (w.pod_affinity_term for w in part.preferred_during_scheduling_ignored_during_execution)
+
+
+class PodContext:
+    """The loop's index of placed pods (every scheduler's), and what a batch needs of it."""
+
+    def __init__(self) -> None:
+        self.index = PlacedPods()
+        self._rows: dict[str, int] = {}  # node name -> the row the index uses for it
+        self._names: list[str] = []
+
+    def _row(self, node: str) -> int:
+        row = self._rows.get(node)
+        if row is None:
+            row = self._rows[node] = len(self._names)
+            self._names.append(node)
+        return row
+
+    def seen(self, uid: str, rec: PodRecord | None) -> None:
+        """A pod's newest record (None: gone): indexed while it is on a node and not finished."""
+        if rec is None or not rec.node or rec.phase in TERMINAL_PHASES:
+            self.index.remove(uid)
+            return
+        self.bound(uid, rec.pod, rec.node)
+
+    def bound(self, uid: str, pod: Pod, node: str) -> None:
+        row = self._row(node)
+        known = self.index.pods.get(uid)
+        if known is not None and known.row == row and known.labels == pod.metadata.labels:
+            return
+        a = pod.spec.affinity
+        self.index.add_placed(
+            placed(
+                uid,
+                pod.metadata.namespace,
+                pod.metadata.labels,
+                row,
+                a.pod_affinity if a is not None else None,
+                a.pod_anti_affinity if a is not None else None,
+            )
+        )
+
+    def for_batch(self, pods: Iterable[Pod]) -> list[PlacedRef]:
+        """The placed pods the rules of ``pods`` can see (empty when none has a rule that sees one)."""
+        index = self.index
+        wanted: set[str] = set()
+        alike: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+        for pod in pods:
+            if bears_rules(pod):
+                for term in _own_terms(pod):
+                    wanted.update(p.uid for p in index.matching(term, pod.metadata.namespace))
+            if index.with_terms:
+                key = (pod.metadata.namespace, frozenset(pod.metadata.labels.items()))
+                if key in alike:
+                    continue  # pods alike in namespace and labels are selected by the same terms
+                alike.add(key)
+                for uid in index.with_terms:
+                    entry = index.pods[uid]
+                    if uid not in wanted and any(selects(t, entry.namespace, pod) for t in _terms(entry)):
+                        wanted.add(uid)
+        return [self._ref(index.pods[uid]) for uid in wanted]
+
+    def _ref(self, entry: Placed) -> PlacedRef:
+        return PlacedRef(
+            uid=entry.uid,
+            namespace=entry.namespace,
+            labels=dict(entry.labels),
+            node=self._names[entry.row],
+            affinity=entry.affinity,
+            anti_affinity=entry.anti_affinity,
+        )
+
+
+def placed_on(table: NodeTable, refs: Sequence[PlacedRef]) -> PlacedPods:
+    """``refs`` indexed over ``table``'s rows (a pod on a node the table lacks is left out)."""
+    index = PlacedPods()
+    rows = table.index
+    for ref in refs:
+        row = rows.get(ref.node)
+        if row is not None:
+            index.add_placed(placed(ref.uid, ref.namespace, ref.labels, row, ref.affinity, ref.anti_affinity))
+    return index
