@@ -11,7 +11,7 @@ cycle also records its committed pods here as bound before the feed reports them
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from batch_scheduler.session_input import SessionInput, session_topology
 from cluster.model.core import PriorityClass
@@ -77,8 +77,8 @@ class BatchCache:
             (Kind.PRIORITYCLASS, self.priority_classes),
             (Kind.HYPERNODE, self.hypernodes),
         ):
-            if kind is Kind.HYPERNODE and (update.full or objects.get(kind)):
-                self.hypernodes_generation += 1
+            if kind is Kind.HYPERNODE and (update.full or _tree_changed(self.hypernodes, objects.get(kind, {}))):
+                self.hypernodes_generation += 1  # the tree is rebuilt; a status written back changes nothing
             if update.full:
                 target.clear()
             for name, obj in objects.get(kind, {}).items():
@@ -106,3 +106,12 @@ class BatchCache:
             hypernodes_generation=self.hypernodes_generation,
             others=list(self.others.values()),
         )
+
+
+def _tree_changed(known: dict[str, HyperNode], changes: Mapping[str, object]) -> bool:
+    """Whether these changes add, remove or re-spec a HyperNode (not only its status)."""
+    for name, obj in changes.items():
+        was = known.get(name)
+        if obj is None or was is None or not isinstance(obj, HyperNode) or obj.spec != was.spec:
+            return True
+    return False

@@ -26,15 +26,18 @@ import msgspec
 
 from batch_scheduler.cache import BatchCache
 from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
+from batch_scheduler.framework import IgnoredSettings
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.reasons import EVICTING, PendingReason
 from batch_scheduler.report import BatchStats, QueueStats, SessionReport, observe
 from batch_scheduler.session import Session
 from batch_scheduler.session_input import SessionConfig
 from batch_scheduler.status import (
+    hypernode_status,
     pending_reason,
     podgroup_status,
     queue_status,
+    same_hypernode_status,
     same_status,
 )
 from batch_scheduler.tasks import TaskInfo, TaskStatus
@@ -218,12 +221,20 @@ class BatchScheduler:
                 running_jobs=status.running,
             )
         problems = sorted({p.message for p in ssn.topology.problems}) or None
+        ignored = sorted(
+            f"{job}: {why}"
+            for tier in ssn.tiers.tiers
+            for p in tier
+            if isinstance(p, IgnoredSettings)
+            for job, why in p.ignored_settings().items()
+        )
         return msgspec.structs.replace(
             out,
             last_session_ms=round(report.seconds * 1000, 1),
             pending=report.pending,
             queues=queues,
             hypernode_problems=problems,
+            ignored_settings=ignored or None,
         )
 
     async def _evict(self, ssn: Session, report: SessionReport) -> None:
@@ -358,6 +369,12 @@ class BatchScheduler:
                 updated_q = msgspec.structs.replace(queue.queue, status=qstatus)
                 cache.queues[name] = updated_q
                 writes.append(Put(updated_q))
+        for name, hn in cache.hypernodes.items():
+            hstatus = hypernode_status(hn, ssn.topology, hn.status, now)
+            if not same_hypernode_status(hstatus, hn.status):
+                updated_h = msgspec.structs.replace(hn, status=hstatus)
+                cache.hypernodes[name] = updated_h
+                writes.append(Put(updated_h))
         if writes:
             await self.store.write(writes)
         await self._write_reasons(ssn, report)

@@ -168,6 +168,14 @@ class PlacedScore(Protocol):
 
 
 @runtime_checkable
+class IgnoredSettings(Protocol):
+    def ignored_settings(self) -> Mapping[str, str]:
+        """Job key -> what of the job's settings this plugin ignores this session, and why (a
+        malformed annotation, say): shown by ``caldera status``, never a reason to wait."""
+        ...
+
+
+@runtime_checkable
 class HyperNodeOrder(Protocol):
     def hypernode_scores(
         self, job: JobInfo, tasks: Sequence[TaskInfo], domains: Sequence[Domain]

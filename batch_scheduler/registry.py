@@ -23,6 +23,7 @@ from batch_scheduler.plugins.overcommit import OvercommitArguments, OvercommitPl
 from batch_scheduler.plugins.predicates import PredicatesArguments, PredicatesPlugin
 from batch_scheduler.plugins.priority import PriorityPlugin
 from batch_scheduler.plugins.proportion import ProportionPlugin
+from batch_scheduler.plugins.task_topology import TaskTopologyArguments, TaskTopologyPlugin
 
 
 def default_registry() -> Registry:
@@ -45,6 +46,7 @@ def default_registry() -> Registry:
                 "binpack": plugin_spec(BinpackPlugin, BinpackArguments),
                 "overcommit": plugin_spec(OvercommitPlugin, OvercommitArguments),
                 "network-topology-aware": plugin_spec(NetworkTopologyPlugin, NetworkTopologyArguments),
+                "task-topology": plugin_spec(TaskTopologyPlugin, TaskTopologyArguments),
             }
         ),
         actions=MappingProxyType(

@@ -75,3 +75,4 @@ class BatchStats(Stats, frozen=True, kw_only=True):
     pending: int | None = None
     queues: dict[str, QueueStats] | None = None
     hypernode_problems: list[str] | None = None  # why HyperNodes are left out of the tree (a cycle, two parents)
+    ignored_settings: list[str] | None = None  # "job: what a plugin ignores of it and why" (a malformed annotation)

@@ -1,4 +1,5 @@
-"""What a session tells users: each PodGroup's phase and condition, each Queue's status, each waiting pod's reason."""
+"""What a session tells users: each PodGroup's phase and condition, each Queue's status, each
+HyperNode's place in the tree, each waiting pod's reason."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from batch_scheduler.reasons import PendingReason
 from batch_scheduler.tasks import COMPLETED_STATUSES, SCHEDULED_STATUSES, TaskStatus
 from batch_scheduler.vector import Vector
 from cluster.model.core import Quantity
+from cluster.model.topology import HyperNode, HyperNodeCondition, HyperNodeStatus
 from cluster.model.volcano import PodGroupCondition, PodGroupStatus, QueueStatus
+from cluster.nodeview.topology import Topology
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULED = "Scheduled"
@@ -127,3 +130,39 @@ def queue_status(queue: QueueInfo, phases: Mapping[str, str], allocated: Vector 
         unknown=counts["Unknown"],
         completed=counts["Completed"],
     )
+
+
+READY = "Ready"
+
+
+def hypernode_status(hn: HyperNode, topology: Topology, old: HyperNodeStatus, now: str) -> HyperNodeStatus:
+    """A HyperNode's status as the session's tree has it: ``nodeCount`` (the nodes in its domain)
+    and one ``Ready`` condition — True (reason ``InTree``) when it is in the tree, False when it
+    is left out, with the reason (``Cycle``, ``TwoParents``) and the message ``caldera status``
+    shows. The transition time moves only when the condition's status does."""
+    domain = topology.domains.get(hn.name)
+    left = topology.left_out.get(hn.name)
+    if left is None and domain is not None:
+        condition = HyperNodeCondition(
+            type=READY, status="True", reason="InTree", message=f"in the topology tree, tier {domain.tier}"
+        )
+    else:
+        found = next((p for p in topology.problems if p.hypernode == hn.name), None)
+        reason = found.reason if found is not None else "LeftOut"
+        message = found.message if found is not None else (left[1] if left is not None else "not in the topology tree")
+        condition = HyperNodeCondition(type=READY, status="False", reason=reason, message=message)
+    before = next((c for c in old.conditions if c.type == READY), None)
+    since = before.last_transition_time if before is not None and before.status == condition.status else now
+    return HyperNodeStatus(
+        conditions=[msgspec.structs.replace(condition, last_transition_time=since)],
+        node_count=int(len(domain.rows)) if domain is not None and left is None else 0,
+    )
+
+
+def same_hypernode_status(a: HyperNodeStatus, b: HyperNodeStatus) -> bool:
+    """Equal but for the conditions' transition times."""
+
+    def plain(s: HyperNodeStatus) -> list[tuple[str, str, str, str]]:
+        return [(c.type, c.status, c.reason, c.message) for c in s.conditions]
+
+    return a.node_count == b.node_count and plain(a) == plain(b)

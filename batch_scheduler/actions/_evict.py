@@ -11,8 +11,8 @@ pipelined onto the node: allocate places it in a later session, once its victims
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,7 @@ import numpy.typing as npt
 from batch_scheduler.statement import Statement
 from batch_scheduler.tasks import PREEMPTABLE_STATUSES, TaskInfo
 from cluster.nodeview.fit import fitting
+from cluster.nodeview.pod_affinity import pod_rules
 
 if TYPE_CHECKING:
     from batch_scheduler.session import Session
@@ -85,6 +86,34 @@ def candidate_nodes(ssn: Session, task: TaskInfo, where: npt.NDArray[np.bool_]) 
     return rows[np.argsort(ssn.rank[rows], kind="stable")]
 
 
+def rules_allow(ssn: Session, task: TaskInfo, node: str, gone: Sequence[TaskInfo]) -> bool:
+    """Whether the task's inter-pod rules (and placed pods' anti-affinity) let it on ``node`` once
+    ``gone`` have left it — kube-scheduler's preemption filters the node without its victims."""
+    if ssn.pod_rules(task) is None:
+        return True  # no rule here rules out a node
+    placed = ssn.placed
+    removed = [placed.pods[t.uid] for t in gone if t.uid in placed.pods]
+    for entry in removed:
+        placed.remove(entry.uid)
+    try:
+        return bool(pod_rules(ssn.columns, task.pod, placed).mask[ssn.columns.index[node]])
+    finally:
+        for entry in removed:
+            placed.add_placed(entry)
+
+
+def must_go(
+    ssn: Session, task: TaskInfo, node: str, victims: Sequence[TaskInfo], order: Callable[[TaskInfo], Any]
+) -> list[TaskInfo]:
+    """The victims in eviction order, those the task's inter-pod rules need gone first (each one whose
+    staying alone would keep the task out), so that no more are evicted than room and rules need."""
+    ranked = sorted(victims, key=order)
+    if len(ranked) < 2 or ssn.pod_rules(task) is None:
+        return ranked
+    first = [v for v in ranked if not rules_allow(ssn, task, node, [o for o in ranked if o is not v])]
+    return first + [v for v in ranked if all(v is not f for f in first)]
+
+
 def preempt_on_nodes(
     ssn: Session, stmt: Statement, preemptor: TaskInfo, rows: npt.NDArray[np.intp], eligible: Callable[[TaskInfo], bool]
 ) -> bool:
@@ -105,11 +134,15 @@ def preempt_on_nodes(
         victims = ssn.tiers.preemptable(preemptor, preemptees)
         if not ssn.fits_once_freed(preemptor.request, node, victims):
             continue
-        for victim in sorted(victims, key=order):
-            if fits_now(node):
+        if not rules_allow(ssn, preemptor, node, victims):
+            continue  # a pod that stays keeps it out, whatever is evicted
+        evicted: list[TaskInfo] = []
+        for victim in must_go(ssn, preemptor, node, victims, order):
+            if fits_now(node) and rules_allow(ssn, preemptor, node, evicted):
                 break
             stmt.evict(victim)
-        if fits_now(node):
+            evicted.append(victim)
+        if fits_now(node) and rules_allow(ssn, preemptor, node, evicted):
             stmt.pipeline(preemptor, node)
             return True
     return False
@@ -127,13 +160,15 @@ def reclaim_on_nodes(
         if not reclaimees:
             continue
         victims = ssn.tiers.reclaimable(reclaimer, reclaimees)
-        if not ssn.fits_once_freed(reclaimer.request, node, victims):
+        if not ssn.fits_once_freed(reclaimer.request, node, victims) or not rules_allow(ssn, reclaimer, node, victims):
             continue
-        for victim in sorted(victims, key=order):
+        evicted: list[TaskInfo] = []
+        for victim in must_go(ssn, reclaimer, node, victims, order):
             stmt.evict(victim)
-            if ssn.fits_once_freed(reclaimer.request, node):
+            evicted.append(victim)
+            if ssn.fits_once_freed(reclaimer.request, node) and rules_allow(ssn, reclaimer, node, evicted):
                 break
-        if ssn.fits_once_freed(reclaimer.request, node):
+        if ssn.fits_once_freed(reclaimer.request, node) and rules_allow(ssn, reclaimer, node, evicted):
             stmt.pipeline(reclaimer, node)
             return True
     return False

@@ -193,6 +193,9 @@ def render(report: Report) -> Group:
         problems = p.stats.get("hypernode_problems")
         if isinstance(problems, list) and problems:
             figures += f"; HyperNodes left out: {'; '.join(str(x) for x in problems)}"
+        ignored = p.stats.get("ignored_settings")
+        if isinstance(ignored, list) and ignored:
+            figures += f"; ignored: {'; '.join(str(x) for x in ignored)}"
         processes.add_row(
             f"{p.component} ({p.holder})",
             "yes" if p.up else f"no ({p.seconds_ago:.0f}s)",

@@ -3,8 +3,9 @@
 The schedulers write status and reasons into the store only; the mirror process carries
 them to Kubernetes, so users see them with ``kubectl``:
 
-- a PodGroup's or Queue's status in the store that differs from the last one the API
-  server reported is merge-patched onto its ``/status`` subresource;
+- a PodGroup's, Queue's or HyperNode's status in the store that differs from the last one the
+  API server reported is merge-patched onto its ``/status`` subresource (a HyperNode's says
+  whether it is in the topology tree, and why not: a cycle, two parents);
 - ``FailedScheduling`` Events (Warning) on each waiting pod with its reason, and on a
   PodGroup whose condition says why it is Unschedulable; ``Scheduled`` (Normal) when a pod
   of a served scheduler is seen bound. An object gets an Event when its reason changes,
@@ -31,6 +32,7 @@ from kubernetes.client.exceptions import ApiException
 
 from cluster.kube.pacing import Pacer
 from cluster.model.core import Pod
+from cluster.model.topology import HyperNode
 from cluster.model.unhonoured import notice, unhonoured
 from cluster.model.volcano import PodGroup, Queue
 from cluster.store.feed import Informer
@@ -39,6 +41,8 @@ from cluster.store.store import Store
 
 log = logging.getLogger("caldera.writeback")
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
+TOPOLOGY = ("topology.volcano.sh", "v1alpha1")
+STATUS_KINDS = (Kind.PODGROUP, Kind.QUEUE, Kind.HYPERNODE)
 COMPONENT = "caldera"
 
 
@@ -80,7 +84,7 @@ class WriteBack:
     def observe(self, kind: Kind, obj: Any) -> None:
         if kind is Kind.PODGROUP and isinstance(obj, PodGroup):
             self.seen[kind, f"{obj.namespace}/{obj.name}"] = obj.status
-        elif kind is Kind.QUEUE and isinstance(obj, Queue):
+        elif (kind is Kind.QUEUE and isinstance(obj, Queue)) or (kind is Kind.HYPERNODE and isinstance(obj, HyperNode)):
             self.seen[kind, obj.name] = obj.status
         elif kind is Kind.POD and isinstance(obj, Pod):
             was = self.bound.get(obj.uid)
@@ -112,7 +116,7 @@ class WriteBack:
     # -- the loop ---------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        informer = Informer(self.store, [Kind.PODGROUP, Kind.QUEUE], block_ms=200)
+        informer = Informer(self.store, STATUS_KINDS, block_ms=200)
 
         async def statuses() -> None:
             async for update in informer.updates():
@@ -146,7 +150,7 @@ class WriteBack:
         return False
 
     async def _status(self, kind: Kind, name: str, obj: Any) -> None:
-        if kind not in (Kind.PODGROUP, Kind.QUEUE) or self.seen.get((kind, name)) == obj.status:
+        if kind not in STATUS_KINDS or self.seen.get((kind, name)) == obj.status:
             return
         if (kind, name) not in self.seen:
             return  # not (yet) in the cluster: nothing to patch
@@ -157,8 +161,9 @@ class WriteBack:
                 *VOLCANO, namespace, "podgroups", short, body, _content_type="application/merge-patch+json"
             )
         else:
+            group, plural = (VOLCANO, "queues") if kind is Kind.QUEUE else (TOPOLOGY, "hypernodes")
             call = lambda: self.custom.patch_cluster_custom_object_status(  # noqa: E731
-                *VOLCANO, "queues", name, body, _content_type="application/merge-patch+json"
+                *group, plural, name, body, _content_type="application/merge-patch+json"
             )
         if await self._call(call):
             self.seen[kind, name] = obj.status

@@ -696,7 +696,7 @@ NOT_YET = sorted(VOLCANO_PLUGINS - PLUGINS.keys())
 
 def test_the_volcano_plugins_caldera_does_not_implement_yet() -> None:
     # Read from Volcano's pkg/scheduler/plugins/factory.go (release-1.14 and master), plus the
-    # proposed capacity-card; task-topology, network-topology-aware and deviceshare come later.
+    # proposed capacity-card; deviceshare comes later.
     assert NOT_YET == [
         "capacity-card",
         "cdp",
@@ -709,7 +709,6 @@ def test_the_volcano_plugins_caldera_does_not_implement_yet() -> None:
         "resource-strategy-fit",
         "resourcequota",
         "sla",
-        "task-topology",
         "tdm",
         "usage",
     ]

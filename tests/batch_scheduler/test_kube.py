@@ -101,6 +101,15 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
         for i in range(size):
             extra = {"affinity": ANTI_AFFINITY} if (group, i) == ("fits", 0) else {}
             core.create_namespaced_pod("ml", pod_body(f"{group}-{i}", group, gpu, **extra))
+    for name, tier, members in (  # a switch over n1, and two HyperNodes that hold each other
+        ("s0", 1, [("Node", "n1")]),
+        ("a", 2, [("HyperNode", "b")]),
+        ("b", 2, [("HyperNode", "a")]),
+    ):
+        spec = {"tier": tier, "members": [{"type": t, "selector": {"exactMatch": {"name": m}}} for t, m in members]}
+        custom.create_cluster_custom_object(
+            "topology.volcano.sh", "v1alpha1", "hypernodes", {"metadata": {"name": name}, "spec": spec}
+        )
     common = [
         "--master",
         kube_api.url,
@@ -163,6 +172,19 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
         deadline = time.monotonic() + 20
         while not written_back():
             assert time.monotonic() < deadline, "status and events were not written back"
+            await asyncio.sleep(0.2)
+
+        def tree_status() -> dict[str, tuple[str, str, int]]:
+            out = {}
+            for hn in custom.list_cluster_custom_object("topology.volcano.sh", "v1alpha1", "hypernodes")["items"]:
+                status = hn.get("status") or {}
+                ready = [c for c in status.get("conditions", []) if c["type"] == "Ready"]
+                if ready:
+                    out[hn["metadata"]["name"]] = (ready[0]["status"], ready[0]["reason"], status.get("nodeCount", 0))
+            return out
+
+        while tree_status() != {"s0": ("True", "InTree", 1), "a": ("False", "Cycle", 0), "b": ("False", "Cycle", 0)}:
+            assert time.monotonic() < deadline, tree_status()
             await asyncio.sleep(0.2)
         pending = custom.get_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", "ml", "podgroups", "too-big")
         condition = pending["status"]["conditions"][0]

@@ -72,6 +72,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str, str, str]]] = {
         ("topology.volcano.sh", "hypernodes", _READ),
         ("scheduling.volcano.sh", "podgroups/status", ("update", "patch")),
         ("scheduling.volcano.sh", "queues/status", ("update", "patch")),
+        ("topology.volcano.sh", "hypernodes/status", ("update", "patch")),
     )
     | {("*", *e) for e in _EVENTS}
     | _LEASES,

@@ -1,11 +1,11 @@
 """Ported from Volcano release-1.14 ``pkg/scheduler/plugins/nodeorder/nodeorder_test.go``.
 
 ``TestNodeOrderPlugin``: the cases caldera can express, with Volcano's tiers (gang's job
-ready, nodeorder with every weight written out, as the Go test does). The inter-pod
-affinity and pod topology spread cases are not portable: caldera models neither (README).
+ready, nodeorder with every weight written out, as the Go test does) — all seven, the
+inter-pod affinity and topology spread preferences included.
 ``TestInitPlugin``: which scores the weights turn on, read from the plugin's weights and
 checked through a session (caldera scores with plain functions, not kube-scheduler
-plugin instances; image locality, inter-pod affinity and topology spread are not modelled).
+plugin instances; image locality is not modelled).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from cluster.model.core import Node, Pod
 from tests.volcano.builders import (
     PENDING,
     PG_INQUEUE,
+    RUNNING,
     build_node,
     build_pod,
     build_pod_group,
@@ -133,6 +134,67 @@ CASES = [
             "n1",
         ),
         {"tainttoleration.weight": 10},
+    ),
+]
+
+
+HOSTS = [build_node(f"n{i}", rl("2", "4Gi", PODS10), {"kubernetes.io/hostname": f"n{i}"}) for i in (1, 2, 3)]
+NEAR_S1 = {
+    "podAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {"service": "s1"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                },
+            }
+        ]
+    }
+}
+SPREAD_FOO = [
+    {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app": "foo"}},
+    }
+]
+CASES += [
+    NodeOrderCase(
+        Case(
+            name="inter-pod affinity prefers node with matching pod",
+            podgroups=[build_pod_group("pg1", "c1", "c1", 0, None, PG_INQUEUE)],
+            pods=[
+                build_pod("c1", "p1", "n1", RUNNING, rl("1", "1G"), "pg1", {"service": "s1"}),
+                build_pod("c1", "p-noise", "n3", RUNNING, rl("1", "1G"), "pg1", {"service": "s2"}),
+                build_pod_with_affinity("c1", "p2", "", PENDING, rl("1", "1G"), "pg1", {}, {}, NEAR_S1),
+            ],
+            nodes=HOSTS,
+            queues=[build_queue("c1", 1, None)],
+            expect_bind_map={"c1/p2": "n1"},
+            expect_binds_num=1,
+        ),
+        {"podaffinity.weight": 10},
+    ),
+    NodeOrderCase(
+        Case(
+            name="pod topology spread prefers node to reduce skew",
+            podgroups=[build_pod_group("pg1", "c1", "c1", 0, None, PG_INQUEUE)],
+            pods=[
+                build_pod("c1", "p1", "n1", RUNNING, rl("1", "1G"), "pg1", {"app": "foo"}),
+                build_pod("c1", "p2", "n1", RUNNING, rl("1", "1G"), "pg1", {"app": "foo"}),
+                build_pod("c1", "p3", "n2", RUNNING, rl("1", "1G"), "pg1", {"app": "foo"}),
+                build_pod(
+                    "c1", "p4", "", PENDING, rl("1", "1G"), "pg1", {"app": "foo"}, topologySpreadConstraints=SPREAD_FOO
+                ),
+            ],
+            nodes=[build_node(f"n{i}", rl("4", "4Gi", PODS10), {"zone": f"zone{i}"}) for i in (1, 2, 3)],
+            queues=[build_queue("c1", 1, None)],
+            expect_bind_map={"c1/p4": "n3"},  # zone3 is empty, zone2 holds one, zone1 two
+            expect_binds_num=1,
+        ),
+        {"podtopologyspread.weight": 10},
     ),
 ]
 

@@ -9,7 +9,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import msgspec
+
+from cluster.model.core import Pod
+from cluster.model.labels import TASK_SPEC_KEY
+from cluster.model.volcano import PodGroup
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.pods import make_pod, make_podgroup
 from cluster.store.store import Own, Put, Store
@@ -35,9 +41,32 @@ def status(redis_server: RedisServer, store: Store, *args: str) -> subprocess.Co
     )
 
 
+CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: binpack}, {name: task-topology}]
+"""
+
+
+def _tf() -> tuple[PodGroup, Pod]:
+    group = make_podgroup("tf", min_member=1)
+    group = msgspec.structs.replace(
+        group,
+        metadata=msgspec.structs.replace(group.metadata, annotations={"volcano.sh/task-topology-affinity": "ps,chief"}),
+    )
+    pod = make_pod("tf-ps-0", requests={"cpu": "100"}, scheduler="volcano", group="tf")  # waits: stays in the sessions
+    pod = msgspec.structs.replace(
+        pod,
+        metadata=msgspec.structs.replace(pod.metadata, annotations={**pod.metadata.annotations, TASK_SPEC_KEY: "ps"}),
+    )
+    return group, pod
+
+
 async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(
-    store: Store, redis_server: RedisServer
+    store: Store, redis_server: RedisServer, tmp_path: Path
 ) -> None:
+    tf_group, tf_pod = _tf()
     await store.upsert_nodes([node("g1", cpu="8", gpu=4), node("g2", cpu="8", gpu=4), node("c1", cpu="16")])
     await store.write(
         [
@@ -47,6 +76,7 @@ async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(
             Put(make_podgroup("big", min_member=3)),
             Put(hypernode("x", 1, children=["y"])),  # a cycle: caldera status names it
             Put(hypernode("y", 2, children=["x"])),
+            Put(tf_group),  # its task-topology annotation names a task it lacks: ignored, and named
         ]
     )
     gang = [
@@ -57,11 +87,12 @@ async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(
     running = make_pod(
         "busy", requests={"cpu": "4", "nvidia.com/gpu": 2}, scheduler="volcano", node="g1", phase="Running"
     )
-    await store.upsert_pods([*gang, lone, running])
+    await store.upsert_pods([*gang, lone, running, tf_pod])
     await store.set_reasons(
         "volcano", {p.uid: "gang: 2/3 tasks placeable, 1 short: 0/2 nodes have 4 nvidia.com/gpu free" for p in gang}
     )
     # A live batch scheduler, so that processes and queues come from its heartbeat.
+    (tmp_path / "conf.yaml").write_text(CONF)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -76,6 +107,8 @@ async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(
             "0",
             "--schedule-period",
             "200ms",
+            "--scheduler-conf",
+            str(tmp_path / "conf.yaml"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -98,6 +131,10 @@ async def test_status_shows_shards_processes_queues_and_why_the_top_jobs_wait(
         assert shards["agent-scheduler"]["nodes"] == 1 and shards["agent-scheduler"]["cpu"] == 0.0
         assert batch[0]["up"] and batch[0]["leading"]
         assert batch[0]["stats"]["hypernode_problems"] == ["HyperNodes x -> y -> x form a cycle: left out"]
+        assert batch[0]["stats"]["ignored_settings"] == [
+            "default/tf: volcano.sh/task-topology-affinity: task chief do not exist in job <default/tf>; "
+            "the job's task topology is ignored"
+        ]
         assert [q["name"] for q in report["queues"]] == ["default"]
         assert report["queues"][0]["weight"] == 1 and report["queues"][0]["allocated"] == {
             "cpu": "4",
