@@ -37,6 +37,7 @@ class PlacedRef(msgspec.Struct, frozen=True, array_like=True):
     node: str
     affinity: PodAffinity | None = None
     anti_affinity: PodAffinity | None = None
+    terminating: bool = False  # being deleted (topology spread leaves it out)
 
 
 def _own_terms(pod: Pod) -> Iterator[PodAffinityTerm]:
@@ -82,7 +83,13 @@ class PodContext:
     def bound(self, uid: str, pod: Pod, node: str) -> None:
         row = self._row(node)
         known = self.index.pods.get(uid)
-        if known is not None and known.row == row and known.labels == pod.metadata.labels:
+        terminating = pod.metadata.deletion_timestamp is not None
+        if (
+            known is not None
+            and known.row == row
+            and known.labels == pod.metadata.labels
+            and known.terminating == terminating
+        ):
             return
         a = pod.spec.affinity
         self.index.add_placed(
@@ -93,6 +100,7 @@ class PodContext:
                 row,
                 a.pod_affinity if a is not None else None,
                 a.pod_anti_affinity if a is not None else None,
+                terminating,
             )
         )
 
@@ -124,6 +132,7 @@ class PodContext:
             node=self._names[entry.row],
             affinity=entry.affinity,
             anti_affinity=entry.anti_affinity,
+            terminating=entry.terminating,
         )
 
 
@@ -134,5 +143,6 @@ def placed_on(table: NodeTable, refs: Sequence[PlacedRef]) -> PlacedPods:
     for ref in refs:
         row = rows.get(ref.node)
         if row is not None:
-            index.add_placed(placed(ref.uid, ref.namespace, ref.labels, row, ref.affinity, ref.anti_affinity))
+            entry = placed(ref.uid, ref.namespace, ref.labels, row, ref.affinity, ref.anti_affinity, ref.terminating)
+            index.add_placed(entry)
     return index

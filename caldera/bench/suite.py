@@ -2,7 +2,8 @@
 
 In one process, one private redis-server and one Ray start: ``binder`` (beside the raw
 script over a socket), ``sharding`` (beside the policy alone), ``batch`` (a session at
-5,000 nodes beside one at 1,000), ``mixed`` (the demo's workload; its own processes),
+5,000 nodes beside one at 1,000), ``topology`` (gangs on a tiered network beside the same
+run without topology), ``mixed`` (the demo's workload; its own processes),
 ``agent`` (2 workers beside 1 worker, the fine binder beside the coarse one), ``peer``
 (Volcano's published shape beside Volcano's published figures) and ``trace`` (binpack
 beside least-allocated; only with ``--trace`` and ``--trace-nodes``). Every baseline is
@@ -45,6 +46,7 @@ QUICK = {
     "batch": ["--nodes", "200", "--pending", "400", "--sessions", "2"],
     "batch-small": ["--nodes", "100", "--pending", "400", "--sessions", "2"],
     "agent": ["--nodes", "200", "--pods", "1000"],
+    "topology": ["--nodes", "512", "--rounds", "1"],
 }
 
 
@@ -133,6 +135,29 @@ def batch_rows(big: Any, small: Any) -> list[Row]:
             f"{big.burst.pods_per_s:,.0f}",
             f"{small.burst.pods_per_s:,.0f}",
             f"at {small.nodes:,} nodes",
+        ),
+    ]
+
+
+def topology_rows(r: Any) -> list[Row]:
+    return [
+        (
+            f"gangs in their best tier ({r.nodes:,} nodes, {r.leaves:,} leaves, {r.gangs:,} gangs)",
+            f"{r.best_tier_share:.1%}",
+            "",
+            "of those an offline check puts there",
+        ),
+        (
+            "whole leaf domains left free",
+            f"{r.free_leaf_share:.2%}",
+            f"{r.free_leaf_share_without:.2%}",
+            "without topology",
+        ),
+        (
+            "session time",
+            f"{r.session_s:.2f} s",
+            f"{r.session_s_without:.2f} s",
+            f"without topology ({r.session_ratio:.2f}×)",
         ),
     ]
 
@@ -247,6 +272,11 @@ async def measure(
         sharding_rows,
     )
     await bench("batch", both_batches, batch_rows)
+    await bench(
+        "topology",
+        lambda: one(bench_topology.measure(url, defaults(bench_topology, "topology", *flags("topology")))),
+        topology_rows,
+    )
     mixed = defaults(
         bench_mixed, "mixed", "--duration", str(min(args.mixed_duration, 8.0) if args.quick else args.mixed_duration)
     )

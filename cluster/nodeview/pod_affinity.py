@@ -7,18 +7,23 @@ the members of one gang count each other. For a pod and a term with ``topologyKe
 the term selects give a set of K values (their nodes'); a node *is in* the term's domain when
 its K value is one of them. Then, as kube-scheduler's filters:
 
+- **affinity**: the placed pods that every required affinity term selects (one pod for all
+  the terms) give each term a domain, and every domain must hold the node — except that when
+  no such pod sits on a node with a term's label K, the pod that matches all its own terms may
+  go to any node with every term's label (the first pod of a group that wants to be together);
 - **anti-affinity**: no node in the domain of one of the pod's required anti-affinity terms;
   nor in the domain of an already placed pod whose own required anti-affinity selects this pod
-  (the symmetric check); a node without the label K is never in a domain;
-- **affinity**: every required affinity term's domain holds the node — except that a term no
-  placed pod matches is met where the node has the label K when the pod matches its own term
-  (the first pod of a group that wants to be together);
+  (the symmetric check); a node without the label K is never in a domain. Pods being deleted
+  still count here;
 - **topology spread** (``whenUnsatisfiable: DoNotSchedule``): per constraint, the pods its
-  selector matches (in the pod's namespace) counted per K value over the nodes eligible by
-  ``nodeAffinityPolicy`` (Honor: the pod's node selector and required node affinity — default)
-  and ``nodeTaintsPolicy`` (Ignore by default; Honor: the taints the pod tolerates); a node
-  passes when its domain's count + 1 − the smallest count ≤ ``maxSkew``, the smallest being 0
-  while fewer than ``minDomains`` domains exist; a node without the label K does not pass.
+  selector matches (in the pod's namespace; not those being deleted) counted per K value over
+  the nodes that have every such constraint's label and are eligible by ``nodeAffinityPolicy``
+  (Honor: the pod's node selector and required node affinity — default) and ``nodeTaintsPolicy``
+  (Ignore by default; Honor: the taints the pod tolerates); a node passes when its domain's
+  count (0 for a domain no eligible node is in), + 1 if the pod matches the selector itself,
+  − the smallest count over the eligible domains ≤ ``maxSkew``, the smallest being 0 while
+  fewer than ``minDomains`` (1 unless set) eligible domains exist; a node without the label
+  K does not pass.
 
 A term's namespaces are its ``namespaces``, else the pod's own; an empty ``namespaceSelector``
 means every namespace. A non-empty ``namespaceSelector`` needs the namespaces' labels, which
@@ -53,6 +58,7 @@ class Placed:
     anti: Sequence[PodAffinityTerm]  # its own required anti-affinity terms
     affinity: PodAffinity | None = None  # its own podAffinity and podAntiAffinity, when it has any
     anti_affinity: PodAffinity | None = None
+    terminating: bool = False  # being deleted: spread no longer counts it, inter-pod affinity still does
 
 
 def placed(
@@ -62,10 +68,12 @@ def placed(
     row: int,
     affinity: PodAffinity | None,
     anti_affinity: PodAffinity | None,
+    terminating: bool = False,
 ) -> Placed:
-    """A placed pod's entry from what the rules read of it (its podAffinity and podAntiAffinity)."""
+    """A placed pod's entry from what the rules read of it (its podAffinity and podAntiAffinity,
+    and whether it is being deleted)."""
     anti = anti_affinity.required_during_scheduling_ignored_during_execution if anti_affinity is not None else []
-    return Placed(uid, namespace, labels, row, anti, affinity or None, anti_affinity or None)
+    return Placed(uid, namespace, labels, row, anti, affinity or None, anti_affinity or None, terminating)
 
 
 @dataclass(eq=False)
@@ -82,7 +90,9 @@ class PlacedPods:
         affinity = pod.spec.affinity
         together = affinity.pod_affinity if affinity is not None and affinity.pod_affinity else None
         apart = affinity.pod_anti_affinity if affinity is not None and affinity.pod_anti_affinity else None
-        self.add_placed(placed(uid, pod.metadata.namespace, pod.metadata.labels, row, together, apart))
+        meta = pod.metadata
+        terminating = meta.deletion_timestamp is not None
+        self.add_placed(placed(uid, meta.namespace, meta.labels, row, together, apart, terminating))
 
     def add_placed(self, entry: Placed) -> None:
         uid, ns = entry.uid, entry.namespace
@@ -135,17 +145,20 @@ def _namespaces(term: PodAffinityTerm, namespace: str, known: Mapping[str, objec
 
 def selects(term: PodAffinityTerm, owner_namespace: str, pod: Pod) -> bool:
     """Whether ``term`` of a pod in ``owner_namespace`` selects ``pod``."""
+    return _selects(term, owner_namespace, pod.metadata.namespace, pod.metadata.labels)
+
+
+def _selects(term: PodAffinityTerm, owner_namespace: str, ns: str, labels: Mapping[str, str]) -> bool:
     selector = term.label_selector
     if selector is None:
         return False
-    ns = pod.metadata.namespace
     if term.namespace_selector is not None and term.namespace_selector.empty:
         in_namespace = True
     elif term.namespaces:
         in_namespace = ns in term.namespaces
     else:
         in_namespace = term.namespace_selector is None and ns == owner_namespace
-    return in_namespace and selector.matches(pod.metadata.labels)
+    return in_namespace and selector.matches(labels)
 
 
 def _domain(table: NodeTable, key: str, rows: Iterable[int]) -> Mask:
@@ -197,7 +210,8 @@ def constrained(pod: Pod, placed: PlacedPods) -> bool:
 def pod_rules(table: NodeTable, pod: Pod, placed: PlacedPods, start: Mask | None = None) -> Verdict:
     """Every rule of the module docstring for one pod, over every node of the table (the counts
     in ``failed`` only over ``start``'s nodes, when given: a node counts under the first rule that
-    rules it out)."""
+    rules it out: affinity, anti-affinity, the placed pods' anti-affinity — the order of
+    kube-scheduler's InterPodAffinity filter — then spread, which Volcano's predicates ask last)."""
     n = len(table)
     ok = np.ones(n, dtype=np.bool_) if start is None else start.copy()
     failed: dict[str, int] = {}
@@ -211,6 +225,10 @@ def pod_rules(table: NodeTable, pod: Pod, placed: PlacedPods, start: Mask | None
 
     ns = pod.metadata.namespace
     affinity = pod.spec.affinity
+    if affinity is not None and affinity.pod_affinity is not None:
+        terms = affinity.pod_affinity.required_during_scheduling_ignored_during_execution
+        if terms:
+            keep(AFFINITY, _together(table, pod, placed, terms))
     if affinity is not None and affinity.pod_anti_affinity is not None:
         for term in affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution:
             keep(ANTI_AFFINITY, ~_domain(table, term.topology_key, (p.row for p in placed.matching(term, ns))))
@@ -219,19 +237,26 @@ def pod_rules(table: NodeTable, pod: Pod, placed: PlacedPods, start: Mask | None
         for term in other.anti:
             if selects(term, other.namespace, pod):
                 keep(ANTI_AFFINITY, ~_domain(table, term.topology_key, [other.row]))
-    if affinity is not None and affinity.pod_affinity is not None:
-        for term in affinity.pod_affinity.required_during_scheduling_ignored_during_execution:
-            rows = [p.row for p in placed.matching(term, ns)]
-            if rows:
-                keep(AFFINITY, _domain(table, term.topology_key, rows))
-            elif selects(term, ns, pod):
-                keep(AFFINITY, _has_key(table, term.topology_key))
-            else:
-                keep(AFFINITY, np.zeros(n, dtype=np.bool_))
-    for c in pod.spec.topology_spread_constraints:
-        if c.when_unsatisfiable == "DoNotSchedule":
-            keep(SPREAD, _spread(table, pod, placed, c))
+    hard = [c for c in pod.spec.topology_spread_constraints if c.when_unsatisfiable == "DoNotSchedule"]
+    if hard:
+        keep(SPREAD, _spread(table, pod, placed, hard))
     return Verdict(mask=ok, failed=failed)
+
+
+def _together(table: NodeTable, pod: Pod, placed: PlacedPods, terms: Sequence[PodAffinityTerm]) -> Mask:
+    """The nodes in the domain of every required affinity term, the domains those of the placed
+    pods that every term selects (one pod meeting one term and another the next does not do)."""
+    ns = pod.metadata.namespace
+    rows = [p.row for p in placed.matching(terms[0], ns) if all(_selects(t, ns, p.namespace, p.labels) for t in terms)]
+    domains = [_domain(table, t.topology_key, rows) for t in terms]
+    if not any(bool(domain.any()) for domain in domains):
+        if not all(selects(t, ns, pod) for t in terms):
+            return np.zeros(len(table), dtype=np.bool_)
+        domains = [_has_key(table, t.topology_key) for t in terms]  # the first of a group that wants to be together
+    passing = domains[0].copy()
+    for domain in domains[1:]:
+        passing &= domain
+    return passing
 
 
 def spread_eligible(table: NodeTable, pod: Pod, c: TopologySpreadConstraint) -> Mask:
@@ -248,26 +273,24 @@ def spread_eligible(table: NodeTable, pod: Pod, c: TopologySpreadConstraint) -> 
     return eligible
 
 
-def _spread(table: NodeTable, pod: Pod, placed: PlacedPods, c: TopologySpreadConstraint) -> Mask:
-    n = len(table)
-    key = c.topology_key
-    codes = table.label_codes(key).codes
-    eligible = spread_eligible(table, pod, c)
-    domains = np.unique(codes[eligible])
-    if not len(domains):
-        return np.zeros(n, dtype=np.bool_)
-    counts = np.zeros(int(codes.max()) + 1, dtype=np.int64)
-    term = PodAffinityTerm(label_selector=c.label_selector, topology_key=key)
-    for p in placed.matching(term, pod.metadata.namespace):
-        if eligible[p.row]:
-            counts[codes[p.row]] += 1
-    smallest = int(counts[domains].min())
-    if c.min_domains is not None and len(domains) < c.min_domains:
-        smallest = 0
-    self_match = 1 if c.label_selector is not None and c.label_selector.matches(pod.metadata.labels) else 0
-    allowed = np.zeros(len(counts), dtype=np.bool_)
-    allowed[domains] = counts[domains] + self_match - smallest <= c.max_skew
-    result: Mask = np.zeros(n, dtype=np.bool_)
-    has = codes >= 0
-    result[has] = allowed[codes[has]]
+def _spread(table: NodeTable, pod: Pod, placed: PlacedPods, hard: Sequence[TopologySpreadConstraint]) -> Mask:
+    """The nodes every DoNotSchedule constraint lets through (see the module docstring)."""
+    keyed = np.ones(len(table), dtype=np.bool_)  # only nodes with every constraint's label count
+    for c in hard:
+        keyed &= _has_key(table, c.topology_key)
+    result = keyed.copy()
+    for c in hard:
+        codes = table.label_codes(c.topology_key).codes
+        eligible = keyed & spread_eligible(table, pod, c)
+        counts = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=np.int64)
+        term = PodAffinityTerm(label_selector=c.label_selector, topology_key=c.topology_key)
+        for p in placed.matching(term, pod.metadata.namespace):
+            if eligible[p.row] and not p.terminating:
+                counts[codes[p.row]] += 1
+        domains = np.unique(codes[eligible])
+        # Fewer domains than minDomains (1 unless set; so also none at all): the smallest count is 0.
+        smallest = int(counts[domains].min()) if len(domains) >= (c.min_domains or 1) else 0
+        self_match = 1 if c.label_selector is not None and c.label_selector.matches(pod.metadata.labels) else 0
+        has = result & (codes >= 0)
+        result[has] = counts[codes[has]] + self_match - smallest <= c.max_skew
     return result

@@ -32,9 +32,9 @@ What caldera does not model: system-default spreading (for pods without constrai
 Services and ReplicaSets selecting them) needs objects caldera does not read, so pods without
 constraints get no spread score, as under ``defaultingType: List`` with no default constraints;
 ``matchLabelKeys`` is not applied (the label selector alone selects); a non-empty
-``namespaceSelector`` selects no namespace (:mod:`cluster.nodeview.pod_affinity`); and every pod
-in the index counts — kube-scheduler leaves terminating pods out of spread counts, the index does
-not know which pods are terminating.
+``namespaceSelector`` selects no namespace (:mod:`cluster.nodeview.pod_affinity`). Terminating
+pods (being deleted) are left out of the spread counts, as kube-scheduler does; the affinity
+score counts them.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def _counts(table: NodeTable, pod: Pod, placed: PlacedPods, c: TopologySpreadCon
     eligible = keyed if hostname else keyed & spread_eligible(table, pod, c)
     term = PodAffinityTerm(label_selector=c.label_selector, topology_key=c.topology_key)
     for other in placed.matching(term, pod.metadata.namespace):
-        if eligible[other.row] and codes[other.row] >= 0:
+        if eligible[other.row] and codes[other.row] >= 0 and not other.terminating:
             counts[codes[other.row]] += 1
     return counts
 

@@ -142,11 +142,14 @@ class Profile:
         return total
 
     def feasible(self, table: NodeTable, placing: Placing) -> Filtered:
-        """Every filter's verdict on the pod, within the shard."""
+        """Every filter's verdict on the pod, within the shard. Each filter after the first sees only
+        the nodes the ones before let through, so a node counts under the first check that rules it
+        out (kube-scheduler's message: "0/5 nodes are available: 2 …, 3 …" adds up to 5)."""
         allowed = standing(table, self._keys[0], lambda: shard_feasible(table, self.scheduler, self.sharding))
-        if len(self.filters) == 1:
-            return self.filters[0].filter(table, placing, allowed)
-        return all_of([f.filter(table, placing, allowed) for f in self.filters], len(table))
+        verdict = self.filters[0].filter(table, placing, allowed)
+        for f in self.filters[1:]:
+            verdict = all_of([verdict, f.filter(table, placing, verdict.mask)], len(table))
+        return verdict
 
     def place(self, table: NodeTable, pod: Pod, request: Resources, rng: random.Random) -> int | Filtered:
         """The row to place the pod on, or the filters' verdict when no node is feasible."""

@@ -159,3 +159,18 @@ async def test_pods_without_rules_carry_no_context() -> None:
     one = ruled(make_pod("r", requests={"cpu": "1"}, labels={"app": "web"}), anti={"app": "web"})
     sent = ctx.for_batch([*plain, one])
     assert len(sent) == 25 and {r.labels["app"] for r in sent} == {"web"}
+
+
+def test_a_node_ruled_out_twice_counts_once_in_the_reason() -> None:
+    """kube-scheduler's message: each node under the first check that rules it out, adding up."""
+    table = labelled_table({"n0": {"zone": "a"}, "n1": {"zone": "a"}, "n2": {"zone": "b"}}, pods=110)
+    placed = placed_on(
+        table, [PlacedRef(uid=f"x{i}", namespace="default", labels={"app": "x"}, node=f"n{i}") for i in range(3)]
+    )
+    pod = ruled(make_pod("p", requests={"cpu": "1"}, node_selector={"zone": "a"}), anti={"app": "x"}, key="zone")
+    [choice] = decide(
+        table, [Task(uid=pod.uid, pod=pod, request=pod.request())], CoreConfig(), random.Random(1), placed=placed
+    )
+    assert isinstance(choice, NoFit)
+    assert choice.reason.startswith("0/3 nodes are available: ")
+    assert "2 node(s) didn't match pod anti-affinity rules" in choice.reason and "1 node(s)" in choice.reason

@@ -48,13 +48,15 @@ def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_pat
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     out = json.loads(r.stdout)
     benches = out["benches"]
-    assert list(benches) == ["binder", "sharding", "batch", "mixed", "agent", "peer", "trace"]
+    assert list(benches) == ["binder", "sharding", "batch", "topology", "mixed", "agent", "peer", "trace"]
     for name, bench in benches.items():
         assert bench["rows"] and all(len(row) == 4 and row[1] for row in bench["rows"]), name
     binder = benches["binder"]["report"]
     assert binder["single"]["commits_per_s"] > 0 and binder["single"]["ratio"] > 0
     small, big = benches["batch"]["report"][1], benches["batch"]["report"][0]
     assert (big["nodes"], small["nodes"]) == (200, 100) and big["steady"]["audit"] == small["burst"]["audit"] == "ok"
+    topology = benches["topology"]["report"]
+    assert topology["nodes"] == 512 and topology["gangs"] > 0 and 0 < topology["best_tier_share"] <= 1
     assert (
         benches["mixed"]["report"]["audit"] == "ok"
         and benches["mixed"]["report"]["schedulers"]["agent-scheduler"]["pods_bound"] > 0
