@@ -17,7 +17,7 @@ import itertools
 import os
 import signal
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -50,6 +50,7 @@ class Call(msgspec.Struct, frozen=True, array_like=True):
     id: int
     pods: list[PodRecord]
     context: list[PlacedRef] = msgspec.field(default_factory=list)  # what the pods' inter-pod rules see
+    namespaces: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)  # their namespaces' labels
 
 
 # msgspec's hooks for the one field type it does not know; NotImplementedError is how a
@@ -126,7 +127,7 @@ class WorkerActor:
     async def _answer(self, call: Call, outbox: str, slots: asyncio.Semaphore) -> None:
         assert self.worker is not None and self.client is not None
         try:
-            answer = Answer(call.id, await self.worker.schedule(call.pods, call.context))
+            answer = Answer(call.id, await self.worker.schedule(call.pods, call.context, call.namespaces))
         except Exception as e:  # the loop treats this worker as failed and requeues the batch
             answer = Answer(call.id, None, f"{type(e).__name__}: {e}")
         finally:
@@ -217,11 +218,16 @@ class RayWorker:
         finally:
             await blocking.aclose()
 
-    async def schedule(self, pods: list[PodRecord], context: Sequence[PlacedRef] = ()) -> BatchResult:
+    async def schedule(
+        self,
+        pods: list[PodRecord],
+        context: Sequence[PlacedRef] = (),
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> BatchResult:
         if self.failure is not None:
             raise self.failure
         assert self.client is not None, "start() first"
-        call = Call(next(self.ids), pods, list(context))
+        call = Call(next(self.ids), pods, list(context), {k: dict(v) for k, v in (namespaces or {}).items()})
         future: asyncio.Future[BatchResult] = asyncio.get_running_loop().create_future()
         self.waiting[call.id] = future
         try:

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import msgspec
@@ -27,6 +27,7 @@ from agent_scheduler.pod_context import PlacedRef, PodContext
 from agent_scheduler.queue import QueuePart, SchedulingQueue
 from agent_scheduler.worker import BatchResult, OutcomeKind
 from binder.metrics import BinderMetrics
+from cluster.model.core import Namespace
 from cluster.runtime.heartbeat import Stats
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
@@ -39,7 +40,12 @@ log = logging.getLogger("caldera.agent")
 class WorkerHandle(Protocol):
     name: str
 
-    async def schedule(self, pods: list[PodRecord], context: Sequence[PlacedRef] = ()) -> BatchResult: ...
+    async def schedule(
+        self,
+        pods: list[PodRecord],
+        context: Sequence[PlacedRef] = (),
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> BatchResult: ...
 
 
 class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,7 +96,7 @@ class AgentLoop:
         self.totals = {"committed": 0, "conflicts": 0, "resolved": 0, "rejected": 0, "unschedulable": 0}
         self._work = asyncio.Event()
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
-        self._informer = Informer(store, [Kind.POD], block_ms=50)
+        self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50)
         self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
 
     def _enqueue(self, rec: PodRecord) -> None:
@@ -114,6 +120,12 @@ class AgentLoop:
                     self.bound_at.pop(uid, None)
                 for uid in [u for u in self.context.index.pods if u not in update.pods]:
                     self.context.seen(uid, None)
+            namespaces = update.objects.get(Kind.NAMESPACE, {})
+            if update.full:  # namespaces not in a listing are gone
+                for name in [n for n in self.context.index.namespace_labels if n not in namespaces]:
+                    self.context.namespace_seen(name, None)
+            for name, ns in namespaces.items():
+                self.context.namespace_seen(name, ns.metadata.labels if isinstance(ns, Namespace) else None)
             for uid, rec in update.pods.items():
                 self.context.seen(uid, rec)
                 # A pod with scheduling gates waits until they are all removed (kube-scheduler's rule).
@@ -155,7 +167,9 @@ class AgentLoop:
                 continue
             pods = [self.records[uid] for uid in batch]
             try:
-                result = await worker.schedule(pods, self.context.for_batch(r.pod for r in pods))
+                context = self.context.for_batch(r.pod for r in pods)
+                namespaces = self.context.namespace_labels((r.pod for r in pods), context) if context else None
+                result = await worker.schedule(pods, context, namespaces)
             except Exception as e:  # the actor died or hung: hand its batch to the others
                 log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
                 for uid in batch:

@@ -17,13 +17,13 @@ at a time, has no such window.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import msgspec
 
 from cluster.model.core import Pod
 from cluster.model.pod_rules import PodAffinity, PodAffinityTerm
-from cluster.nodeview.pod_affinity import Placed, PlacedPods, bears_rules, placed, selects
+from cluster.nodeview.pod_affinity import Placed, PlacedPods, bears_rules, placed
 from cluster.nodeview.table import NodeTable
 from cluster.store.records import TERMINAL_PHASES, PodRecord
 
@@ -120,9 +120,24 @@ class PodContext:
                 alike.add(key)
                 for uid in index.with_terms:
                     entry = index.pods[uid]
-                    if uid not in wanted and any(selects(t, entry.namespace, pod) for t in _terms(entry)):
+                    if uid not in wanted and any(index.selects(t, entry.namespace, pod) for t in _terms(entry)):
                         wanted.add(uid)
         return [self._ref(index.pods[uid]) for uid in wanted]
+
+    def namespace_labels(self, pods: Iterable[Pod], refs: Sequence[PlacedRef]) -> dict[str, dict[str, str]]:
+        """The labels of the namespaces of ``pods`` and ``refs``: what a namespaceSelector reads there."""
+        known = self.index.namespace_labels
+        names = {p.metadata.namespace for p in pods} | {r.namespace for r in refs}
+        return {ns: dict(known[ns]) for ns in names if ns in known}
+
+    def namespace_seen(self, name: str, labels: Mapping[str, str] | None) -> None:
+        """A namespace's labels (None: it is gone)."""
+        table = self.index.namespace_labels
+        assert isinstance(table, dict)
+        if labels is None:
+            table.pop(name, None)
+        else:
+            table[name] = labels
 
     def _ref(self, entry: Placed) -> PlacedRef:
         return PlacedRef(
@@ -136,9 +151,12 @@ class PodContext:
         )
 
 
-def placed_on(table: NodeTable, refs: Sequence[PlacedRef]) -> PlacedPods:
-    """``refs`` indexed over ``table``'s rows (a pod on a node the table lacks is left out)."""
-    index = PlacedPods()
+def placed_on(
+    table: NodeTable, refs: Sequence[PlacedRef], namespaces: Mapping[str, Mapping[str, str]] | None = None
+) -> PlacedPods:
+    """``refs`` indexed over ``table``'s rows (a pod on a node the table lacks is left out), with
+    the namespaces' labels a namespaceSelector reads."""
+    index = PlacedPods(namespace_labels=dict(namespaces or {}))
     rows = table.index
     for ref in refs:
         row = rows.get(ref.node)

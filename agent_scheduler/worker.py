@@ -16,7 +16,7 @@ import dataclasses
 import enum
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
@@ -132,16 +132,22 @@ class Worker:
             else:
                 outcomes.append(Outcome(uid=rec.uid, kind=OutcomeKind.GONE))
 
-    async def schedule(self, records: list[PodRecord], context: Sequence[PlacedRef] = ()) -> BatchResult:
+    async def schedule(
+        self,
+        records: list[PodRecord],
+        context: Sequence[PlacedRef] = (),
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> BatchResult:
         """Decide, commit (retrying conflicts on fresh figures), then bind one batch of pods.
-        ``context``: the placed pods the batch's inter-pod rules see (:mod:`agent_scheduler.pod_context`)."""
+        ``context``: the placed pods the batch's inter-pod rules see, ``namespaces`` the labels of
+        their namespaces (:mod:`agent_scheduler.pod_context`)."""
         start = time.perf_counter()
         call = _Call()
         tasks: list[Task] = []
         self._sort(records, tasks, call.committed, call.outcomes)
         placed = None
         if context or any(bears_rules(t.pod) for t in tasks):
-            placed = placed_on(self.columns, context)
+            placed = placed_on(self.columns, context, namespaces)
         attempt = 0
         while tasks and attempt <= self.config.max_retries:
             attempt += 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from batch_scheduler.session_input import SessionInput, session_topology
-from cluster.model.core import PriorityClass
+from cluster.model.core import Namespace, PriorityClass
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.assume import Assumed
@@ -22,7 +22,7 @@ from cluster.nodeview.table import NodeTable
 from cluster.store.keys import Kind
 from cluster.store.records import TERMINAL_PHASES, PodRecord, Update
 
-KINDS = (Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS, Kind.HYPERNODE)
+KINDS = (Kind.NODE, Kind.POD, Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS, Kind.HYPERNODE, Kind.NAMESPACE)
 RELEASING_TIMEOUT = 300.0  # seconds an evicted pod is left alone before it may be chosen again
 
 
@@ -44,6 +44,7 @@ class BatchCache:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.hypernodes: dict[str, HyperNode] = {}
         self.hypernodes_generation = 0
+        self.namespaces: dict[str, Namespace] = {}  # for inter-pod rules' namespaceSelector
         self.hypernode_labels = hypernode_labels
         self.phases: dict[str, str] = {}  # job key -> the phase the last session left it in
         self.releasing: dict[str, float] = {}  # uid -> when evicted
@@ -76,6 +77,7 @@ class BatchCache:
             (Kind.QUEUE, self.queues),
             (Kind.PRIORITYCLASS, self.priority_classes),
             (Kind.HYPERNODE, self.hypernodes),
+            (Kind.NAMESPACE, self.namespaces),
         ):
             if kind is Kind.HYPERNODE and (update.full or _tree_changed(self.hypernodes, objects.get(kind, {}))):
                 self.hypernodes_generation += 1  # the tree is rebuilt; a status written back changes nothing
@@ -105,6 +107,7 @@ class BatchCache:
             hypernodes=dict(self.hypernodes),
             hypernodes_generation=self.hypernodes_generation,
             others=list(self.others.values()),
+            namespaces={name: ns.metadata.labels for name, ns in self.namespaces.items()},
         )
 
 

@@ -80,6 +80,7 @@ class Session:
         self._domain_sums: DomainSums | None = None
         self._placed: PlacedPods | None = None
         self._bound = [r for r in (*inp.pods, *inp.others) if r.node and r.phase not in TERMINAL_PHASES]
+        self._namespaces = inp.namespaces
         self._any_anti = any(_has_anti(r.pod) for r in self._bound)
         self._any_terms = self._any_anti or any(_has_terms(r.pod) for r in self._bound)
         self.topology = session_topology(
@@ -124,7 +125,7 @@ class Session:
         """The pods on the session's nodes (every scheduler's), for inter-pod rules; built when
         first asked, then kept current by :meth:`place`."""
         if self._placed is None:
-            placed = PlacedPods()
+            placed = PlacedPods(namespace_labels=self._namespaces)
             index = self.columns.index
             for r in self._bound:
                 if r.node in index:

@@ -58,6 +58,7 @@ class SessionInput:
     hypernodes: Mapping[str, HyperNode] = field(default_factory=dict)  # the network topology, by name
     hypernodes_generation: int = 0  # changes whenever ``hypernodes`` does (the tree is cached on the table)
     others: Iterable[PodRecord] = ()  # other schedulers' pods on nodes: what inter-pod rules count
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # each namespace's labels
 
 
 def session_topology(

@@ -36,7 +36,7 @@ from batch_scheduler.session_input import SessionConfig
 from binder.commit import Binder
 from caldera._loop import run_loop
 from caldera._store import client
-from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.kinds import ClusterObject
 from cluster.model.manifests import (
     Manifest,
@@ -160,7 +160,9 @@ async def simulate(
     async with client(url) as c:
         store = Store(c, Keys("dry-run"))
         await store.upsert_nodes([o for o in objects if isinstance(o, Node)])
-        await store.write([Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass, HyperNode))])
+        await store.write(
+            [Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass, HyperNode, Namespace))]
+        )
         await store.upsert_pods([o for o in objects if isinstance(o, Pod)])
         controller = ShardingController(store, controller_config)
         controller.columns = NodeTable(await store.list_nodes())

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cluster.kube.reflector import Changed, Delta, KubeKind, Listed, Reflector
-from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.quantity import QuantityError
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
@@ -27,7 +27,7 @@ from cluster.store.store import Delete, Put, Store, Write, object_name
 
 log = logging.getLogger("caldera.mirror")
 CHUNK = 1000
-OBJECT_KINDS = (Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS, Kind.HYPERNODE)
+OBJECT_KINDS = (Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS, Kind.HYPERNODE, Kind.NAMESPACE)
 
 
 def store_name(kind: Kind, obj: Any) -> str:
@@ -157,7 +157,7 @@ class Mirror:
             await self.store.upsert_pods([o for o in objects if isinstance(o, Pod)])
         else:
             writes: list[Write] = [
-                Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass, HyperNode))
+                Put(o) for o in objects if isinstance(o, (PodGroup, Queue, PriorityClass, HyperNode, Namespace))
             ]
             if writes:
                 await self.store.write(writes)

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 from kubernetes import client as k8s
 
-from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.decode import decode_json
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
@@ -104,6 +104,7 @@ def kinds(api: k8s.ApiClient) -> list[KubeKind]:
             call=functools.partial(custom.list_cluster_custom_object, *TOPOLOGY, "hypernodes"),
             type=HyperNode,
         ),
+        KubeKind(kind=Kind.NAMESPACE, call=core.list_namespace, type=Namespace),
     ]
 
 

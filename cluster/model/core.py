@@ -314,6 +314,18 @@ def pod_request(pod: Pod) -> Resources:
 # -- Volcano: PodGroup and Queue ----------------------------------------------------------
 
 
+class Namespace(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A namespace: what inter-pod affinity's ``namespaceSelector`` matches is its labels."""
+
+    api_version: str = "v1"
+    kind: str = "Namespace"
+    metadata: ObjectMeta
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+
 class PriorityClass(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     api_version: str = "scheduling.k8s.io/v1"
     kind: str = "PriorityClass"

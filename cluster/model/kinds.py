@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.kubeflow_api import MPIJob, PyTorchJob, TFJob
 from cluster.model.pod_controllers import BatchJob, Deployment, ReplicaSet, StatefulSet
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.model.volcano_job import Job
 
-ClusterObject = Node | Pod | PodGroup | Queue | PriorityClass | NodeShard | HyperNode
+ClusterObject = Node | Pod | PodGroup | Queue | PriorityClass | NodeShard | HyperNode | Namespace
 """What the cluster itself holds and the schedulers see."""
 Workload = Job | PyTorchJob | TFJob | MPIJob | Deployment | ReplicaSet | StatefulSet | BatchJob
 """What controllers turn into pods (and PodGroups): :func:`expand` does."""
@@ -23,6 +23,7 @@ KINDS: Mapping[tuple[str, str], type[KubeObject]] = MappingProxyType(
     {
         ("", "Node"): Node,
         ("", "Pod"): Pod,
+        ("", "Namespace"): Namespace,
         ("scheduling.volcano.sh", "PodGroup"): PodGroup,
         ("scheduling.volcano.sh", "Queue"): Queue,
         ("scheduling.k8s.io", "PriorityClass"): PriorityClass,

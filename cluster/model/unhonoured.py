@@ -1,9 +1,9 @@
 """What an object asks of placement that caldera does not honour yet, by field path.
 
 caldera's schedulers place a pod as if these fields were absent: of inter-pod affinity and
-topology spread, a non-empty namespaceSelector and matchLabelKeys (both schedulers honour the
-rest: required terms and DoNotSchedule constraints filter, preferred terms and ScheduleAnyway
-ones score); DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
+topology spread, matchLabelKeys and mismatchLabelKeys (both schedulers honour the rest: required
+terms and DoNotSchedule constraints filter, preferred terms and ScheduleAnyway ones score, a
+namespaceSelector reads the Namespaces' labels); DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
 policy (scheduling gates are honoured: a gated pod waits until its gates are removed); a
 Queue's node-group affinity. (A PodGroup's network topology and subgroups are honoured by the
 batch scheduler.) Saying so beats a placement that silently breaks what the user asked for.
@@ -33,9 +33,8 @@ def unhonoured(obj: Pod | PodGroup | Queue) -> list[str]:
 
 def _pod_rules(pod: Pod) -> list[str]:
     """Inter-pod affinity and topology spread: both schedulers filter by the required terms and
-    DoNotSchedule constraints and score by the preferred terms and ScheduleAnyway constraints; a
-    non-empty namespaceSelector (namespaces' labels are not read) and matchLabelKeys /
-    mismatchLabelKeys they do not honour yet."""
+    DoNotSchedule constraints and score by the preferred terms and ScheduleAnyway constraints
+    (namespaceSelector included); matchLabelKeys / mismatchLabelKeys they do not honour yet."""
     spec, paths = pod.spec, []
     for name, rules in (
         ("podAffinity", spec.affinity.pod_affinity if spec.affinity else None),
@@ -52,8 +51,6 @@ def _pod_rules(pod: Pod) -> list[str]:
             for i, w in enumerate(rules.preferred_during_scheduling_ignored_during_execution)
         ]
         for at, term in terms:
-            if term.namespace_selector is not None and not term.namespace_selector.empty:
-                paths.append(f"{at}.namespaceSelector")
             if term.match_label_keys:
                 paths.append(f"{at}.matchLabelKeys")
             if term.mismatch_label_keys:

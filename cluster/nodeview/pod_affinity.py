@@ -25,9 +25,9 @@ its K value is one of them. Then, as kube-scheduler's filters:
   fewer than ``minDomains`` (1 unless set) eligible domains exist; a node without the label
   K does not pass.
 
-A term's namespaces are its ``namespaces``, else the pod's own; an empty ``namespaceSelector``
-means every namespace. A non-empty ``namespaceSelector`` needs the namespaces' labels, which
-caldera does not read: it selects no namespace, and the field is named as not honoured.
+A term's namespaces are its ``namespaces`` and those whose labels its ``namespaceSelector``
+matches (an empty one: every namespace); the pod's own when it has neither — the labels come
+from the cluster's Namespace objects (:attr:`PlacedPods.namespace_labels`).
 Preferred terms and ``ScheduleAnyway`` constraints only score: :mod:`cluster.nodeview.pod_scores`.
 """
 
@@ -85,6 +85,7 @@ class PlacedPods:
     by_namespace: dict[str, set[str]] = field(default_factory=dict)
     with_anti: set[str] = field(default_factory=set)  # pods with required anti-affinity terms
     with_terms: set[str] = field(default_factory=set)  # pods with any inter-pod (anti-)affinity term
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # what namespaceSelector reads
 
     def add(self, uid: str, pod: Pod, row: int) -> None:
         affinity = pod.spec.affinity
@@ -122,7 +123,7 @@ class PlacedPods:
         selector = term.label_selector
         if selector is None:
             return []
-        namespaces = _namespaces(term, namespace, self.by_namespace)
+        namespaces = self.namespaces(term, namespace)
         found: set[str] = set()
         for ns in namespaces:
             if selector.match_labels:
@@ -132,33 +133,33 @@ class PlacedPods:
                 found |= self.by_namespace.get(ns, set())
         return [p for uid in found if selector.matches((p := self.pods[uid]).labels)]
 
+    def namespaces(self, term: PodAffinityTerm, namespace: str) -> Iterable[str]:
+        """The namespaces ``term`` of a pod in ``namespace`` covers (kube-scheduler's rule): its
+        ``namespaces`` and those whose labels its ``namespaceSelector`` matches (every one for an
+        empty selector); the pod's own when it names neither."""
+        chosen = term.namespace_selector
+        if chosen is not None and chosen.empty:
+            return {*self.by_namespace, *self.namespace_labels}  # every namespace
+        if chosen is None:
+            return term.namespaces or [namespace]
+        return {*term.namespaces, *(ns for ns, labels in self.namespace_labels.items() if chosen.matches(labels))}
 
-def _namespaces(term: PodAffinityTerm, namespace: str, known: Mapping[str, object]) -> Iterable[str]:
-    if term.namespace_selector is not None and term.namespace_selector.empty:
-        return list(known)  # every namespace
-    if term.namespaces:
-        return term.namespaces
-    if term.namespace_selector is not None:
-        return []  # a non-empty namespaceSelector: namespace labels are not read (named as not honoured)
-    return [namespace]
+    def selects(self, term: PodAffinityTerm, owner_namespace: str, pod: Pod) -> bool:
+        """Whether ``term`` of a pod in ``owner_namespace`` selects ``pod``."""
+        return self.selects_labels(term, owner_namespace, pod.metadata.namespace, pod.metadata.labels)
 
-
-def selects(term: PodAffinityTerm, owner_namespace: str, pod: Pod) -> bool:
-    """Whether ``term`` of a pod in ``owner_namespace`` selects ``pod``."""
-    return _selects(term, owner_namespace, pod.metadata.namespace, pod.metadata.labels)
-
-
-def _selects(term: PodAffinityTerm, owner_namespace: str, ns: str, labels: Mapping[str, str]) -> bool:
-    selector = term.label_selector
-    if selector is None:
-        return False
-    if term.namespace_selector is not None and term.namespace_selector.empty:
-        in_namespace = True
-    elif term.namespaces:
-        in_namespace = ns in term.namespaces
-    else:
-        in_namespace = term.namespace_selector is None and ns == owner_namespace
-    return in_namespace and selector.matches(labels)
+    def selects_labels(self, term: PodAffinityTerm, owner_namespace: str, ns: str, labels: Mapping[str, str]) -> bool:
+        selector = term.label_selector
+        if selector is None:
+            return False
+        chosen = term.namespace_selector
+        if chosen is not None and chosen.empty:
+            in_namespace = True
+        elif chosen is None:
+            in_namespace = ns in term.namespaces if term.namespaces else ns == owner_namespace
+        else:
+            in_namespace = ns in term.namespaces or chosen.matches(self.namespace_labels.get(ns, {}))
+        return in_namespace and selector.matches(labels)
 
 
 def _domain(table: NodeTable, key: str, rows: Iterable[int]) -> Mask:
@@ -235,7 +236,7 @@ def pod_rules(table: NodeTable, pod: Pod, placed: PlacedPods, start: Mask | None
     for uid in placed.with_anti:  # placed pods whose anti-affinity selects this one
         other = placed.pods[uid]
         for term in other.anti:
-            if selects(term, other.namespace, pod):
+            if placed.selects(term, other.namespace, pod):
                 keep(ANTI_AFFINITY, ~_domain(table, term.topology_key, [other.row]))
     hard = [c for c in pod.spec.topology_spread_constraints if c.when_unsatisfiable == "DoNotSchedule"]
     if hard:
@@ -247,10 +248,14 @@ def _together(table: NodeTable, pod: Pod, placed: PlacedPods, terms: Sequence[Po
     """The nodes in the domain of every required affinity term, the domains those of the placed
     pods that every term selects (one pod meeting one term and another the next does not do)."""
     ns = pod.metadata.namespace
-    rows = [p.row for p in placed.matching(terms[0], ns) if all(_selects(t, ns, p.namespace, p.labels) for t in terms)]
+    rows = [
+        p.row
+        for p in placed.matching(terms[0], ns)
+        if all(placed.selects_labels(t, ns, p.namespace, p.labels) for t in terms)
+    ]
     domains = [_domain(table, t.topology_key, rows) for t in terms]
     if not any(bool(domain.any()) for domain in domains):
-        if not all(selects(t, ns, pod) for t in terms):
+        if not all(placed.selects(t, ns, pod) for t in terms):
             return np.zeros(len(table), dtype=np.bool_)
         domains = [_has_key(table, t.topology_key) for t in terms]  # the first of a group that wants to be together
     passing = domains[0].copy()

@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from cluster.model.core import Pod
 from cluster.model.pod_rules import PodAffinity, PodAffinityTerm, TopologySpreadConstraint, WeightedPodAffinityTerm
-from cluster.nodeview.pod_affinity import Placed, PlacedPods, selects, spread_eligible
+from cluster.nodeview.pod_affinity import Placed, PlacedPods, spread_eligible
 from cluster.nodeview.profile import Values
 from cluster.nodeview.table import Mask, NodeTable
 
@@ -109,7 +109,7 @@ def _affinity_sums(table: NodeTable, pod: Pod, placed: PlacedPods, hard_weight: 
     for uid in placed.with_terms:  # placed pods whose own terms select this one
         other = placed.pods[uid]
         for term, amount in _own_terms(other, hard_weight):
-            if selects(term, other.namespace, pod):
+            if placed.selects(term, other.namespace, pod):
                 credit(term.topology_key, other.row, amount)
     return sums
 

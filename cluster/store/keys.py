@@ -21,6 +21,7 @@ class Kind(enum.StrEnum):
     PRIORITYCLASS = "priorityclass"
     NODESHARD = "nodeshard"
     HYPERNODE = "hypernode"
+    NAMESPACE = "namespace"
 
 
 class Keys(msgspec.Struct, frozen=True):

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 import redis.asyncio as aioredis
 
-from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.store.keys import Keys, Kind
@@ -29,7 +29,7 @@ from cluster.store.scripts import Arg, Script, run_loaded
 
 DEFAULT_FEED_MAXLEN = 200_000
 
-ObjectT = TypeVar("ObjectT", PodGroup, Queue, PriorityClass, NodeShard, HyperNode)
+ObjectT = TypeVar("ObjectT", PodGroup, Queue, PriorityClass, NodeShard, HyperNode, Namespace)
 
 OBJECT_KINDS: dict[type[msgspec.Struct], Kind] = {
     PodGroup: Kind.PODGROUP,
@@ -37,12 +37,13 @@ OBJECT_KINDS: dict[type[msgspec.Struct], Kind] = {
     PriorityClass: Kind.PRIORITYCLASS,
     NodeShard: Kind.NODESHARD,
     HyperNode: Kind.HYPERNODE,
+    Namespace: Kind.NAMESPACE,
 }
 
 _encoder = msgspec.msgpack.Encoder()
 
 
-def object_name(obj: PodGroup | Queue | PriorityClass | NodeShard | HyperNode) -> str:
+def object_name(obj: PodGroup | Queue | PriorityClass | NodeShard | HyperNode | Namespace) -> str:
     """The store name of a simple object: ``namespace/name`` for PodGroups, else the name."""
     if isinstance(obj, PodGroup):
         return f"{obj.namespace}/{obj.name}"
@@ -55,9 +56,9 @@ def _decoded(members: Iterable[Any]) -> list[str]:
 
 
 class Put(msgspec.Struct, frozen=True):
-    """Write one simple object (PodGroup, Queue, PriorityClass, NodeShard, HyperNode)."""
+    """Write one simple object (PodGroup, Queue, PriorityClass, NodeShard, HyperNode, Namespace)."""
 
-    obj: PodGroup | Queue | PriorityClass | NodeShard | HyperNode
+    obj: PodGroup | Queue | PriorityClass | NodeShard | HyperNode | Namespace
 
 
 class Delete(msgspec.Struct, frozen=True):

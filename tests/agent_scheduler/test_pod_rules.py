@@ -19,12 +19,12 @@ from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.pod_context import PlacedRef, PodContext, placed_on
 from agent_scheduler.worker import Worker, WorkerConfig
 from binder.commit import Binder
-from cluster.model.core import Affinity, Pod
+from cluster.model.core import Affinity, Namespace, Pod
 from cluster.model.pod_rules import TopologySpreadConstraint
 from cluster.sim.cluster import SimBindTarget
 from cluster.sim.pods import make_pod
 from cluster.store.audit import audit
-from cluster.store.store import Store
+from cluster.store.store import Put, Store
 from tests.builders import labelled_table, node
 
 HOST = "kubernetes.io/hostname"
@@ -174,3 +174,36 @@ def test_a_node_ruled_out_twice_counts_once_in_the_reason() -> None:
     assert isinstance(choice, NoFit)
     assert choice.reason.startswith("0/3 nodes are available: ")
     assert "2 node(s) didn't match pod anti-affinity rules" in choice.reason and "1 node(s)" in choice.reason
+
+
+async def test_a_namespace_selector_reads_the_namespaces_labels(store: Store) -> None:
+    """The loop follows Namespaces: an agent pod's anti-affinity for app=db in every namespace
+    labelled team=b keeps it off the node where such a pod runs, and not off one in another team."""
+    await store.upsert_nodes([node(f"n{i}", cpu="16", labels=labelled(i)) for i in range(3)])
+    await store.write(
+        [
+            Put(msgspec.convert({"metadata": {"name": ns, "labels": {"team": team}}}, Namespace))
+            for ns, team in (("b1", "b"), ("a1", "a"))
+        ]
+    )
+    db_b = make_pod("db-b", requests={"cpu": "1"}, node="n0", phase="Running", labels={"app": "db"}, namespace="b1")
+    db_a = make_pod("db-a", requests={"cpu": "1"}, node="n1", phase="Running", labels={"app": "db"}, namespace="a1")
+    await store.upsert_pods([db_b, db_a])
+    apart = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "db"}},
+                    "topologyKey": HOST,
+                    "namespaceSelector": {"matchLabels": {"team": "b"}},
+                }
+            ]
+        }
+    }
+    pods = [
+        msgspec.structs.replace(p, spec=msgspec.structs.replace(p.spec, affinity=msgspec.convert(apart, Affinity)))
+        for p in (make_pod(f"w{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(6))
+    ]
+    await _run(store, pods, want=6)
+    records = await store.get_pods([p.uid for p in pods])
+    assert {r.node for r in records.values()} <= {"n1", "n2"} and all(r.node for r in records.values())

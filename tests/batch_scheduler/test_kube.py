@@ -62,7 +62,7 @@ def pod_body(name: str, group: str, gpu: int, **spec: object) -> dict[str, objec
     }
 
 
-ANTI_AFFINITY = {  # namespaces' labels are not read: a namespaceSelector is not honoured, so an Event says so
+ANTI_AFFINITY = {  # matchLabelKeys is not honoured yet, so an Event says so
     "podAntiAffinity": {
         "preferredDuringSchedulingIgnoredDuringExecution": [
             {
@@ -70,7 +70,7 @@ ANTI_AFFINITY = {  # namespaces' labels are not read: a namespaceSelector is not
                 "podAffinityTerm": {
                     "labelSelector": {"matchLabels": {"app": "x"}},
                     "topologyKey": "kubernetes.io/hostname",
-                    "namespaceSelector": {"matchLabels": {"team": "x"}},
+                    "matchLabelKeys": ["pod-template-hash"],
                 },
             }
         ]
@@ -165,7 +165,7 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
                 and ("PodGroup", "too-big", "FailedScheduling") in events
                 and len(noted) == 1
                 and "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm"
-                ".namespaceSelector is not honoured"
+                ".matchLabelKeys is not honoured"
                 in noted[0]
             )
 

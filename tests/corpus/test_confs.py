@@ -42,6 +42,7 @@ IMPLEMENTED_PLUGINS = {
     "binpack",
     "overcommit",
     "network-topology-aware",
+    "task-topology",
 }
 IMPLEMENTED_ACTIONS = {"enqueue", "allocate", "backfill", "preempt", "reclaim"}
 

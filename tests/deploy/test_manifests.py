@@ -66,6 +66,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str, str, str]]] = {
     "caldera-mirror": _cluster(
         ("", "nodes", _READ),
         ("", "pods", _READ),
+        ("", "namespaces", _READ),
         ("scheduling.volcano.sh", "podgroups", _READ),
         ("scheduling.volcano.sh", "queues", _READ),
         ("scheduling.k8s.io", "priorityclasses", _READ),

@@ -40,6 +40,7 @@ POD = Resource(
     "", "v1", "pods", "Pod", namespaced=True, status_subresource=True, builtin=True, delete_returns_object=True
 )
 NODE = Resource("", "v1", "nodes", "Node", namespaced=False, status_subresource=True, builtin=True)
+NAMESPACE = Resource("", "v1", "namespaces", "Namespace", namespaced=False, status_subresource=True, builtin=True)
 EVENT = Resource("", "v1", "events", "Event", namespaced=True, status_subresource=False, builtin=True)
 LEASE = Resource(
     "coordination.k8s.io", "v1", "leases", "Lease", namespaced=True, status_subresource=False, builtin=True
@@ -105,6 +106,7 @@ RESOURCES: tuple[Resource, ...] = (
     QUEUE,
     NODE_SHARD,
     HYPER_NODE,
+    NAMESPACE,
 )
 
 

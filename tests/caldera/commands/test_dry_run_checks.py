@@ -42,7 +42,7 @@ spec:
         podAffinityTerm:
           topologyKey: zone
           labelSelector: {matchLabels: {app: web}}
-          namespaceSelector: {matchLabels: {team: web}}
+          matchLabelKeys: [pod-template-hash]
   containers: [{name: c, resources: {requests: {cpu: "1"}}}]
 ---
 apiVersion: scheduling.volcano.sh/v1beta1
@@ -65,7 +65,7 @@ def test_objects_across_files_are_placed_and_what_is_ignored_is_warned_of(tmp_pa
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines() == [
         "caldera dry-run: warning: Pod team/web-0: spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnored"
-        "DuringExecution[0].podAffinityTerm.namespaceSelector is not honoured by caldera yet (placement ignores it)",
+        "DuringExecution[0].podAffinityTerm.matchLabelKeys is not honoured by caldera yet (placement ignores it)",
     ]
     pods = {p["name"]: p for p in json.loads(r.stdout)["pods"]}
     assert pods["web-0"]["phase"] == "Bound"

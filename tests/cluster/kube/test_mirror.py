@@ -11,6 +11,7 @@ import pytest
 
 from cluster.kube.mirror import Mirror
 from cluster.kube.reflector import kinds
+from cluster.model.core import Namespace
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup
 from cluster.store.keys import Kind
@@ -108,11 +109,16 @@ async def test_the_store_follows_the_cluster(store: Store, kube_api: KubeAPIServ
             },
         )
 
+        core.create_namespace({"metadata": {"name": "team-a", "labels": {"team": "a"}}})
+
         async def added() -> bool:
             groups = await store.list_objects(PodGroup)
             leaves = await store.list_objects(HyperNode)
+            spaces = await store.list_objects(Namespace)  # what a namespaceSelector reads
             return (
-                len(await store.names(Kind.NODE)) == 2
+                "team-a" in spaces
+                and spaces["team-a"].metadata.labels == {"team": "a"}
+                and len(await store.names(Kind.NODE)) == 2
                 and len(await store.pending("volcano")) == 1
                 and "default/g" in groups
                 and await store.names(Kind.QUEUE) == ["q"]

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.kinds import KINDS
 from cluster.model.kubeflow_api import MPIJob, PyTorchJob, TFJob
 from cluster.model.manifests import ManifestError, decode_object, load_manifests
@@ -193,6 +193,7 @@ def test_kinds() -> None:
         PriorityClass,
         NodeShard,
         HyperNode,
+        Namespace,
         Job,
         PyTorchJob,
         TFJob,

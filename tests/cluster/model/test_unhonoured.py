@@ -97,8 +97,10 @@ def test_the_fields_survive_the_store_encoding() -> None:
     ({"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}}}, []),  # and score by preferred ones
     ({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}},
-     ["spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector"]),
+        {"topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}}, []),  # Namespaces' labels
+    ({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "zone", "mismatchLabelKeys": ["tenant"]}]}}},
+     ["spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].mismatchLabelKeys"]),
     ({"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 1, "podAffinityTerm": {"topologyKey": "zone", "matchLabelKeys": ["rev"]}}]}}},
      ["spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm"

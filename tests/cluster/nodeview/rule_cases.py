@@ -43,6 +43,7 @@ from cluster.sim.pools import TaintSpec
 from cluster.store.records import PodRecord
 from tests.batch_scheduler.inputs import SCHEDULER, columns, conf, podgroup
 from tests.builders import node as built_node
+from tests.cluster.nodeview.test_pod_affinity import KUBE_NAMESPACES
 
 PASS = ""
 RUNNERS = ("batch", "agent")
@@ -259,6 +260,7 @@ def judge_batch(case: Case) -> Judged:
         podgroups={f"{ns}/j": podgroup("j", namespace=ns, phase="Inqueue")},
         queues={},
         others=others,
+        namespaces=KUBE_NAMESPACES,
     )
     ssn = Session(CONF, SessionConfig(scheduler=SCHEDULER), inp)
     task = ssn.tasks["incoming"]
@@ -273,9 +275,12 @@ def judge_agent(case: Case) -> Judged:
     incoming = case.pod.obj("incoming")
     table = columns(case.nodes)
     context = PodContext()
+    for name, labels in KUBE_NAMESPACES.items():
+        context.namespace_seen(name, labels)
     for uid, p, on in _existing(case):
         context.bound(uid, p, on)
-    placed = placed_on(table, context.for_batch([incoming]))
+    refs = context.for_batch([incoming])
+    placed = placed_on(table, refs, context.namespace_labels([incoming], refs))  # what the loop sends
     chosen = profile(CoreConfig(sharding=ShardingMode.NONE))
     placing = Placing(incoming, Resources())
     base = chosen.feasible(table, placing).mask

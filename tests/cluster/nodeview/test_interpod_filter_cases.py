@@ -21,7 +21,6 @@ SCAN = {"service": "securityscan"}
 S1 = {"security": "S1"}
 NODE1 = [node("node1", region="r1", zone="z11")]
 TEAM1 = {"matchExpressions": [expr("team", "In", ["team1"])]}
-NO_NAMESPACE_LABELS = "a non-empty namespaceSelector needs namespace labels, which caldera does not read"
 NO_LABEL_VALIDATION = "caldera does not validate label values in selectors (the API server rejects such a pod)"
 
 
@@ -205,7 +204,6 @@ SINGLE_NODE = [
         .affinity(term(expr("service", "In", ["securityscan", "value2"]), topology="region", namespace_selector=TEAM1)),
         PASS,
         (pod().namespace("subteam1.team1").labels(SCAN).on("node1"),),
-        gap=NO_NAMESPACE_LABELS,
     ),
     single(
         "affinity with non-matching NamespaceSelector",
@@ -214,7 +212,6 @@ SINGLE_NODE = [
         .affinity(term(expr("service", "In", ["securityscan", "value2"]), topology="region", namespace_selector=TEAM1)),
         AFFINITY,
         (pod().namespace("subteam1.team2").labels(SCAN).on("node1"),),
-        gap=NO_NAMESPACE_LABELS,
     ),
     single(
         "anti-affinity with matching NamespaceSelector",
@@ -224,7 +221,6 @@ SINGLE_NODE = [
         .anti(term(expr("service", "In", ["securityscan", "value2"]), topology="zone", namespace_selector=TEAM1)),
         ANTI_AFFINITY,
         (pod().namespace("subteam2.team1").labels(SCAN).on("node1"),),
-        gap=NO_NAMESPACE_LABELS,
     ),
     single(
         "anti-affinity with matching all NamespaceSelector",
@@ -243,7 +239,6 @@ SINGLE_NODE = [
         .anti(term(expr("service", "In", ["securityscan", "value2"]), topology="zone", namespace_selector=TEAM1)),
         PASS,
         (pod().namespace("subteam1.team2").labels(SCAN).on("node1"),),
-        gap=NO_NAMESPACE_LABELS,
     ),
 ]
 

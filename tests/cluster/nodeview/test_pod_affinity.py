@@ -55,8 +55,17 @@ def pod(
     return msgspec.convert({"metadata": {"name": "p", "namespace": namespace, "labels": labels}, "spec": body}, Pod)
 
 
+# The Namespaces kube-scheduler's interpodaffinity tests create (and a namespaceSelector reads).
+KUBE_NAMESPACES = {
+    "subteam1.team1": {"team": "team1"},
+    "subteam2.team1": {"team": "team1"},
+    "subteam1.team2": {"team": "team2"},
+    "subteam2.team2": {"team": "team2"},
+}
+
+
 def placed(t: NodeTable, *pods: tuple[str, Pod]) -> PlacedPods:
-    index = PlacedPods()
+    index = PlacedPods(namespace_labels=KUBE_NAMESPACES)
     for i, (name, p) in enumerate(pods):
         if name in t.index:
             index.add(f"uid-{i}", p, t.index[name])

@@ -38,10 +38,6 @@ Existing = list[tuple[str, Pod]]  # (node name, pod)
 
 # -- why a case is skipped ------------------------------------------------------------------
 
-NAMESPACE_SELECTOR = (
-    "a non-empty namespaceSelector needs the Namespaces' labels, which caldera does not read: "
-    "it selects no namespace (only the term's `namespaces` count)"
-)
 IGNORE_PREFERRED = "caldera has no ignorePreferredTermsOfExistingPods option: placed pods' preferred terms always count"
 INVALID_SELECTOR = (
     "caldera does not validate label values in selectors: where kube's PreScore fails on "
@@ -236,7 +232,6 @@ PREFERRED_AFFINITY = [
         ],
         CHINA_INDIA_AZ1,
         [100, 0, 0],
-        skip=NAMESPACE_SELECTOR,
     ),
     case(
         "AntiAffinity symmetry with namespace selector",
@@ -247,7 +242,6 @@ PREFERRED_AFFINITY = [
         ],
         CHINA_INDIA_AZ1,
         [0, 100, 100],
-        skip=NAMESPACE_SELECTOR,
     ),
     case(
         "Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
@@ -350,7 +344,6 @@ PREFERRED_AFFINITY = [
         IN_TEAMS,
         CHINA_INDIA,
         [100, 0],
-        skip=NAMESPACE_SELECTOR,
     ),
     # caldera counts only the pod in the term's `namespaces` (kube also the two its namespaceSelector
     # picks on node1 and the one on node2): the same scores.
@@ -367,7 +360,6 @@ PREFERRED_AFFINITY = [
         IN_TEAMS,
         CHINA_INDIA,
         [0, 100],
-        skip=NAMESPACE_SELECTOR,
     ),
     case(
         "Affinity with pods matching both NamespaceSelector and Namespaces fields#01",
@@ -427,7 +419,6 @@ HARD_WEIGHT = [
         pod(SERVICE_S1, namespace="subteam1.team1"),
         1,
         [100, 100, 0],
-        skip=NAMESPACE_SELECTOR,
     ),
     case("with matching Namespaces", pod(SERVICE_S1, namespace="subteam2.team2"), 1, [100, 100, 0]),
 ]
