@@ -41,12 +41,13 @@ from batch_scheduler.status import (
     same_status,
 )
 from batch_scheduler.tasks import TaskInfo, TaskStatus
-from binder.bind import BindTarget, Evictor, bind_committed
+from binder.bind import BindTarget, Evictor, GateLifter, bind_committed
 from binder.commit import Binder
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement
 from cluster.kube.connect import KubeConnection
-from cluster.model.binding import Binding, Eviction
+from cluster.model.binding import Binding, Eviction, GateLift
+from cluster.model.labels import QUEUE_ALLOCATION_GATE
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroupStatus
 from cluster.runtime.heap import HeapKeeper
@@ -77,6 +78,7 @@ class BatchScheduler:
         *,
         bind_target: BindTarget,
         evictor: Evictor,
+        gates: GateLifter | None = None,
         metrics: BatchMetrics | None = None,
         binder_metrics: BinderMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -88,6 +90,7 @@ class BatchScheduler:
         self.config = config
         self.bind_target = bind_target
         self.evictor = evictor
+        self.gates = gates  # None: queue-allocation gates are left on (a pod opted in waits)
         self.heap = heap  # the process's: keeps the cyclic collector off the cache between sessions
         self.metrics = metrics
         self.clock = clock
@@ -178,6 +181,7 @@ class BatchScheduler:
         ssn.run(observe=timed)
         await self._evict(ssn, report)
         await self._commit(ssn, report)
+        await self._lift_gates(ssn)
         await self._write_back(ssn, report)
         report.seconds = self.clock() - start
         if self.metrics is not None:
@@ -258,6 +262,20 @@ class BatchScheduler:
             if outcome is None:
                 self.releasing[e.uid] = now
                 report.evicted += 1
+
+    async def _lift_gates(self, ssn: Session) -> None:
+        """Take the queue-allocation gate off the pods whose queue took them this session (the
+        next session places them, their requests held against the queue meanwhile)."""
+        if not ssn.ungated or self.gates is None:
+            return
+        lifts = [
+            GateLift(uid=t.uid, namespace=t.namespace, name=t.name, gate=QUEUE_ALLOCATION_GATE) for t in ssn.ungated
+        ]
+        for lift, failure in zip(lifts, await self.gates.lift_gates(lifts)):
+            if failure is not None:
+                log.warning(
+                    "could not lift %s/%s's queue-allocation gate: %s", lift.namespace, lift.name, failure.reason
+                )
 
     async def _commit(self, ssn: Session, report: SessionReport) -> None:
         batches: dict[str, list[list[TaskInfo]]] = {}

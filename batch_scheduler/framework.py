@@ -168,6 +168,14 @@ class PlacedScore(Protocol):
 
 
 @runtime_checkable
+class QueueGate(Protocol):
+    def gate_passed(self, task: TaskInfo) -> None:
+        """The task's queue took it and its queue-allocation gate is being removed: hold its
+        request against the queue until it is placed (Volcano capacity's reserved cache)."""
+        ...
+
+
+@runtime_checkable
 class IgnoredSettings(Protocol):
     def ignored_settings(self) -> Mapping[str, str]:
         """Job key -> what of the job's settings this plugin ignores this session, and why (a

@@ -171,6 +171,7 @@ class BatchProcess:
             config,
             bind_target=target,
             evictor=evictor,
+            gates=self.kube if self.kube is not None else SimEvictor(self.store),
             metrics=metrics,
             binder_metrics=binder_metrics,
             heap=HeapKeeper(),

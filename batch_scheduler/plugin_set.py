@@ -45,6 +45,7 @@ from batch_scheduler.framework import (
     Plugin,
     Preemptable,
     Preemptive,
+    QueueGate,
     QueueOrder,
     Reclaimable,
     SessionView,
@@ -83,6 +84,7 @@ class PluginSet:
         self.predicates: list[Filter] = flat(Filter)
         self.node_orders: list[Score] = flat(Score)
         self.placed_scorers: list[PlacedScore] = flat(PlacedScore)
+        self.queue_gates: list[QueueGate] = [p for tier in self.tiers for p in tier if isinstance(p, QueueGate)]
         self.hypernode_orders: list[HyperNodeOrder] = flat(HyperNodeOrder)
         self.ready_checks: list[JobReady] = flat(JobReady)
         self.schedulable_checks: list[JobValid] = [p for tier in self.tiers for p in tier if isinstance(p, JobValid)]

@@ -97,6 +97,7 @@ class Session:
         for task in built.releasing:
             self.releasing_add(task, +1)
         self.commits: list[list[TaskInfo]] = []  # gang batches for the binder
+        self.ungated: list[TaskInfo] = []  # pods whose queue-allocation gate this session lifts
         self.evictions: list[TaskInfo] = []
         self.tiers: PluginSet = conf.build()
         for plugin in (p for tier in self.tiers.tiers for p in tier):

@@ -19,7 +19,7 @@ import msgspec
 
 from batch_scheduler.vector import Vector
 from cluster.model.core import Pod
-from cluster.model.labels import PREEMPTABLE_KEY, TASK_SPEC_KEY
+from cluster.model.labels import PREEMPTABLE_KEY, QUEUE_ALLOCATION_GATE, TASK_SPEC_KEY
 from cluster.model.resources import PODS, Resources
 
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
@@ -190,6 +190,16 @@ class TaskInfo:
     def scheduling_gated(self) -> bool:
         """The pod has scheduling gates: nothing places it until they are removed."""
         return bool(self.pod.spec.scheduling_gates)
+
+    @property
+    def queue_gate_opted_in(self) -> bool:
+        """The pod asks for queue admission by gate (the annotation, ``"true"``)."""
+        return self.pod.metadata.annotations.get(QUEUE_ALLOCATION_GATE) == "true"
+
+    @property
+    def queue_gated(self) -> bool:
+        """The pod carries the queue-allocation gate (others may be there too)."""
+        return any(g.name == QUEUE_ALLOCATION_GATE for g in self.pod.spec.scheduling_gates)
 
     @property
     def may_preempt(self) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from binder.commit import Binder
-from cluster.model.binding import Binding, Eviction, Failure
+from cluster.model.binding import Binding, Eviction, Failure, GateLift
 
 
 class BindTarget(Protocol):
@@ -26,6 +26,14 @@ class Evictor(Protocol):
 
     async def evict(self, evictions: Sequence[Eviction]) -> list[Failure | None]:
         """Evict each pod; None where it worked, else why not."""
+        ...
+
+
+class GateLifter(Protocol):
+    """Where a pod's scheduling gate is taken off: a patch through the Kubernetes API, or the simulator."""
+
+    async def lift_gates(self, lifts: Sequence[GateLift]) -> list[Failure | None]:
+        """Remove each gate (a pod already without it is fine); None where it worked, else why not."""
         ...
 
 

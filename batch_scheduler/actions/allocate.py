@@ -18,6 +18,9 @@ A ready job's statement is committed (a gang batch for the binder) and the job g
 in line if tasks remain; a job that is only pipelined keeps its statement in the session
 for the actions after; any other job's statement is discarded, with a reason saying how
 far the gang got. Without an enqueue action in the conf, pending jobs are admitted here.
+
+Last, the queue-allocation gate (:func:`lift_queue_gates`): a gated pod that opted in is let out
+of its gate when its queue may take it, after this session's placements have taken their share.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from batch_scheduler.queues import QueueInfo
 from batch_scheduler.reasons import PendingReason
 from batch_scheduler.statement import Statement
 from batch_scheduler.tasks import TaskInfo, parse_bool
+from cluster.model.labels import QUEUE_ALLOCATION_GATE
 from cluster.nodeview.table import Mask
 
 if TYPE_CHECKING:
@@ -101,8 +105,34 @@ def place_tasks(
     return None
 
 
+def gated_reason(gated: list[TaskInfo]) -> str:
+    gates = sorted({g.name for t in gated for g in t.pod.spec.scheduling_gates})
+    reason = f"{len(gated)} pod(s) wait for their scheduling gates to be removed ({', '.join(gates)})"
+    if any(t.queue_gated and not t.queue_gate_opted_in for t in gated):
+        reason += (
+            f"; the {QUEUE_ALLOCATION_GATE} gate is lifted only for pods annotated "
+            f'{QUEUE_ALLOCATION_GATE}: "true" (these are not)'
+        )
+    return reason
+
+
+def lift_queue_gates(ssn: Session, gated: list[tuple[JobInfo, TaskInfo]]) -> None:
+    """Volcano's queue admission by scheduling gate: a pod that opted in and whose queue may take
+    it now (``allocatable``, with the pods whose gate was lifted before counted) has its
+    queue-allocation gate removed — the binder's side writes it to the API — and its request held
+    against the queue (``QueueGate``) until it is placed. Its other gates, if any, stay."""
+    for job, task in sorted(gated, key=lambda jt: (jt[1].created, jt[1].uid)):
+        queue = ssn.queues.get(job.queue)
+        if queue is None or ssn.tiers.allocatable(queue, task) is not None:
+            continue
+        ssn.ungated.append(task)
+        for p in ssn.tiers.queue_gates:
+            p.gate_passed(task)
+
+
 def run(ssn: Session) -> None:
     sheets: dict[str, deque[TaskInfo]] = {}
+    gate_queue: list[tuple[JobInfo, TaskInfo]] = []
     jobs = []
     for job in ssn.jobs.values():
         if job.is_pending():
@@ -115,11 +145,8 @@ def run(ssn: Session) -> None:
         tasks = worksheet(ssn, pending)
         gated = [t for t in pending if t.scheduling_gated]
         if gated:
-            gates = sorted({g.name for t in gated for g in t.pod.spec.scheduling_gates})
-            job.set_reason(
-                PendingReason.SCHEDULING_GATED,
-                f"{len(gated)} pod(s) wait for their scheduling gates to be removed ({', '.join(gates)})",
-            )
+            job.set_reason(PendingReason.SCHEDULING_GATED, gated_reason(gated))
+            gate_queue.extend((job, t) for t in gated if t.queue_gated and t.queue_gate_opted_in)
         if tasks:
             sheets[job.key] = tasks
             jobs.append(job)
@@ -152,3 +179,4 @@ def run(ssn: Session) -> None:
         return False
 
     interleave(ssn, by_queue(ssn, jobs), handle, overused)
+    lift_queue_gates(ssn, gate_queue)

@@ -64,7 +64,7 @@ from batch_scheduler.plugins.capacity_tree import (
 )
 from batch_scheduler.queues import QueueInfo
 from batch_scheduler.reasons import PendingReason
-from batch_scheduler.tasks import TaskInfo
+from batch_scheduler.tasks import TaskInfo, TaskStatus
 from batch_scheduler.vector import MIN_RESOURCE, Vector, amount_text
 from batch_scheduler.votes import PERMIT, Refusal, Vote, VoteKind
 from cluster.model.resources import CPU, MEMORY, PODS
@@ -120,6 +120,25 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
         self.tree = QueueTree(ssn, self.hierarchy, self.args.ancestor_reclaim_level)
         self.attrs = self.tree.attrs
         self.broken = self.tree.broken
+        # Per leaf queue, the tasks whose queue-allocation gate it lifted that wait to be placed:
+        # those of earlier sessions (gate gone, annotation kept, still pending) and this one's.
+        self.reserved: dict[str, dict[str, TaskInfo]] = {}
+        for job in ssn.jobs.values():
+            for t in job.tasks.values():
+                if t.status is TaskStatus.PENDING and t.queue_gate_opted_in and not t.scheduling_gated:
+                    self.reserved.setdefault(job.queue, {})[t.uid] = t
+
+    def gate_passed(self, task: TaskInfo) -> None:
+        job = self.ssn.jobs.get(task.job)
+        if job is not None:
+            self.reserved.setdefault(job.queue, {})[task.uid] = task
+
+    def _reserved(self, queue: str, but: TaskInfo) -> Vector:
+        held = Vector()
+        for uid, t in self.reserved.get(queue, {}).items():
+            if uid != but.uid:
+                held.add(t.resreq)
+        return held
 
     # -- events ---------------------------------------------------------------------------
 
@@ -129,6 +148,8 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
 
     def allocated(self, task: TaskInfo) -> None:
         attr = self._holder(task)
+        for held in self.reserved.values():
+            held.pop(task.uid, None)  # placed: it holds its own request now
         if attr is not None:
             attr.allocated.add(task.resreq)
             attr.update_share()  # only the leaf's share, as in Volcano: its ancestors keep the session's
@@ -137,6 +158,8 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
 
     def deallocated(self, task: TaskInfo) -> None:
         attr = self._holder(task)
+        if task.queue_gate_opted_in and not task.scheduling_gated:
+            self.gate_passed(task)  # a placement undone: its reservation stands again
         if attr is not None:
             attr.allocated.sub(task.resreq)
             attr.update_share()
@@ -218,7 +241,8 @@ class CapacityPlugin(PluginBase[CapacityArguments]):
             return Refusal(self._not_leaf(self.attrs[queue.name]), PendingReason.QUEUE_NOT_LEAF)
         req = task.resreq
         for attr in self.tree.levels(queue.name):
-            ok, short = (attr.allocated + req).less_equal_in(attr.real_capability, req)
+            held = attr.allocated + self._reserved(attr.name, task) if attr.name in self.reserved else attr.allocated
+            ok, short = (held + req).less_equal_in(attr.real_capability, req)
             if not ok:
                 r = short[0]
                 return Refusal(

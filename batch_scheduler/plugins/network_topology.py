@@ -11,9 +11,9 @@ Arguments (Volcano's): ``weight`` (1; negative: 1), ``hypernode.binpack.cpu`` (1
 ``hypernode.binpack.memory`` (1), ``hypernode.binpack.resources`` (extra names,
 comma-separated), ``hypernode.binpack.resources.<name>`` (1),
 ``hypernode.binpack.normal-pod.enable`` (true), ``hypernode.binpack.normal-pod.fading`` (0.8).
-The plugin's node scores — pods without a topology binpacked across tiers (the two
-normal-pod arguments), and a job's later pods pulled towards the domain of its earlier
-ones — are not honoured yet; a conf naming the plugin says so.
+Its node scores (:mod:`batch_scheduler.plugins.network_topology_nodes`): a job's later pods
+pulled towards the domain of its earlier ones, and pods without a topology binpacked across
+tiers (the two normal-pod arguments), × 100 × ``weight``.
 """
 
 from __future__ import annotations
@@ -27,9 +27,19 @@ import numpy.typing as npt
 
 from batch_scheduler.arguments import Arguments, flag, number, weight
 from batch_scheduler.framework import PluginBase
-from batch_scheduler.jobs import JobInfo
+from batch_scheduler.jobs import JobInfo, SubJob
+from batch_scheduler.plugins.network_topology_nodes import (
+    TierIndex,
+    domain_binpack,
+    job_domain_scores,
+    normal_pod_scores,
+    placed_rows,
+)
 from batch_scheduler.tasks import ALLOCATED_STATUSES, TaskInfo
 from cluster.model.resources import CPU, MEMORY, Resources
+from cluster.model.topology import NetworkTopologySpec
+from cluster.nodeview.profile import Values
+from cluster.nodeview.table import Mask
 from cluster.nodeview.topology import Domain
 
 PREFIX = "hypernode.binpack."
@@ -41,10 +51,6 @@ FADING = PREFIX + "normal-pod.fading"
 class NetworkTopologyArguments(Arguments, frozen=True, kw_only=True):
     reads = frozenset({"weight", PREFIX + "cpu", PREFIX + "memory", RESOURCES, NORMAL_POD, FADING})
     prefixes = (RESOURCES + ".",)
-    unhonoured = (
-        "its node scores (normal-pod binpack across tiers, a job's later pods pulled towards its domain) "
-        "are not honoured yet; its HyperNode binpack is"
-    )
     weight: int = 1
     resource_weights: Mapping[str, int] = msgspec.field(default_factory=lambda: {CPU: 1, MEMORY: 1})
     normal_pod: bool = True
@@ -64,29 +70,48 @@ class NetworkTopologyArguments(Arguments, frozen=True, kw_only=True):
 
 
 class NetworkTopologyPlugin(PluginBase[NetworkTopologyArguments]):
+    _tiers: TierIndex | None = None
+    _sub_jobs: dict[str, SubJob] | None = None
+
     def _binpack(self, domains: Sequence[Domain], request: Resources) -> npt.NDArray[np.float64]:
         """The HyperNode binpack score in [0, 1] of each domain (0 where ``request`` overflows it)."""
         sums = self.ssn.domain_sums
-        columns = sums.columns(domains)
-        total = np.zeros(len(domains), dtype=np.float64)
-        short = np.zeros(len(domains), dtype=np.bool_)
-        weights = 0.0
-        for name, w in self.args.resource_weights.items():
-            amount = request.get(name, 0)
-            if amount <= 0 or w == 0:
-                continue
-            weights += w
-            r = sums.resource_index.get(name)
-            if r is None:
-                short[:] = True
-                continue
-            cap = sums.capacity[r, columns].astype(np.float64)
-            after = sums.used[r, columns] + amount
-            short |= after > cap
-            total += w * np.divide(after, cap, out=np.zeros(len(domains)), where=cap > 0)
-        out = total / weights if weights else total
-        out[short] = 0.0
-        return out
+        return domain_binpack(sums, sums.columns(domains), request, self.args.resource_weights)
+
+    def placed_score(self, task: TaskInfo, candidates: Mask) -> Values | None:
+        ssn = self.ssn
+        job = ssn.jobs.get(task.job)
+        if job is None or len(ssn.topology.domains) <= 1:
+            return None  # no HyperNodes: nothing to score by
+        if self._tiers is None:
+            self._tiers = TierIndex(ssn.topology)
+        tasks, spec = self._gang_of(job, task)
+        if spec is not None:
+            found = job_domain_scores(
+                ssn.topology, self._tiers, placed_rows(tasks, ssn.columns.index), len(tasks), candidates
+            )
+        elif self.args.normal_pod:
+            found = normal_pod_scores(
+                ssn.domain_sums,
+                self._tiers,
+                task.request,
+                self.args.resource_weights,
+                self.args.fading,
+            )
+        else:
+            return None
+        return None if found is None else found * (100.0 * self.args.weight)
+
+    def _gang_of(self, job: JobInfo, task: TaskInfo) -> tuple[list[TaskInfo], NetworkTopologySpec | None]:
+        """The task's subgroup (its tasks) and the network topology it asks for (None: none)."""
+        if job.sub_jobs:
+            if self._sub_jobs is None:
+                self._sub_jobs = {t.uid: s for j in self.ssn.jobs.values() for s in j.sub_jobs for t in s.tasks}
+            sub = self._sub_jobs.get(task.uid)
+            if sub is not None:
+                return sub.tasks, sub.topology
+        spec = job.podgroup.spec.network_topology if job.podgroup is not None else None
+        return list(job.tasks.values()), spec
 
     def hypernode_scores(
         self, job: JobInfo, tasks: Sequence[TaskInfo], domains: Sequence[Domain]

@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from cluster.kube.pacing import Pacer
-from cluster.model.binding import Binding, Eviction, Failure
+from cluster.model.binding import Binding, Eviction, Failure, GateLift
 
 FINAL = {404: "pod not found", 409: "pod already bound", 422: "binding refused"}
 ATTEMPTS = 4
@@ -80,6 +80,18 @@ class KubeTarget:
             )
 
         return list(await asyncio.gather(*(self._call(post(b), {200, 201}) for b in bindings)))
+
+    async def lift_gates(self, lifts: Sequence[GateLift]) -> list[Failure | None]:
+        """Remove each pod's gate with a strategic merge patch (``$patch: delete`` on the gate's name,
+        the pod's other gates untouched), as Volcano's scheduler does."""
+
+        def patch(g: GateLift) -> Callable[[], Any]:
+            body = {"spec": {"schedulingGates": [{"name": g.gate, "$patch": "delete"}]}}
+            return lambda: self.core.patch_namespaced_pod(
+                g.name, g.namespace, body, _preload_content=False, _request_timeout=(5, 30)
+            )
+
+        return list(await asyncio.gather(*(self._call(patch(g), {200}) for g in lifts)))
 
     async def evict(self, evictions: Sequence[Eviction]) -> list[Failure | None]:
         """Mark each pod with a DisruptionTarget condition (why, for its owner), delete it, and

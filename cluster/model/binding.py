@@ -24,6 +24,15 @@ class Eviction(msgspec.Struct, frozen=True, kw_only=True):
     reason: str  # e.g. "preempted by team-a/train-7"
 
 
+class GateLift(msgspec.Struct, frozen=True, kw_only=True):
+    """A scheduling gate to take off a pending pod (the queue-allocation gate, once its queue has room)."""
+
+    uid: str
+    namespace: str
+    name: str
+    gate: str
+
+
 class Failure(msgspec.Struct, frozen=True, kw_only=True):
     """Why a binding or an eviction did not happen: the pod is gone, bound elsewhere, or the API failed."""
 

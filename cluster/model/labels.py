@@ -12,6 +12,9 @@ GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 # Volcano's PodGroup controller: a lone pod's queue and minMember.
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
+"""Volcano's queue admission by scheduling gate: the gate's name, and the pod annotation (``"true"``)
+that opts in — the batch scheduler removes the gate once the pod's queue has room for it."""
 
 # Nodes: a warm node (image pulled), preferred by the agent scheduler and kept by sharding.
 WARMUP_LABEL = "node.volcano.sh/warmup"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from cluster.model.binding import Binding, Eviction, Failure
+from cluster.model.binding import Binding, Eviction, Failure, GateLift
 from cluster.sim.pods import pod_duration
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
@@ -123,3 +123,22 @@ class SimEvictor:
         versions = await self.store.delete_pods([e.uid for e in evictions])
         self.evicted += sum(1 for v in versions if v)
         return [None if v else Failure(reason="pod not found") for v in versions]
+
+    async def lift_gates(self, lifts: Sequence[GateLift]) -> list[Failure | None]:
+        """The simulator's pod patch: the pod's record without the gate."""
+        found = await self.store.get_pods([g.uid for g in lifts])
+        out: list[Failure | None] = []
+        changed = []
+        for g in lifts:
+            rec = found.get(g.uid)
+            if rec is None:
+                out.append(Failure(reason="pod not found"))
+                continue
+            gates = [x for x in rec.pod.spec.scheduling_gates if x.name != g.gate]
+            changed.append(
+                msgspec.structs.replace(rec.pod, spec=msgspec.structs.replace(rec.pod.spec, scheduling_gates=gates))
+            )
+            out.append(None)
+        if changed:
+            await self.store.upsert_pods(changed)
+        return out

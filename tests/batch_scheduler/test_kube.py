@@ -13,6 +13,7 @@ import urllib.request
 
 import kubernetes
 
+from cluster.model.labels import QUEUE_ALLOCATION_GATE as QUEUE_GATE
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.audit import audit
 from cluster.store.store import Store
@@ -101,6 +102,9 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
         for i in range(size):
             extra = {"affinity": ANTI_AFFINITY} if (group, i) == ("fits", 0) else {}
             core.create_namespaced_pod("ml", pod_body(f"{group}-{i}", group, gpu, **extra))
+    gated = pod_body("gated-0", "", 0, schedulingGates=[{"name": QUEUE_GATE}, {"name": "example.com/other"}])
+    gated["metadata"]["annotations"] = {QUEUE_GATE: "true"}  # type: ignore[index]
+    core.create_namespaced_pod("ml", gated)  # its queue has room: caldera lifts its gate; the other stays
     for name, tier, members in (  # a switch over n1, and two HyperNodes that hold each other
         ("s0", 1, [("Node", "n1")]),
         ("a", 2, [("HyperNode", "b")]),
@@ -134,6 +138,12 @@ async def test_gangs_created_with_the_official_client_are_bound_through_the_bind
                 pods,
                 [p.stderr.read() if p.poll() is not None and p.stderr else "" for p in procs],
             )
+            await asyncio.sleep(0.2)
+        deadline = time.monotonic() + 20
+        while [g.name for g in core.read_namespaced_pod("gated-0", "ml").spec.scheduling_gates or []] != [
+            "example.com/other"
+        ]:
+            assert time.monotonic() < deadline, core.read_namespaced_pod("gated-0", "ml").spec.scheduling_gates
             await asyncio.sleep(0.2)
         await asyncio.sleep(1.0)  # a few more sessions: the gang that cannot fit must stay unbound
         pods = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod("ml").items}

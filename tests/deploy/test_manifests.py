@@ -87,7 +87,7 @@ EXPECTED_PERMISSIONS: dict[str, set[tuple[str, str, str, str]]] = {
         ("", "pods", _READ),
         ("", "nodes", _READ),
         ("", "pods/binding", ("create",)),
-        ("", "pods", ("delete",)),
+        ("", "pods", ("delete", "patch")),
         ("shard.volcano.sh", "nodeshards/status", ("get", "update", "patch")),
     )
     | {("*", *e) for e in _EVENTS}
