@@ -20,16 +20,14 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import msgspec
 
 from batch_scheduler.cache import BatchCache
 from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
-from batch_scheduler.framework import IgnoredSettings
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.reasons import EVICTING, PendingReason
-from batch_scheduler.report import BatchStats, QueueStats, SessionReport, observe
+from batch_scheduler.report import BatchStats, SessionReport, last_session_stats, observe
 from batch_scheduler.session import Session
 from batch_scheduler.session_input import SessionConfig
 from batch_scheduler.status import (
@@ -206,40 +204,7 @@ class BatchScheduler:
             unimplemented=self.conf.unimplemented_names(),
             pods_per_s=pods_per_s,
         )
-        report = self.last
-        if report is None or report.session is None:
-            return out
-        ssn = report.session
-        shares = (getattr(p, "deserved", None) for tier in ssn.tiers.tiers for p in tier)  # proportion's
-        deserved: dict[str, Any] = next((d for d in shares if isinstance(d, dict)), {})
-        queues = {}
-        for name, q in ssn.queues.items():
-            held = report.allocated.get(name) or q.allocated
-            status = queue_status(q, self.cache.phases, held)
-            queues[name] = QueueStats(
-                weight=q.weight,
-                allocated=held.to_amounts(pods=False).to_quantities(),
-                capability=q.capability.to_amounts(pods=False).to_quantities() if q.capability is not None else {},
-                deserved=Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
-                pending_jobs=status.pending + status.inqueue,
-                running_jobs=status.running,
-            )
-        problems = sorted({p.message for p in ssn.topology.problems}) or None
-        ignored = sorted(
-            f"{job}: {why}"
-            for tier in ssn.tiers.tiers
-            for p in tier
-            if isinstance(p, IgnoredSettings)
-            for job, why in p.ignored_settings().items()
-        )
-        return msgspec.structs.replace(
-            out,
-            last_session_ms=round(report.seconds * 1000, 1),
-            pending=report.pending,
-            queues=queues,
-            hypernode_problems=problems,
-            ignored_settings=ignored or None,
-        )
+        return last_session_stats(out, self.last, self.cache.phases)
 
     async def _evict(self, ssn: Session, report: SessionReport) -> None:
         if not ssn.evictions:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
+from batch_scheduler.framework import IgnoredSettings
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.reasons import PendingReason
 from batch_scheduler.session import Session
 from batch_scheduler.status import queue_status
 from batch_scheduler.vector import Vector
+from cluster.model.resources import Resources
 from cluster.runtime.heartbeat import Stats
 
 
@@ -76,3 +79,41 @@ class BatchStats(Stats, frozen=True, kw_only=True):
     queues: dict[str, QueueStats] | None = None
     hypernode_problems: list[str] | None = None  # why HyperNodes are left out of the tree (a cycle, two parents)
     ignored_settings: list[str] | None = None  # "job: what a plugin ignores of it and why" (a malformed annotation)
+
+
+def last_session_stats(out: BatchStats, report: SessionReport | None, phases: Mapping[str, str]) -> BatchStats:
+    """``out`` with the last session's figures: its time, pending pods, each queue, what the
+    HyperNode tree left out and what plugins ignored of jobs."""
+    if report is None or report.session is None:
+        return out
+    ssn = report.session
+    shares = (getattr(p, "deserved", None) for tier in ssn.tiers.tiers for p in tier)  # proportion's
+    deserved: dict[str, Any] = next((d for d in shares if isinstance(d, dict)), {})
+    queues = {}
+    for name, q in ssn.queues.items():
+        held = report.allocated.get(name) or q.allocated
+        status = queue_status(q, phases, held)
+        queues[name] = QueueStats(
+            weight=q.weight,
+            allocated=held.to_amounts(pods=False).to_quantities(),
+            capability=q.capability.to_amounts(pods=False).to_quantities() if q.capability is not None else {},
+            deserved=Resources({r: int(v) for r, v in deserved.get(name, {}).items()}).to_quantities(),
+            pending_jobs=status.pending + status.inqueue,
+            running_jobs=status.running,
+        )
+    problems = sorted({p.message for p in ssn.topology.problems}) or None
+    ignored = sorted(
+        f"{job}: {why}"
+        for tier in ssn.tiers.tiers
+        for p in tier
+        if isinstance(p, IgnoredSettings)
+        for job, why in p.ignored_settings().items()
+    )
+    return msgspec.structs.replace(
+        out,
+        last_session_ms=round(report.seconds * 1000, 1),
+        pending=report.pending,
+        queues=queues,
+        hypernode_problems=problems,
+        ignored_settings=ignored or None,
+    )
