@@ -31,7 +31,7 @@ from cluster.model.core import Namespace
 from cluster.runtime.heartbeat import Stats
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
-from cluster.store.records import TERMINAL_PHASES, PodRecord
+from cluster.store.records import TERMINAL_PHASES, PodRecord, Update
 from cluster.store.store import Store
 
 log = logging.getLogger("caldera.agent")
@@ -110,33 +110,35 @@ class AgentLoop:
         self.first_seen.pop(uid, None)
         self.records.pop(uid, None)
 
+    def _listed(self, update: Update) -> None:
+        """A listing: the pods and namespaces not in it are gone."""
+        for uid in [u for u in self.bound if u not in update.pods]:
+            self.bound.pop(uid, None)
+            self.bound_at.pop(uid, None)
+        for uid in [u for u in self.context.index.pods if u not in update.pods]:
+            self.context.seen(uid, None)
+        namespaces = update.objects.get(Kind.NAMESPACE, {})
+        for name in [n for n in self.context.index.namespace_labels if n not in namespaces]:
+            self.context.namespace_seen(name, None)
+
     async def follow(self) -> None:
         """Pending pods of this scheduler into the queue; gone ones out; freed capacity wakes backoff."""
         async for update in self._informer.updates():
             freed = False
-            if update.full:  # a listing: pods not in it are gone
-                for uid in [u for u in self.bound if u not in update.pods]:
-                    self.bound.pop(uid, None)
-                    self.bound_at.pop(uid, None)
-                for uid in [u for u in self.context.index.pods if u not in update.pods]:
-                    self.context.seen(uid, None)
-            namespaces = update.objects.get(Kind.NAMESPACE, {})
-            if update.full:  # namespaces not in a listing are gone
-                for name in [n for n in self.context.index.namespace_labels if n not in namespaces]:
-                    self.context.namespace_seen(name, None)
-            for name, ns in namespaces.items():
+            if update.full:
+                self._listed(update)
+            for name, ns in update.objects.get(Kind.NAMESPACE, {}).items():
                 self.context.namespace_seen(name, ns.metadata.labels if isinstance(ns, Namespace) else None)
+            gated: dict[str, str] = {}
             for uid, rec in update.pods.items():
                 self.context.seen(uid, rec)
                 # A pod with scheduling gates waits until they are all removed (kube-scheduler's rule).
-                if (
-                    rec is not None
-                    and rec.pending
-                    and rec.scheduler == self.config.scheduler
-                    and not rec.pod.spec.scheduling_gates
-                ):
-                    self._enqueue(rec)
-                    continue
+                if rec is not None and rec.pending and rec.scheduler == self.config.scheduler:
+                    if not rec.pod.spec.scheduling_gates:
+                        self._enqueue(rec)
+                        continue
+                    names = ", ".join(g.name for g in rec.pod.spec.scheduling_gates)
+                    gated[uid] = f"SchedulingGated: scheduling is blocked by the pod's scheduling gates ({names})"
                 freed |= rec is None or rec.phase in TERMINAL_PHASES
                 if rec is None:
                     self.bound.pop(uid, None)
@@ -150,6 +152,8 @@ class AgentLoop:
                     self._forget(uid)
             if freed and self.queue.activate_backoff():
                 self._work.set()
+            if gated:
+                await self.store.set_reasons(self.config.scheduler, gated)
 
     async def drive(self, worker: WorkerHandle, stop: asyncio.Event) -> None:
         """Keep one worker busy until ``stop`` or until it fails."""

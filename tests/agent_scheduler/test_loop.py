@@ -115,6 +115,7 @@ async def test_a_pod_with_scheduling_gates_waits_until_they_are_removed(store: S
         await store.upsert_pods([gated])
         await asyncio.sleep(1.0)
         assert not loop.bound and (await store.get_pods([pod.uid]))[pod.uid].node == ""
+        assert "scheduling gates (wait)" in (await store.reasons("agent-scheduler"))[pod.uid]  # says why it waits
         await store.upsert_pods([pod])  # the gate is removed
         deadline = time.monotonic() + 20
         while pod.uid not in loop.bound:

@@ -23,6 +23,7 @@ from .resources import (
     Obj,
     Resource,
 )
+from .resources import NAMESPACE as NAMESPACE_RESOURCE
 
 NAMESPACE = "default"
 _TYPED: dict[Resource, tuple[type[Any], str, str]] = {  # the API class, the calls' noun, the model
@@ -31,6 +32,7 @@ _TYPED: dict[Resource, tuple[type[Any], str, str]] = {  # the API class, the cal
     EVENT: (client.CoreV1Api, "event", "CoreV1Event"),
     LEASE: (client.CoordinationV1Api, "lease", "V1Lease"),
     PRIORITY_CLASS: (client.SchedulingV1Api, "priority_class", "V1PriorityClass"),
+    NAMESPACE_RESOURCE: (client.CoreV1Api, "namespace", "V1Namespace"),
 }
 
 
