@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import msgspec
 
 from cluster.model.core import Pod
+from cluster.model.label_keys import with_label_keys
 from cluster.model.pod_rules import PodAffinity, PodAffinityTerm
 from cluster.nodeview.pod_affinity import Placed, PlacedPods, bears_rules, placed
 from cluster.nodeview.table import NodeTable
@@ -81,6 +82,7 @@ class PodContext:
         self.bound(uid, rec.pod, rec.node)
 
     def bound(self, uid: str, pod: Pod, node: str) -> None:
+        pod = with_label_keys(pod)
         row = self._row(node)
         known = self.index.pods.get(uid)
         terminating = pod.metadata.deletion_timestamp is not None
@@ -109,7 +111,7 @@ class PodContext:
         index = self.index
         wanted: set[str] = set()
         alike: set[tuple[str, frozenset[tuple[str, str]]]] = set()
-        for pod in pods:
+        for pod in map(with_label_keys, pods):
             if bears_rules(pod):
                 for term in _own_terms(pod):
                     wanted.update(p.uid for p in index.matching(term, pod.metadata.namespace))

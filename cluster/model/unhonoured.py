@@ -1,9 +1,9 @@
 """What an object asks of placement that caldera does not honour yet, by field path.
 
-caldera's schedulers place a pod as if these fields were absent: of inter-pod affinity and
-topology spread, matchLabelKeys and mismatchLabelKeys (both schedulers honour the rest: required
-terms and DoNotSchedule constraints filter, preferred terms and ScheduleAnyway ones score, a
-namespaceSelector reads the Namespaces' labels); DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
+caldera's schedulers place a pod as if these fields were absent (inter-pod affinity and
+topology spread are honoured whole by both schedulers: required terms and DoNotSchedule
+constraints filter, preferred terms and ScheduleAnyway ones score, a namespaceSelector reads
+the Namespaces' labels, matchLabelKeys/mismatchLabelKeys merge the pod's label values): DRA claims, PVC-backed volumes (volume topology), host ports, NUMA
 policy (scheduling gates are honoured: a gated pod waits until its gates are removed); a
 Queue's node-group affinity. (A PodGroup's network topology and subgroups are honoured by the
 batch scheduler.) Saying so beats a placement that silently breaks what the user asked for.
@@ -31,36 +31,6 @@ def unhonoured(obj: Pod | PodGroup | Queue) -> list[str]:
     return ["spec.affinity"] if obj.spec.affinity else []
 
 
-def _pod_rules(pod: Pod) -> list[str]:
-    """Inter-pod affinity and topology spread: both schedulers filter by the required terms and
-    DoNotSchedule constraints and score by the preferred terms and ScheduleAnyway constraints
-    (namespaceSelector included); matchLabelKeys / mismatchLabelKeys they do not honour yet."""
-    spec, paths = pod.spec, []
-    for name, rules in (
-        ("podAffinity", spec.affinity.pod_affinity if spec.affinity else None),
-        ("podAntiAffinity", spec.affinity.pod_anti_affinity if spec.affinity else None),
-    ):
-        if not rules:
-            continue
-        base = f"spec.affinity.{name}"
-        terms = [
-            (f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", t)
-            for i, t in enumerate(rules.required_during_scheduling_ignored_during_execution)
-        ] + [
-            (f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}].podAffinityTerm", w.pod_affinity_term)
-            for i, w in enumerate(rules.preferred_during_scheduling_ignored_during_execution)
-        ]
-        for at, term in terms:
-            if term.match_label_keys:
-                paths.append(f"{at}.matchLabelKeys")
-            if term.mismatch_label_keys:
-                paths.append(f"{at}.mismatchLabelKeys")
-    for i, c in enumerate(spec.topology_spread_constraints):
-        if c.match_label_keys:
-            paths.append(f"spec.topologySpreadConstraints[{i}].matchLabelKeys")
-    return paths
-
-
 def notice(path: str) -> str:
     """One line saying ``path`` is not honoured: for a warning or an Event's message."""
     return f"{path} is not honoured by caldera yet (placement ignores it)"
@@ -71,7 +41,6 @@ def _pod(pod: Pod) -> list[str]:
     paths: list[str] = []
     if NUMA_POLICY_KEY in pod.metadata.annotations:
         paths.append(f"metadata.annotations.{NUMA_POLICY_KEY}")
-    paths += _pod_rules(pod)
     if spec.resource_claims:
         paths.append("spec.resourceClaims")
     for i, volume in enumerate(spec.volumes):

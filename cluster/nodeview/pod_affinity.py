@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cluster.model.core import Pod
+from cluster.model.label_keys import with_label_keys
 from cluster.model.pod_rules import PodAffinity, PodAffinityTerm, TopologySpreadConstraint
 from cluster.nodeview.predicates import affinity_mask, required_affinity, selector_mask, taint_mask
 from cluster.nodeview.table import Mask, NodeTable
@@ -88,6 +89,7 @@ class PlacedPods:
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # what namespaceSelector reads
 
     def add(self, uid: str, pod: Pod, row: int) -> None:
+        pod = with_label_keys(pod)
         affinity = pod.spec.affinity
         together = affinity.pod_affinity if affinity is not None and affinity.pod_affinity else None
         apart = affinity.pod_anti_affinity if affinity is not None and affinity.pod_anti_affinity else None
@@ -213,6 +215,7 @@ def pod_rules(table: NodeTable, pod: Pod, placed: PlacedPods, start: Mask | None
     in ``failed`` only over ``start``'s nodes, when given: a node counts under the first rule that
     rules it out: affinity, anti-affinity, the placed pods' anti-affinity — the order of
     kube-scheduler's InterPodAffinity filter — then spread, which Volcano's predicates ask last)."""
+    pod = with_label_keys(pod)
     n = len(table)
     ok = np.ones(n, dtype=np.bool_) if start is None else start.copy()
     failed: dict[str, int] = {}

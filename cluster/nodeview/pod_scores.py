@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cluster.model.core import Pod
+from cluster.model.label_keys import with_label_keys
 from cluster.model.pod_rules import PodAffinity, PodAffinityTerm, TopologySpreadConstraint, WeightedPodAffinityTerm
 from cluster.nodeview.pod_affinity import Placed, PlacedPods, spread_eligible
 from cluster.nodeview.profile import Values
@@ -72,6 +73,7 @@ def affinity_score(
     table: NodeTable, pod: Pod, placed: PlacedPods, candidates: Mask, hard_weight: int = 1
 ) -> Values | None:
     """The affinity score of the module docstring per node, None when no term bears on the pod."""
+    pod = with_label_keys(pod)
     sums = _affinity_sums(table, pod, placed, hard_weight)
     if not sums:
         return None
@@ -128,6 +130,7 @@ def _own_terms(other: Placed, hard_weight: int) -> list[tuple[PodAffinityTerm, f
 
 def spread_score(table: NodeTable, pod: Pod, placed: PlacedPods, candidates: Mask) -> Values | None:
     """The spread score of the module docstring per node, None when the pod has no ScheduleAnyway constraint."""
+    pod = with_label_keys(pod)
     soft = [c for c in pod.spec.topology_spread_constraints if c.when_unsatisfiable == "ScheduleAnyway"]
     if not soft:
         return None

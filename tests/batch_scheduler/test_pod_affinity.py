@@ -179,3 +179,30 @@ def test_schedule_anyway_spread_prefers_the_emptier_zone() -> None:
     assert {int(n[1:]) % 2 for n in placed(zoned(workers(2, topologySpreadConstraints=spread), already)).values()} == {
         1
     }
+
+
+def test_match_label_keys_count_only_the_pods_of_the_same_revision() -> None:
+    """A rolling update: old-revision pods fill n0–n2; the new revision's anti-affinity by hostname
+    with ``matchLabelKeys: [rev]`` counts only new-revision pods, so one node each is still free."""
+    apart = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "w"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                    "matchLabelKeys": ["rev"],
+                }
+            ]
+        }
+    }
+    old = [other(f"old{i}", f"n{i}", {"app": "w", "rev": "1"}) for i in range(3)]
+    new = [task(f"w-{i}", cpu="1", group="j", labels={"app": "w", "rev": "2"}, affinity=apart) for i in range(3)]
+    ssn = run(new, 3, others=old)
+    assert sorted(placed(ssn).values()) == ["n0", "n1", "n2"]
+    without_keys = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "w"}}, "topologyKey": "kubernetes.io/hostname"}
+    ]}}  # fmt: skip
+    blocked = [
+        task(f"w-{i}", cpu="1", group="j", labels={"app": "w", "rev": "2"}, affinity=without_keys) for i in range(3)
+    ]
+    assert placed(run(blocked, 3, others=old)) == {}  # every node holds an app=w pod

@@ -43,7 +43,7 @@ spec:
           topologyKey: zone
           labelSelector: {matchLabels: {app: web}}
           matchLabelKeys: [pod-template-hash]
-  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+  containers: [{name: c, ports: [{containerPort: 80, hostPort: 8080}], resources: {requests: {cpu: "1"}}}]
 ---
 apiVersion: scheduling.volcano.sh/v1beta1
 kind: PodGroup
@@ -64,8 +64,8 @@ def test_objects_across_files_are_placed_and_what_is_ignored_is_warned_of(tmp_pa
     r = dry_run(tmp_path, nodes=NODES, classes=CLASSES, pods=PODS)
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines() == [
-        "caldera dry-run: warning: Pod team/web-0: spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnored"
-        "DuringExecution[0].podAffinityTerm.matchLabelKeys is not honoured by caldera yet (placement ignores it)",
+        "caldera dry-run: warning: Pod team/web-0: spec.containers[0].ports[0].hostPort is not honoured by caldera "
+        "yet (placement ignores it)",
     ]
     pods = {p["name"]: p for p in json.loads(r.stdout)["pods"]}
     assert pods["web-0"]["phase"] == "Bound"

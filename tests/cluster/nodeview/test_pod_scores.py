@@ -47,7 +47,9 @@ DEFAULT_CONSTRAINTS = (
     "default spread constraints (system defaults from the Services/ReplicaSets selecting the pod, or "
     "the plugin's defaultConstraints): caldera applies none, a pod without constraints gets no spread score"
 )
-MATCH_LABEL_KEYS = "caldera does not apply matchLabelKeys: only the constraint's labelSelector selects pods"
+
+
+GATE_ON = "caldera always applies matchLabelKeys (kube-scheduler's MatchLabelKeysInPodTopologySpread, on by default)"
 
 
 def case(name: str, *values: object, skip: str = "") -> Any:
@@ -702,6 +704,7 @@ SPREAD_SCORE = [
         ZONES_ABCD,
         [],
         [60, 20, 60, 100],
+        skip=GATE_ON,
     ),
     case(
         "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
@@ -710,7 +713,6 @@ SPREAD_SCORE = [
         ZONES_ABCD,
         [],
         [60, 20, 60, 100],
-        skip=MATCH_LABEL_KEYS,
     ),
     case(
         "matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
@@ -724,7 +726,6 @@ SPREAD_SCORE = [
         ZONES_ABCD,
         [],
         [60, 20, 60, 100],
-        skip=MATCH_LABEL_KEYS,
     ),
 ]
 
