@@ -14,6 +14,14 @@ A node's cards come from, in this order (the first that applies):
 A malformed annotation is one :class:`~cluster.model.schema.Problem` naming the annotation, the
 entry and what is accepted, and the node has no cards from it (nothing half-read).
 
+What a pod asks (:func:`pod_gpu_demand`), as Volcano reads it: for **vGPU**, per container whose
+*limits* name ``volcano.sh/vgpu-number`` or ``volcano.sh/vgpu-memory``, that many cards (1 with
+only memory), each with ``vgpu-memory`` MiB (limits, else requests) or
+``vgpu-memory-percentage`` of the card (the whole card when neither is given) and
+``vgpu-cores`` percent of its cores; for **gpushare**, ``volcano.sh/gpu-memory`` MiB on one card
+or ``volcano.sh/gpu-number`` idle cards (limits; containers summed, init containers' largest if
+larger); for **whole cards**, ``nvidia.com/gpu``.
+
 Not wired into placement yet: the store, the binder's per-card accounting and the policies build
 on this model.
 """
@@ -24,7 +32,7 @@ import enum
 
 import msgspec
 
-from cluster.model.core import Node
+from cluster.model.core import Container, Node, Pod
 from cluster.model.quantity import QuantityError, parse_amount
 from cluster.model.schema import Problem
 
@@ -32,6 +40,7 @@ VGPU_REGISTER = "volcano.sh/node-vgpu-register"
 VGPU_NUMBER = "volcano.sh/vgpu-number"
 VGPU_MEMORY = "volcano.sh/vgpu-memory"
 VGPU_CORES = "volcano.sh/vgpu-cores"
+VGPU_PERCENTAGE = "volcano.sh/vgpu-memory-percentage"
 GPU_NUMBER = "volcano.sh/gpu-number"
 GPU_MEMORY = "volcano.sh/gpu-memory"
 GPU_UNHEALTHY = "volcano.sh/gpu-unhealthy-ids"
@@ -56,6 +65,61 @@ class GpuDevice(msgspec.Struct, frozen=True, kw_only=True):
     type: str = ""
     healthy: bool = True
     mode: str = ""  # hami-core or mig (vGPU)
+
+
+class CardRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What one container asks of each of its ``count`` cards (vGPU)."""
+
+    count: int
+    memory: int = 0  # MiB; 0 with a percentage
+    percentage: int | None = None  # of the card's memory; 100: the whole card
+    cores: int = 0  # percent of the card's cores
+
+
+class GpuDemand(msgspec.Struct, frozen=True, kw_only=True):
+    """A pod's GPU demand: vGPU cards per container, gpushare memory or card count, or whole cards."""
+
+    sharing: Sharing
+    cards: list[CardRequest] = msgspec.field(default_factory=list)  # vGPU, per container
+    memory: int = 0  # gpushare: MiB on one card
+    count: int = 0  # gpushare: whole idle cards; whole: cards
+
+
+def pod_gpu_demand(pod: Pod) -> GpuDemand | None:
+    """The pod's GPU demand (the module docstring), None when it asks for no GPU."""
+    containers = pod.spec.containers
+    cards = [c for c in (_card_request(x) for x in containers) if c is not None]
+    if cards:
+        return GpuDemand(sharing=Sharing.VGPU, cards=cards)
+    memory, number = _limit(pod, GPU_MEMORY), _limit(pod, GPU_NUMBER)
+    if memory or number:
+        return GpuDemand(sharing=Sharing.GPUSHARE, memory=memory, count=number)
+    whole = _limit(pod, WHOLE_GPU)
+    return GpuDemand(sharing=Sharing.WHOLE, count=whole) if whole else None
+
+
+def _card_request(c: Container) -> CardRequest | None:
+    limits, requests = c.resources.limits, c.resources.requests
+    if VGPU_NUMBER not in limits and VGPU_MEMORY not in limits:
+        return None
+    count = _count(limits.get(VGPU_NUMBER), VGPU_NUMBER) if VGPU_NUMBER in limits else 1
+    memory = _count(limits.get(VGPU_MEMORY, requests.get(VGPU_MEMORY)), VGPU_MEMORY)
+    percentage = (
+        _count(limits.get(VGPU_PERCENTAGE, requests.get(VGPU_PERCENTAGE)), VGPU_PERCENTAGE)
+        if VGPU_PERCENTAGE in limits or VGPU_PERCENTAGE in requests
+        else None
+    )
+    if not memory and percentage is None:
+        percentage = 100  # neither: the whole card's memory
+    cores = _count(limits.get(VGPU_CORES, requests.get(VGPU_CORES)), VGPU_CORES)
+    return CardRequest(count=count, memory=memory, percentage=percentage, cores=cores)
+
+
+def _limit(pod: Pod, resource: str) -> int:
+    """The pod's limit of ``resource``: its containers' summed, or its init containers' largest if larger."""
+    run = sum(_count(c.resources.limits.get(resource), resource) for c in pod.spec.containers)
+    init = max((_count(c.resources.limits.get(resource), resource) for c in pod.spec.init_containers), default=0)
+    return max(run, init)
 
 
 def node_devices(node: Node) -> tuple[list[GpuDevice], list[Problem]]:

@@ -7,8 +7,17 @@ from typing import Any
 import msgspec
 import pytest
 
-from cluster.model.core import Node
-from cluster.model.devices import GPU_UNHEALTHY, VGPU_REGISTER, GpuDevice, Sharing, node_devices
+from cluster.model.core import Node, Pod
+from cluster.model.devices import (
+    GPU_UNHEALTHY,
+    VGPU_REGISTER,
+    CardRequest,
+    GpuDemand,
+    GpuDevice,
+    Sharing,
+    node_devices,
+    pod_gpu_demand,
+)
 
 
 def node(allocatable: dict[str, Any], annotations: dict[str, str] | None = None) -> Node:
@@ -64,3 +73,44 @@ def test_whole_cards_are_one_pod_each_and_a_node_without_gpus_has_none() -> None
     cards, _ = node_devices(node({"nvidia.com/gpu": "8"}))
     assert [c.index for c in cards] == list(range(8)) and {c.split for c in cards} == {1}
     assert node_devices(node({"cpu": "8"})) == ([], [])
+
+
+def pod(*containers: dict[str, Any], init: list[dict[str, Any]] | None = None) -> Pod:
+    def container(i: int, limits: dict[str, Any]) -> dict[str, Any]:
+        requests = limits.pop("requests", {})
+        return {"name": f"c{i}", "resources": {"limits": limits, "requests": requests}}
+
+    body = {
+        "containers": [container(i, dict(c)) for i, c in enumerate(containers)],
+        "initContainers": [container(i, dict(c)) for i, c in enumerate(init or [])],
+    }
+    return msgspec.convert({"metadata": {"name": "p"}, "spec": body}, Pod)
+
+
+def test_a_vgpu_pod_asks_per_container_cards_memory_and_cores() -> None:
+    demand = pod_gpu_demand(
+        pod(
+            {"volcano.sh/vgpu-number": "2", "volcano.sh/vgpu-memory": "3000", "volcano.sh/vgpu-cores": "30"},
+            {"volcano.sh/vgpu-memory": "1024"},  # one card when only memory is given
+            {"volcano.sh/vgpu-number": "1"},  # neither memory nor percentage: the whole card's memory
+            {"cpu": "1"},  # no GPU
+        )
+    )
+    assert demand == GpuDemand(
+        sharing=Sharing.VGPU,
+        cards=[
+            CardRequest(count=2, memory=3000, cores=30),
+            CardRequest(count=1, memory=1024),
+            CardRequest(count=1, percentage=100),
+        ],
+    )
+
+
+def test_gpushare_counts_limits_and_an_init_container_that_asks_more() -> None:
+    assert pod_gpu_demand(pod({"volcano.sh/gpu-memory": "1024"}, {"volcano.sh/gpu-memory": "1024"})) == GpuDemand(
+        sharing=Sharing.GPUSHARE, memory=2048
+    )
+    demand = pod_gpu_demand(pod({"volcano.sh/gpu-memory": "1024"}, init=[{"volcano.sh/gpu-memory": "4096"}]))
+    assert demand is not None and demand.memory == 4096
+    assert pod_gpu_demand(pod({"nvidia.com/gpu": "8"})) == GpuDemand(sharing=Sharing.WHOLE, count=8)
+    assert pod_gpu_demand(pod({"cpu": "2"})) is None
