@@ -41,22 +41,25 @@ class PlacedRef(msgspec.Struct, frozen=True, array_like=True):
     terminating: bool = False  # being deleted (topology spread leaves it out)
 
 
-def _own_terms(pod: Pod) -> Iterator[PodAffinityTerm]:
-    """Every term whose selected pods the pod's rules count: affinity, anti-affinity, spread."""
-    a = pod.spec.affinity
-    for part in (a.pod_affinity, a.pod_anti_affinity) if a is not None else ():
+def _part_terms(*parts: PodAffinity | None) -> Iterator[PodAffinityTerm]:
+    """Every term, required and preferred, of a podAffinity and a podAntiAffinity."""
+    for part in parts:
         if part is not None:
             yield from part.required_during_scheduling_ignored_during_execution
             yield from (w.pod_affinity_term for w in part.preferred_during_scheduling_ignored_during_execution)
+
+
+def _own_terms(pod: Pod) -> Iterator[PodAffinityTerm]:
+    """Every term whose selected pods the pod's rules count: affinity, anti-affinity, spread."""
+    a = pod.spec.affinity
+    if a is not None:
+        yield from _part_terms(a.pod_affinity, a.pod_anti_affinity)
     for c in pod.spec.topology_spread_constraints:
         yield PodAffinityTerm(label_selector=c.label_selector, topology_key=c.topology_key)
 
 
 def _terms(entry: Placed) -> Iterator[PodAffinityTerm]:
-    for part in (entry.affinity, entry.anti_affinity):
-        if part is not None:
-            yield from part.required_during_scheduling_ignored_during_execution
-            yield from (w.pod_affinity_term for w in part.preferred_during_scheduling_ignored_during_execution)
+    return _part_terms(entry.affinity, entry.anti_affinity)
 
 
 class PodContext:
@@ -82,7 +85,6 @@ class PodContext:
         self.bound(uid, rec.pod, rec.node)
 
     def bound(self, uid: str, pod: Pod, node: str) -> None:
-        pod = with_label_keys(pod)
         row = self._row(node)
         known = self.index.pods.get(uid)
         terminating = pod.metadata.deletion_timestamp is not None
@@ -93,6 +95,7 @@ class PodContext:
             and known.terminating == terminating
         ):
             return
+        pod = with_label_keys(pod)
         a = pod.spec.affinity
         self.index.add_placed(
             placed(

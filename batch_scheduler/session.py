@@ -141,12 +141,15 @@ class Session:
     def pods_with_terms(self) -> bool:
         return self._any_terms
 
+    def ruled(self, task: TaskInfo) -> bool:
+        """Whether an inter-pod rule can rule out a node for the task (cheap: no verdict computed)."""
+        if not self._any_anti and not constrained(task.pod, _NO_PODS):
+            return False
+        return constrained(task.pod, self.placed)
+
     def pod_rules(self, task: TaskInfo) -> Verdict | None:
         """Inter-pod affinity, anti-affinity and topology spread for the task (None: nothing to rule out)."""
-        if not self._any_anti and not constrained(task.pod, _NO_PODS):
-            return None
-        placed = self.placed
-        return pod_rules(self.columns, task.pod, placed) if constrained(task.pod, placed) else None
+        return pod_rules(self.columns, task.pod, self.placed) if self.ruled(task) else None
 
     @property
     def domain_sums(self) -> DomainSums:

@@ -89,7 +89,7 @@ def candidate_nodes(ssn: Session, task: TaskInfo, where: npt.NDArray[np.bool_]) 
 def rules_allow(ssn: Session, task: TaskInfo, node: str, gone: Sequence[TaskInfo]) -> bool:
     """Whether the task's inter-pod rules (and placed pods' anti-affinity) let it on ``node`` once
     ``gone`` have left it — kube-scheduler's preemption filters the node without its victims."""
-    if ssn.pod_rules(task) is None:
+    if not ssn.ruled(task):
         return True  # no rule here rules out a node
     placed = ssn.placed
     removed = [placed.pods[t.uid] for t in gone if t.uid in placed.pods]
@@ -108,7 +108,7 @@ def must_go(
     """The victims in eviction order, those the task's inter-pod rules need gone first (each one whose
     staying alone would keep the task out), so that no more are evicted than room and rules need."""
     ranked = sorted(victims, key=order)
-    if len(ranked) < 2 or ssn.pod_rules(task) is None:
+    if len(ranked) < 2 or not ssn.ruled(task):
         return ranked
     first = [v for v in ranked if not rules_allow(ssn, task, node, [o for o in ranked if o is not v])]
     return first + [v for v in ranked if all(v is not f for f in first)]

@@ -35,7 +35,7 @@ from batch_scheduler.plugins.network_topology_nodes import (
     normal_pod_scores,
     placed_rows,
 )
-from batch_scheduler.tasks import ALLOCATED_STATUSES, TaskInfo
+from batch_scheduler.tasks import TaskInfo
 from cluster.model.resources import CPU, MEMORY, Resources
 from cluster.model.topology import NetworkTopologySpec
 from cluster.nodeview.profile import Values
@@ -124,8 +124,7 @@ class NetworkTopologyPlugin(PluginBase[NetworkTopologyArguments]):
         best = max(scores.values(), default=0.0)
         tied = [d for d in domains if scores[d.name] == best]
         if len(tied) > 1 and job.tasks:
-            index = self.ssn.columns.index
-            rows = [index[t.node] for t in job.tasks.values() if t.status in ALLOCATED_STATUSES and t.node in index]
+            rows = placed_rows(list(job.tasks.values()), self.ssn.columns.index)
             for d in tied:
                 placed = int(np.count_nonzero(d.mask[rows])) if rows else 0
                 scores[d.name] += 100.0 * self.args.weight * placed / len(job.tasks)

@@ -69,6 +69,7 @@ class TierIndex:
         self.classes: npt.NDArray[np.intp] = classes.astype(np.intp)  # class x tier -> domain (−1: none)
         self.row_class: npt.NDArray[np.intp] = inverse.reshape(-1).astype(np.intp)
         self.root = root
+        self.position = position  # domain name -> index in topology.order
         self._lca_scores: dict[int, Values] = {}
 
     def tier_score(self, tier: int) -> float:
@@ -100,7 +101,7 @@ def job_domain_scores(
     """The topology pod's score per node, ``rows`` the nodes of its subgroup's placed tasks (None: none)."""
     if not rows or len(index.tiers) <= 1:
         return None
-    allocated = topology.order.index(topology.lowest_holding(rows).name)
+    allocated = index.position[topology.lowest_holding(rows).name]
     leaf = topology.leaf
     score = index.lca_scores(allocated)[leaf]
     if not candidates.any():
