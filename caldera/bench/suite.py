@@ -5,8 +5,10 @@ script over a socket), ``sharding`` (beside the policy alone), ``batch`` (a sess
 5,000 nodes beside one at 1,000), ``topology`` (gangs on a tiered network beside the same
 run without topology), ``mixed`` (the demo's workload; its own processes),
 ``agent`` (2 workers beside 1 worker, the fine binder beside the coarse one), ``peer``
-(Volcano's published shape beside Volcano's published figures) and ``trace`` (binpack
-beside least-allocated; only with ``--trace`` and ``--trace-nodes``). Every baseline is
+(Volcano's published shape beside Volcano's published figures), and with ``--trace`` and
+``--trace-nodes`` ``saturation`` (the trace through the agent scheduler, binpack beside
+least-allocated) and ``trace`` (GPU left unallocated per placement policy, the best beside
+FGD and best-fit). Every baseline is
 measured in the same run, on this machine, except the published one. Each bench runs at
 its own command's defaults; ``caldera bench NAME --help`` tells them.
 """
@@ -28,6 +30,7 @@ from caldera.bench import batch as bench_batch
 from caldera.bench import binder as bench_binder
 from caldera.bench import mixed as bench_mixed
 from caldera.bench import peer as bench_peer
+from caldera.bench import saturation as bench_saturation
 from caldera.bench import sharding as bench_sharding
 from caldera.bench import topology as bench_topology
 from caldera.bench import trace as bench_trace
@@ -47,7 +50,17 @@ QUICK = {
     "batch-small": ["--nodes", "100", "--pending", "400", "--sessions", "2"],
     "agent": ["--nodes", "200", "--pods", "1000"],
     "topology": ["--nodes", "512", "--rounds", "1"],
+    "trace": ["--seeds", "1"],
 }
+
+
+class Trace(msgspec.Struct):
+    """A trace read once for both trace benches: as pods for the schedulers, as cards and tasks for the replay."""
+
+    nodes: list[Node]
+    pods: list[Pod]
+    cards: Any  # cluster.nodeview.cards.Cards
+    tasks: list[Any]  # cluster.nodeview.cards.Task
 
 
 def add_parser(sub: Any) -> None:
@@ -76,6 +89,7 @@ def add_parser(sub: Any) -> None:
         bench_batch,
         bench_mixed,
         bench_peer,
+        bench_saturation,
         bench_trace,
         bench_topology,
     ):
@@ -215,6 +229,20 @@ def peer_rows(r: Any) -> list[Row]:
 
 
 def trace_rows(r: Any) -> list[Row]:
+    best, fgd, fit = r.policies[r.best_policy], r.policies["fgd"], r.policies["best-fit"]
+    where = f"{r.trace}, {r.gpus:,} GPUs, {len(r.seeds)} seed{'s' if len(r.seeds) > 1 else ''}"
+    return [
+        (
+            f"GPUs unallocated at 100% arrived, {r.best_policy} ({where})",
+            f"{best.unallocated_at_100:.2%}",
+            f"{fgd.unallocated_at_100:.2%}",
+            "fgd",
+        ),
+        ("… fgd", f"{fgd.unallocated_at_100:.2%}", f"{fit.unallocated_at_100:.2%}", "best-fit"),
+    ]
+
+
+def saturation_rows(r: Any) -> list[Row]:
     return [
         (
             f"GPUs allocated at the first GPU pod that fits nowhere ({r.trace}, {r.nodes:,} nodes, {r.gpus:,} GPUs)",
@@ -232,7 +260,7 @@ def trace_rows(r: Any) -> list[Row]:
 
 
 async def measure(
-    url: str, args: argparse.Namespace, trace: tuple[list[Node], list[Pod]] | None, progress: Callable[[str], None]
+    url: str, args: argparse.Namespace, trace: Trace | None, progress: Callable[[str], None]
 ) -> dict[str, Any]:
     """Every bench in turn: ``{name: {"report": …, "rows": […], "seconds": …}}``."""
     out: dict[str, Any] = {}
@@ -291,13 +319,32 @@ async def measure(
         )
         await bench("peer", lambda: one(bench_peer.measure(url, jobs=2 if args.quick else bench_peer.JOBS)), peer_rows)
         if trace is not None:
-            nodes, pods = trace
-            workers = defaults(bench_trace, "trace", "--trace", args.trace, "--trace-nodes", args.trace_nodes).workers
+            nodes, pods = trace.nodes, trace.pods
+            files = ("--trace", args.trace, "--trace-nodes", args.trace_nodes)
+            workers = defaults(bench_saturation, "saturation", *files).workers
             await bench(
-                "trace",
-                lambda: one(bench_trace.measure(url, os.path.basename(args.trace), nodes, pods, workers)),
-                trace_rows,
+                "saturation",
+                lambda: one(bench_saturation.measure(url, os.path.basename(args.trace), nodes, pods, workers)),
+                saturation_rows,
             )
+    if trace is not None:
+        frag = defaults(bench_trace, "trace", *files, *flags("trace"))
+
+        async def fragmentation() -> tuple[Any]:
+            return (
+                bench_trace.measure(
+                    os.path.basename(args.trace),
+                    trace.cards,
+                    trace.tasks,
+                    seeds=frag.seeds,
+                    tuning=frag.tuning,
+                    popularity=frag.popularity,
+                    names=bench_trace.POLICIES,
+                    processes=frag.processes,
+                ),
+            )
+
+        await bench("trace", fragmentation, trace_rows)
     return out
 
 
@@ -332,7 +379,9 @@ def run(args: argparse.Namespace) -> int:
     trace = None
     if args.trace:
         try:
-            trace = bench_trace.load(args.trace, args.trace_nodes)
+            nodes, pods = bench_saturation.load(args.trace, args.trace_nodes)
+            cards, tasks = bench_trace.load(args.trace, args.trace_nodes)
+            trace = Trace(nodes=nodes, pods=pods, cards=cards, tasks=tasks)
         except (OSError, ValueError) as e:
             print(f"caldera bench: error: {e}", file=sys.stderr)
             return 2

@@ -1,13 +1,24 @@
-"""``caldera bench trace``: a saturation run on a real trace — how full can the GPUs get?
+"""``caldera bench trace``: how much GPU each placement policy strands on a real trace, per card.
 
-The cluster is the trace's nodes; the trace's pods (OpenB format, see
-``cluster/sim/trace.py``) are submitted in creation order as fast as the agent scheduler
-takes them, none deleted, until the first pod asking for a GPU can no longer be placed —
-the measure of Weng et al. ("Beware of Fragmentation", ATC '23): the share of the
-cluster's GPUs allocated at that moment. Reported: pods/s and p99 submit → bound up to
-then, pods placed, and that share (GPU-milli allocated ÷ GPU-milli the nodes have, so
-whole and shared GPUs both count), with binpack scoring (GPU weighted) — beside the same
-run with least-allocated scoring (spreading), in the same process.
+The method is Weng et al.'s ("Beware of Fragmentation", USENIX ATC '23; their simulator's
+``TunePodsByNodeTotalResource`` and ``SortClusterPods``), so the figures compare with the
+paper's table:
+
+- the cluster is the trace's nodes, each GPU a card of 1000 thousandths;
+- per seed, the trace's pods (sorted by name) are shuffled, then pods drawn from the trace
+  at random are appended until the work asked for reaches ``--tuning`` (1.3) × the
+  cluster's GPUs (or random pods are dropped while it exceeds that);
+- the pods arrive in that order and none departs; a pod that fits nowhere is skipped;
+- after each pod, *arrived* is the GPU work asked so far and *allocated* the GPU work
+  placed, both in % of the cluster's GPUs; the curve is unallocated GPU (100% −
+  allocated) at each whole percent of arrived, 0–130% (points past the end repeat the
+  last value), and the headline is its value at 100% arrived, the mean over seeds;
+- FGD's typical pods are the trace's shapes, at ``--popularity`` (95)%, CPU pods included,
+  added one shape at a time (the artifact's settings).
+
+Every policy (``cluster/nodeview/gpu_policies.py``) runs on the same pod sequences, in
+parallel over the machine's cores. Nodes' pod-count limits are not modelled (no trace node
+comes near 110 pods).
 """
 
 from __future__ import annotations
@@ -15,29 +26,32 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import msgspec
+import numpy as np
 
-from agent_scheduler.core import ScoreKind
-from agent_scheduler.loop import AgentLoop
-from caldera.bench.agent import AGENT, Run, place
-from caldera.bench.runner import figures, positive_int, run_bench
-from cluster.model.core import Node, Pod
-from cluster.model.resources import GPU
-from cluster.sim.trace import GPU_MILLI, read_nodes, read_pods, to_pod
-from cluster.store.store import Store
+from caldera.bench.runner import positive_int
+from cluster.model.resources import CPU, GPU, MEMORY
+from cluster.nodeview.cards import Cards, Task
+from cluster.nodeview.fgd import Workload, typical_pods
+from cluster.nodeview.gpu_policies import policies
+from cluster.sim.trace import GPU_MODEL_LABEL, read_nodes, read_pods, task_of
 
-WEIGHTS = {"cpu": 1.0, "memory": 1.0, GPU_MILLI: 3.0}
+ARRIVED = 131  # curve points: 0 … 130% of the cluster's GPUs arrived
+POLICIES = tuple(policies(Workload((), Cards([], [], [], []))))
 
 
 class Policy(msgspec.Struct):
-    pods_per_s: float
-    p99_ms: float
-    placed: int
-    gpu_allocated: float  # share of the cluster's GPU-milli when the first GPU pod could not be placed
-    first_gpu_failure: bool  # False: every GPU pod fit, the share is at the end
-    audit: str
+    unallocated_at_100: float  # fraction of the cluster's GPUs, mean over seeds
+    per_seed: list[float]
+    spread: float  # max − min over seeds
+    unallocated_at_130: float
+    curve: list[float]  # unallocated fraction at 0, 1, … 130% arrived, mean over seeds
+    seconds: float  # replay time per seed, mean
 
 
 class Report(msgspec.Struct):
@@ -45,86 +59,221 @@ class Report(msgspec.Struct):
     nodes: int
     gpus: int
     pods: int
-    workers: int
-    gpu_allocated: float  # binpack
-    pods_per_s: float
-    p99_ms: float
-    binpack: Policy
-    least_allocated: Policy
+    tuned_pods: int  # mean pods per seed after tuning
+    tuning: float
+    seeds: list[int]
+    typical_pods: int
+    unallocated_at_100: float  # the best policy's
+    best_policy: str
+    policies: dict[str, Policy]
+    figure: str  # the PNG's path, '' without --png
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "trace", help="fill a real trace's cluster until a GPU pod no longer fits: GPUs allocated, pods/s, p99"
+        "trace",
+        help="GPU left unallocated per placement policy on a real trace, as Weng et al. (ATC '23) measure it",
     )
     p.add_argument("--trace", required=True, help="the pods CSV (OpenB format)")
     p.add_argument("--trace-nodes", required=True, help="the nodes CSV (OpenB format)")
-    p.add_argument("--workers", type=positive_int, default=2, help="agent scheduler workers (default: 2)")
-    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
+    p.add_argument("--seeds", type=positive_int, default=3, help="shuffles per policy, seeds 42, 43, … (default: 3)")
+    p.add_argument("--tuning", type=float, default=1.3, help="work asked, × the cluster's GPUs (default: 1.3)")
+    p.add_argument("--popularity", type=float, default=95.0, help="FGD's typical pods: % of pods covered (default: 95)")
+    p.add_argument("--policies", default="", help="comma-separated policy names (default: all)")
+    p.add_argument("--processes", type=positive_int, default=os.cpu_count() or 1, help="replays run at once")
+    p.add_argument("--png", default="", help="write the curves to this PNG")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
 
-def load(pods_csv: str, nodes_csv: str) -> tuple[list[Node], list[Pod]]:
-    """The trace's nodes, and its pods for the agent scheduler in creation order; ValueError when malformed."""
-    return read_nodes(nodes_csv), [to_pod(tp, AGENT) for tp in read_pods(pods_csv)]
+def cluster_of(path: str) -> Cards:
+    """The trace's nodes as cards; ValueError when malformed."""
+    nodes = sorted(read_nodes(path), key=lambda n: n.name)  # ties go to the first: the smallest name
+    cpu, memory, gpus, models = [], [], [], []
+    for n in nodes:
+        a = n.allocatable_resources()
+        cpu.append(a.get(CPU, 0))
+        memory.append(a.get(MEMORY, 0) // 2**20)
+        gpus.append(a.get(GPU, 0))
+        models.append(n.labels.get(GPU_MODEL_LABEL, ""))
+    return Cards(cpu, memory, gpus, models)
 
 
-async def fill(url: str, name: str, nodes: list[Node], pods: list[Pod], workers: int, score: ScoreKind) -> Policy:
-    milli = {p.uid: p.request().get(GPU_MILLI, 0) for p in pods}  # whole or shared GPUs, in thousandths
-    total = sum(n.allocatable_resources().get(GPU_MILLI, 0) for n in nodes)
-    gpu_pods = {u for u, m in milli.items() if m > 0}
-    seen = {"share": 0.0, "failed": False}
-
-    async def first_gpu_failure(store: Store, loop: AgentLoop) -> bool:
-        # Nothing is deleted in this run, so what the bound pods ask is what the nodes have allocated.
-        seen["share"] = sum(milli[u] for u in loop.bound) / total if total else 0.0
-        seen["failed"] = not gpu_pods.isdisjoint((await store.reasons(AGENT)).keys())
-        return bool(seen["failed"])
-
-    run: Run = await place(
-        url, name, nodes, pods, workers=workers, score=score, weights=WEIGHTS, until=first_gpu_failure
-    )
-    if run.placed == len(pods):  # every pod fit: the share at the end
-        seen["share"] = sum(milli.values()) / total if total else 0.0
-    return Policy(
-        pods_per_s=run.pods_per_s,
-        p99_ms=run.p99_ms,
-        placed=run.placed,
-        gpu_allocated=round(seen["share"], 4),
-        first_gpu_failure=bool(seen["failed"]),
-        audit=run.audit,
-    )
+def load(pods_csv: str, nodes_csv: str) -> tuple[Cards, list[Task]]:
+    """The trace's nodes as cards (ordered by name) and its pods as tasks; ValueError when malformed."""
+    cluster = cluster_of(nodes_csv)
+    tasks = [task_of(tp) for tp in read_pods(pods_csv)]
+    if not cluster.total_milli or not any(t.gpus for t in tasks):
+        raise ValueError(f"{pods_csv}: no GPUs on the nodes or no pod asking for one (nothing to measure)")
+    return cluster, tasks
 
 
-async def measure(url: str, name: str, nodes: list[Node], pods: list[Pod], workers: int) -> Report:
-    binpack = await fill(url, "trace-binpack", nodes, pods, workers, ScoreKind.BINPACK)
-    spread = await fill(url, "trace-spread", nodes, pods, workers, ScoreKind.LEAST_ALLOCATED)
-    gpus = sum(n.allocatable_resources().get(GPU, 0) for n in nodes)
+def arrivals(tasks: Sequence[Task], capacity: int, tuning: float, seed: int) -> list[Task]:
+    """The pods in a seed's order: shuffled, then tuned to ``tuning`` × ``capacity`` GPU thousandths."""
+    rng = np.random.default_rng(seed)
+    order = [tasks[i] for i in rng.permutation(len(tasks))]
+    target = tuning * capacity
+    asked = sum(t.gpu_milli for t in order)
+    while asked > target and order:
+        asked -= order.pop(int(rng.integers(len(order)))).gpu_milli
+    if asked < target:
+        while True:
+            t = tasks[int(rng.integers(len(tasks)))]
+            if asked + t.milli > target:  # the simulator's test: one card's worth, not the whole pod
+                break
+            asked += t.gpu_milli
+            order.append(t)
+    return order
+
+
+def replay(cluster: Cards, sequence: Sequence[Task], policy: str, workload: Workload, seed: int) -> list[float]:
+    """Unallocated GPU (fraction) at each whole percent of arrived work, placing with ``policy``."""
+    cards = Cards.copy_of(cluster)
+    place = policies(workload)[policy]
+    rng = np.random.default_rng([seed, 1])
+    capacity = cards.total_milli
+    curve: list[float] = []
+    arrived = allocated = 0
+    for task in sequence:
+        arrived += task.gpu_milli
+        nodes = np.flatnonzero(cards.fits(task))
+        if len(nodes):
+            choice = place(cards, task, nodes, rng)
+            cards.take(choice.node, choice.cards, task)
+            allocated += task.gpu_milli
+        while len(curve) < ARRIVED and arrived * 100 >= len(curve) * capacity:
+            curve.append(1 - allocated / capacity)
+    while len(curve) < ARRIVED:
+        curve.append(1 - allocated / capacity)
+    return curve
+
+
+def _job(args: tuple[Cards, list[Task], str, Workload, int]) -> tuple[str, int, list[float], float]:
+    cluster, sequence, policy, workload, seed = args
+    started = time.monotonic()
+    curve = replay(cluster, sequence, policy, workload, seed)
+    return policy, seed, curve, time.monotonic() - started
+
+
+def measure(
+    name: str,
+    cluster: Cards,
+    tasks: list[Task],
+    *,
+    seeds: int,
+    tuning: float,
+    popularity: float,
+    names: Sequence[str],
+    processes: int,
+) -> Report:
+    typical = typical_pods(tasks, threshold=popularity)
+    workload = Workload(typical, cluster)
+    seed_list = list(range(42, 42 + seeds))
+    sequences = {s: arrivals(tasks, cluster.total_milli, tuning, s) for s in seed_list}
+    jobs = [(cluster, sequences[s], p, workload, s) for p in names for s in seed_list]
+    with ProcessPoolExecutor(max_workers=processes) as pool:
+        done = list(pool.map(_job, jobs))
+    out: dict[str, Policy] = {}
+    for p in names:
+        runs = [(curve, secs) for policy, _, curve, secs in done if policy == p]
+        curves = np.asarray([c for c, _ in runs])
+        at_100 = [round(float(c[100]), 5) for c, _ in runs]
+        out[p] = Policy(
+            unallocated_at_100=round(float(np.mean(at_100)), 5),
+            per_seed=at_100,
+            spread=round(max(at_100) - min(at_100), 5),
+            unallocated_at_130=round(float(curves[:, 130].mean()), 5),
+            curve=[round(float(v), 5) for v in curves.mean(axis=0)],
+            seconds=round(float(np.mean([s for _, s in runs])), 2),
+        )
+    best = min(out, key=lambda p: out[p].unallocated_at_100)
     return Report(
         trace=name,
-        nodes=len(nodes),
-        gpus=gpus,
-        pods=len(pods),
-        workers=workers,
-        gpu_allocated=binpack.gpu_allocated,
-        pods_per_s=binpack.pods_per_s,
-        p99_ms=binpack.p99_ms,
-        binpack=binpack,
-        least_allocated=spread,
+        nodes=len(cluster),
+        gpus=cluster.total_milli // 1000,
+        pods=len(tasks),
+        tuned_pods=round(float(np.mean([len(s) for s in sequences.values()]))),
+        tuning=tuning,
+        seeds=seed_list,
+        typical_pods=len(typical),
+        unallocated_at_100=out[best].unallocated_at_100,
+        best_policy=best,
+        policies=out,
+        figure="",
     )
+
+
+def text(report: Report) -> str:
+    lines = [
+        f"{report.trace}: {report.nodes} nodes, {report.gpus} GPUs, {report.pods} pods "
+        f"(~{report.tuned_pods} after tuning to {report.tuning:g}×), seeds {report.seeds[0]}–{report.seeds[-1]}, "
+        f"{report.typical_pods} typical pods",
+        f"{'policy':14} {'unallocated at 100%':>20} {'spread':>8} {'at 130%':>8} {'s/seed':>7}",
+    ]
+    for name, p in sorted(report.policies.items(), key=lambda kv: kv[1].unallocated_at_100):
+        lines.append(
+            f"{name:14} {100 * p.unallocated_at_100:19.2f}% {100 * p.spread:7.2f}% {100 * p.unallocated_at_130:7.2f}% {p.seconds:7.1f}"
+        )
+    if report.figure:
+        lines.append(f"figure: {report.figure}")
+    return "\n".join(lines)
+
+
+def plot(report: Report, path: str) -> None:
+    """Unallocated GPU against arrived work, one line per policy, as the paper's figure (80–130%)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    xs = list(range(ARRIVED))
+    for name, p in sorted(report.policies.items(), key=lambda kv: -kv[1].unallocated_at_100):
+        ax.plot(xs[80:], [100 * v for v in p.curve[80:]], label=f"{name} ({100 * p.unallocated_at_100:.2f}% at 100%)")
+    ax.axvline(100, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("arrived work (% of the cluster's GPUs)")
+    ax.set_ylabel("unallocated GPUs (% of the cluster's)")
+    ax.set_title(f"{report.trace}: {report.gpus} GPUs, mean of {len(report.seeds)} seeds")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def run(args: argparse.Namespace) -> int:
+    names = [n.strip() for n in args.policies.split(",") if n.strip()] or list(POLICIES)
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown:
+        print(
+            f"caldera bench trace: error: --policies {unknown[0]} (expected some of {', '.join(POLICIES)})",
+            file=sys.stderr,
+        )
+        return 2
+    if not 1.0 <= args.tuning <= 10.0:
+        print(
+            f"caldera bench trace: error: --tuning {args.tuning:g} (expected 1 to 10 × the cluster's GPUs)",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        nodes, pods = load(args.trace, args.trace_nodes)
+        typical_pods([], threshold=args.popularity)
+        cluster, tasks = load(args.trace, args.trace_nodes)
     except (OSError, ValueError) as e:
         print(f"caldera bench trace: error: {e}", file=sys.stderr)
         return 2
-    return run_bench(
-        args,
-        lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers),
-        figures(16),
-        ok=lambda report: report.binpack.audit == report.least_allocated.audit == "ok",
-        ray=True,
+    report = measure(
+        os.path.basename(args.trace),
+        cluster,
+        tasks,
+        seeds=args.seeds,
+        tuning=args.tuning,
+        popularity=args.popularity,
+        names=names,
+        processes=args.processes,
     )
+    if args.png:
+        plot(report, args.png)
+        report.figure = args.png
+    print(msgspec.json.encode(report).decode() if args.json else text(report))
+    return 0

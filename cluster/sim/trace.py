@@ -31,8 +31,10 @@ from pathlib import Path
 import msgspec
 
 from cluster.model.core import Node, Pod
+from cluster.model.quantity import parse_amount
 from cluster.model.resources import CPU, MEMORY
 from cluster.model.resources import GPU as GPU
+from cluster.nodeview.cards import Task
 from cluster.sim.pods import make_pod
 from cluster.sim.pools import make_node
 
@@ -203,6 +205,16 @@ def _gpu_models(row: _Row) -> tuple[str, ...]:
     if not all(models):
         raise row.error("gpu_spec", "has an empty model (expected GPU models separated by |, e.g. V100M16|V100M32)")
     return models
+
+
+def task_of(tp: TracePod) -> Task:
+    """What the trace pod asks, per card: cpu milli, memory MiB, whole cards or one card's share, GPU models."""
+    r = tp.requests
+    cpu = parse_amount(CPU, r[CPU], field="cpu_milli")
+    memory = parse_amount(MEMORY, r[MEMORY], field="memory_mib") // 2**20
+    gpus = int(r.get(GPU, "1" if GPU_MILLI in r else "0"))
+    milli = int(r[GPU_MILLI]) // gpus if gpus else 0
+    return Task(cpu=cpu, memory=memory, gpus=gpus, milli=milli, models=frozenset(tp.gpu_models))
 
 
 def to_pod(tp: TracePod, scheduler: str, *, duration: float | None = None, uid: str | None = None) -> Pod:

@@ -1,4 +1,4 @@
-"""`caldera bench`: the whole suite in one table (at tiny sizes here), and the trace saturation run."""
+"""`caldera bench`: the whole suite in one table (at tiny sizes here), and the two trace benches."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_pat
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     out = json.loads(r.stdout)
     benches = out["benches"]
-    assert list(benches) == ["binder", "sharding", "batch", "topology", "mixed", "agent", "peer", "trace"]
+    assert list(benches) == ["binder", "sharding", "batch", "topology", "mixed", "agent", "peer", "saturation", "trace"]
     for name, bench in benches.items():
         assert bench["rows"] and all(len(row) == 4 and row[1] for row in bench["rows"]), name
     binder = benches["binder"]["report"]
@@ -69,19 +69,22 @@ def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_pat
     )
     peer = benches["peer"]["report"]
     assert peer["placed"] == peer["pods"] == 1000 and peer["volcano_pods_per_s"] == 936
-    trace = benches["trace"]["report"]
-    for policy in (trace["binpack"], trace["least_allocated"]):
+    saturation = benches["saturation"]["report"]
+    for policy in (saturation["binpack"], saturation["least_allocated"]):
         # 16 GPUs: the shares take 4, then 4-GPU pods fill what whole GPUs remain; the next one fits nowhere
         assert policy["first_gpu_failure"] and policy["audit"] == "ok"
         assert 0.25 <= policy["gpu_allocated"] <= 1.0 and policy["placed"] < 18
-    assert (trace["nodes"], trace["gpus"], trace["pods"]) == (5, 16, 18)
-    assert "bench trace…" in r.stderr  # progress goes to stderr when stdout is JSON
+    assert (saturation["nodes"], saturation["gpus"], saturation["pods"]) == (5, 16, 18)
+    trace = benches["trace"]["report"]
+    assert (trace["gpus"], trace["seeds"], trace["best_policy"] in trace["policies"]) == (16, [42], True)
+    assert trace["unallocated_at_100"] == min(p["unallocated_at_100"] for p in trace["policies"].values())
+    assert "bench saturation…" in r.stderr and "bench trace…" in r.stderr  # progress goes to stderr when stdout is JSON
 
 
 def test_bench_trace_refuses_a_malformed_trace_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "nodes.csv").write_text(NODES)
     (tmp_path / "pods.csv").write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,x,0\n")
-    for args in (["bench", "trace"], ["bench"]):
+    for args in (["bench", "trace"], ["bench", "saturation"], ["bench"]):
         r = subprocess.run(
             [
                 sys.executable,

@@ -1,0 +1,132 @@
+"""``caldera bench saturation``: a real trace through the agent scheduler until a GPU pod no longer fits.
+
+The cluster is the trace's nodes; the trace's pods (OpenB format, see
+``cluster/sim/trace.py``) are submitted in creation order as fast as the agent scheduler
+takes them, none deleted, until the first pod asking for a GPU can no longer be placed:
+the share of the cluster's GPUs allocated at that moment. (``caldera bench trace``
+measures fragmentation as Weng et al. do, per card; this run is the schedulers' own
+throughput on real pod shapes.) Reported: pods/s and p99 submit → bound up to
+then, pods placed, and that share (GPU-milli allocated ÷ GPU-milli the nodes have, so
+whole and shared GPUs both count), with binpack scoring (GPU weighted) — beside the same
+run with least-allocated scoring (spreading), in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import msgspec
+
+from agent_scheduler.core import ScoreKind
+from agent_scheduler.loop import AgentLoop
+from caldera.bench.agent import AGENT, Run, place
+from caldera.bench.runner import figures, positive_int, run_bench
+from cluster.model.core import Node, Pod
+from cluster.model.resources import GPU
+from cluster.sim.trace import GPU_MILLI, read_nodes, read_pods, to_pod
+from cluster.store.store import Store
+
+WEIGHTS = {"cpu": 1.0, "memory": 1.0, GPU_MILLI: 3.0}
+
+
+class Policy(msgspec.Struct):
+    pods_per_s: float
+    p99_ms: float
+    placed: int
+    gpu_allocated: float  # share of the cluster's GPU-milli when the first GPU pod could not be placed
+    first_gpu_failure: bool  # False: every GPU pod fit, the share is at the end
+    audit: str
+
+
+class Report(msgspec.Struct):
+    trace: str
+    nodes: int
+    gpus: int
+    pods: int
+    workers: int
+    gpu_allocated: float  # binpack
+    pods_per_s: float
+    p99_ms: float
+    binpack: Policy
+    least_allocated: Policy
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "saturation",
+        help="a real trace through the agent scheduler until a GPU pod no longer fits: GPUs allocated, pods/s, p99",
+    )
+    p.add_argument("--trace", required=True, help="the pods CSV (OpenB format)")
+    p.add_argument("--trace-nodes", required=True, help="the nodes CSV (OpenB format)")
+    p.add_argument("--workers", type=positive_int, default=2, help="agent scheduler workers (default: 2)")
+    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run)
+
+
+def load(pods_csv: str, nodes_csv: str) -> tuple[list[Node], list[Pod]]:
+    """The trace's nodes, and its pods for the agent scheduler in creation order; ValueError when malformed."""
+    return read_nodes(nodes_csv), [to_pod(tp, AGENT) for tp in read_pods(pods_csv)]
+
+
+async def fill(url: str, name: str, nodes: list[Node], pods: list[Pod], workers: int, score: ScoreKind) -> Policy:
+    milli = {p.uid: p.request().get(GPU_MILLI, 0) for p in pods}  # whole or shared GPUs, in thousandths
+    total = sum(n.allocatable_resources().get(GPU_MILLI, 0) for n in nodes)
+    gpu_pods = {u for u, m in milli.items() if m > 0}
+    seen = {"share": 0.0, "failed": False}
+
+    async def first_gpu_failure(store: Store, loop: AgentLoop) -> bool:
+        # Nothing is deleted in this run, so what the bound pods ask is what the nodes have allocated.
+        seen["share"] = sum(milli[u] for u in loop.bound) / total if total else 0.0
+        seen["failed"] = not gpu_pods.isdisjoint((await store.reasons(AGENT)).keys())
+        return bool(seen["failed"])
+
+    run: Run = await place(
+        url, name, nodes, pods, workers=workers, score=score, weights=WEIGHTS, until=first_gpu_failure
+    )
+    if run.placed == len(pods):  # every pod fit: the share at the end
+        seen["share"] = sum(milli.values()) / total if total else 0.0
+    return Policy(
+        pods_per_s=run.pods_per_s,
+        p99_ms=run.p99_ms,
+        placed=run.placed,
+        gpu_allocated=round(seen["share"], 4),
+        first_gpu_failure=bool(seen["failed"]),
+        audit=run.audit,
+    )
+
+
+async def measure(url: str, name: str, nodes: list[Node], pods: list[Pod], workers: int) -> Report:
+    binpack = await fill(url, "trace-binpack", nodes, pods, workers, ScoreKind.BINPACK)
+    spread = await fill(url, "trace-spread", nodes, pods, workers, ScoreKind.LEAST_ALLOCATED)
+    gpus = sum(n.allocatable_resources().get(GPU, 0) for n in nodes)
+    return Report(
+        trace=name,
+        nodes=len(nodes),
+        gpus=gpus,
+        pods=len(pods),
+        workers=workers,
+        gpu_allocated=binpack.gpu_allocated,
+        pods_per_s=binpack.pods_per_s,
+        p99_ms=binpack.p99_ms,
+        binpack=binpack,
+        least_allocated=spread,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        nodes, pods = load(args.trace, args.trace_nodes)
+    except (OSError, ValueError) as e:
+        print(f"caldera bench saturation: error: {e}", file=sys.stderr)
+        return 2
+    return run_bench(
+        args,
+        lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers),
+        figures(16),
+        ok=lambda report: report.binpack.audit == report.least_allocated.audit == "ok",
+        ray=True,
+    )
