@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement, Reason, Rejected, Result
+from cluster.model.devices import CARD_PREFIX
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.store.keys import Keys
@@ -65,9 +66,14 @@ def decode_result(node: str, raw: list[object]) -> Result:
 
 
 def _invalid(p: Placement) -> Rejected | None:
-    negative = [f"{name} {amount}" for name, amount in p.request.items() if amount < 0]
+    negative = [f"{name} {amount}" for name, amount in (*p.request.items(), *p.cards.items()) if amount < 0]
     if negative:
         return Rejected(reason=Reason.INVALID_REQUEST, detail=f"negative request: {', '.join(negative)}")
+    other = [name for name in p.cards.names() if not name.startswith(CARD_PREFIX)]
+    if other:
+        return Rejected(
+            reason=Reason.INVALID_REQUEST, detail=f"cards name {', '.join(other)} (expected {CARD_PREFIX}<card>)"
+        )
     return None
 
 
@@ -142,7 +148,7 @@ class Binder:
         for _, todo in calls:
             args = list(head)
             for p in todo:
-                args += [p.uid, p.node, p.version, encode_request(p.request)]
+                args += [p.uid, p.node, p.version, encode_request(p.request), encode_request(p.cards)]
             argv.append(args)
 
         async def go() -> list[list[list[object]]]:

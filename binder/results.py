@@ -14,12 +14,15 @@ class Placement(msgspec.Struct, frozen=True, kw_only=True):
 
     ``request`` is the pod's request as the scheduler saw it; the commit refuses it when it
     differs from the stored one. ``version`` 0 means "not known": the fit is re-checked.
+    ``cards``: the GPU cards' shares it takes on the node besides (``gpu.caldera.io/<i>``
+    resources, ``cluster.model.devices``), checked and taken in the same step.
     """
 
     uid: str
     node: str
     request: Resources
     version: int
+    cards: Resources = Resources()
 
 
 class Committed(msgspec.Struct, frozen=True, kw_only=True, tag=True):

@@ -106,3 +106,67 @@ def labelled_table(nodes: Mapping[str, dict[str, str]], pods: int = 0) -> NodeTa
         )
         for name, labels in nodes.items()
     )
+
+
+def gpu_node(
+    name: str,
+    *,
+    allocatable: Mapping[str, str | int],
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    cpu: str = "32",
+    memory: str = "256Gi",
+) -> Node:
+    """A node with GPU resources (``volcano.sh/gpu-number``/``-memory``, ``volcano.sh/vgpu-*``,
+    ``nvidia.com/gpu``) and annotations such as ``volcano.sh/node-vgpu-register``."""
+    return msgspec.convert(
+        {
+            "metadata": {
+                "name": name,
+                "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+                "annotations": dict(annotations or {}),
+            },
+            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110", **allocatable}},
+        },
+        Node,
+    )
+
+
+def gpu_pod(
+    name: str,
+    *,
+    limits: Mapping[str, str | int],
+    annotations: Mapping[str, str] | None = None,
+    containers: int = 1,
+    scheduler: str = "s",
+    node: str = "",
+    phase: str = "Pending",
+    group: str = "",
+    cpu: str = "1",
+) -> Pod:
+    """A pod whose containers each have these GPU ``limits`` (and 1 cpu, 1Gi requested)."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "default",
+        "uid": f"uid-{name}",
+        "annotations": dict(annotations or {}),
+    }
+    if group:
+        meta["annotations"]["scheduling.k8s.io/group-name"] = group
+    container = {
+        "name": "c",
+        "image": "x",
+        "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}, "limits": {k: str(v) for k, v in limits.items()}},
+    }
+    return msgspec.convert(
+        {
+            "metadata": meta,
+            "spec": {
+                "schedulerName": scheduler,
+                "nodeName": node,
+                "containers": [{**container, "name": f"c{i}"} for i in range(containers)],
+            },
+            "status": {"phase": phase},
+        },
+        Pod,
+    )

@@ -1,6 +1,9 @@
 -- Check and apply a list of placements atomically. ARGV after the prelude's:
 -- scheduler, mode ('fine' | 'coarse'), hard (0/1), gang (0/1), then per placement:
--- pod uid, node, node version the scheduler decided on, request ("name amount ...").
+-- pod uid, node, node version the scheduler decided on, request ("name amount ..."), and
+-- the GPU cards' shares it takes there ("gpu.caldera.io/<card> amount ...", '' for none).
+-- The cards are checked and taken with the request, in the same step, and held by the pod
+-- (field 'cards') until it is released, deleted or finishes.
 --
 -- Result per placement (nested array):
 --   {1, version, resolved, idempotent}                    committed
@@ -15,8 +18,21 @@
 -- gang: check every placement first, apply nothing unless all pass.
 local sched, mode, hard, gang = ARGV[3], ARGV[4], ARGV[5] == '1', ARGV[6] == '1'
 local placements = {}
-for i = 7, #ARGV, 4 do
-  placements[#placements + 1] = {uid = ARGV[i], node = ARGV[i + 1], version = ARGV[i + 2], req = ARGV[i + 3]}
+for i = 7, #ARGV, 5 do
+  placements[#placements + 1] = {
+    uid = ARGV[i], node = ARGV[i + 1], version = ARGV[i + 2], req = ARGV[i + 3], cards = ARGV[i + 4]}
+end
+
+-- The request and the cards as one list, a resource named twice summed.
+local function taking(p)
+  local sums, order = {}, {}
+  for _, r in ipairs(parse_request(held(p.req, p.cards))) do
+    if not sums[r[1]] then order[#order + 1] = r[1] end
+    sums[r[1]] = (sums[r[1]] or 0) + r[2]
+  end
+  local out = {}
+  for _, name in ipairs(order) do out[#out + 1] = {name, sums[name]} end
+  return out
 end
 
 local function conflict(key, ver, unsched)
@@ -66,7 +82,7 @@ local function check(p)
   local fits = n[3] ~= '1'
   local short = {}
   local taken = extra[p.node] or {}
-  for _, r in ipairs(parse_request(p.req)) do
+  for _, r in ipairs(taking(p)) do
     local f = redis.call('HMGET', key, 'a:' .. r[1], 'u:' .. r[1])
     local alloc, used = tonumber(f[1]) or 0, tonumber(f[2]) or 0
     if used + (taken[r[1]] or 0) + r[2] > alloc then
@@ -85,8 +101,8 @@ end
 local function apply(p, res)
   local key = pod_key(p.uid)
   if not before[p.node] then before[p.node] = redis.call('HGET', node_key(p.node), 'version') end
-  set_accounted(p.uid, '', p.req, p.node, p.req)
-  redis.call('HSET', key, 'node', p.node, 'version', version())
+  set_accounted(p.uid, '', '', p.node, held(p.req, p.cards))
+  redis.call('HSET', key, 'node', p.node, 'cards', p.cards, 'version', version())
   redis.call('SADD', P .. 'bynode:' .. p.node, p.uid)
   local sched_of = redis.call('HGET', key, 'sched')
   redis.call('ZREM', P .. 'pending:' .. sched_of, p.uid)
@@ -109,7 +125,7 @@ else
     results[i], oks[i] = res, ok
     if ok then
       local taken = extra[p.node] or {}
-      for _, r in ipairs(parse_request(p.req)) do taken[r[1]] = (taken[r[1]] or 0) + r[2] end
+      for _, r in ipairs(taking(p)) do taken[r[1]] = (taken[r[1]] or 0) + r[2] end
       extra[p.node] = taken
     elseif res[1] ~= 1 then
       all_ok = false

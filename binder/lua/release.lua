@@ -8,16 +8,16 @@ local out = {}
 for i = 3, #ARGV do
   local uid = ARGV[i]
   local key = pod_key(uid)
-  local pod = redis.call('HMGET', key, 'node', 'acct', 'req', 'sched', 'phase')
+  local pod = redis.call('HMGET', key, 'node', 'acct', 'req', 'sched', 'phase', 'cards')
   local changed_pod = 0
   if pod[3] then
     if pod[2] ~= '' then
-      set_accounted(uid, pod[2], pod[3], '', pod[3])
+      set_accounted(uid, pod[2], held(pod[3], pod[6]), '', '')
       changed_pod = 1
     end
     if pod[1] ~= '' and not terminal(pod[5]) then
       redis.call('SREM', P .. 'bynode:' .. pod[1], uid)
-      redis.call('HSET', key, 'node', '')
+      redis.call('HSET', key, 'node', '', 'cards', '')
       redis.call('ZADD', P .. 'pending:' .. pod[4], version(), uid)
       changed_pod = 1
     end

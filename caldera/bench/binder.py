@@ -98,7 +98,7 @@ def ceiling(url: str, keys: Keys, script: Script, calls: list[list[Placement]], 
     for call in calls:
         args: list[str | int] = list(head)
         for p in call:
-            args += [p.uid, p.node, p.version, encode_request(p.request)]
+            args += [p.uid, p.node, p.version, encode_request(p.request), encode_request(p.cards)]
         encoded.append(resp("EVALSHA", script.sha, 1, keys.rv, *args))
     chunks = [b"".join(encoded[i : i + pipeline]) for i in range(0, len(encoded), pipeline)]
     sizes = [len(encoded[i : i + pipeline]) for i in range(0, len(encoded), pipeline)]

@@ -22,8 +22,12 @@ only memory), each with ``vgpu-memory`` MiB (limits, else requests) or
 or ``volcano.sh/gpu-number`` idle cards (limits; containers summed, init containers' largest if
 larger); for **whole cards**, ``nvidia.com/gpu``.
 
-Not wired into placement yet: the store, the binder's per-card accounting and the policies build
-on this model.
+Per card, the store holds the card's room as resources of its node (:func:`card_resources`):
+``gpu.caldera.io/<i>`` — memory for vGPU and gpushare cards, 1000 thousandths for a whole card —
+and, for vGPU, ``gpu.caldera.io/<i>.slots`` (its split count) and ``gpu.caldera.io/<i>.cores``
+(100). A placement takes its cards' shares of them in the binder's one compare-and-set, so no
+card is ever over-committed, and the pod holds them until it ends (:func:`pod_cards`: what a
+pod's annotations say it holds, for pods observed bound).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import msgspec
 
 from cluster.model.core import Container, Node, Pod
 from cluster.model.quantity import QuantityError, parse_amount
+from cluster.model.resources import Resources
 from cluster.model.schema import Problem
 
 VGPU_REGISTER = "volcano.sh/node-vgpu-register"
@@ -46,6 +51,61 @@ GPU_MEMORY = "volcano.sh/gpu-memory"
 GPU_UNHEALTHY = "volcano.sh/gpu-unhealthy-ids"
 WHOLE_GPU = "nvidia.com/gpu"
 VGPU_MODES = ("hami-core", "mig")
+GPU_INDEX = "volcano.sh/gpu-index"  # gpushare: the cards a pod was given, "0" or "1,3"
+CARDS_ANNOTATION = "caldera.io/gpu-cards"  # what caldera committed: "3=460" or "1=8000,1.slots=1,1.cores=50"
+CARD_PREFIX = "gpu.caldera.io/"
+WHOLE_CARD = 1000  # a whole card's room, in thousandths
+FULL_CORES = 100
+
+
+def card_resource(index: int, dim: str = "") -> str:
+    """The node resource that is card ``index``'s room (``dim`` '' for memory or thousandths, or slots, cores)."""
+    return f"{CARD_PREFIX}{index}{'.' + dim if dim else ''}"
+
+
+def card_resources(node: Node) -> Resources:
+    """The node's cards as resources (the module docstring); unhealthy vGPU cards have none."""
+    cards, _ = node_devices(node)
+    out: dict[str, int] = {}
+    for card in cards:
+        if card.sharing is Sharing.WHOLE:
+            out[card_resource(card.index)] = WHOLE_CARD
+        elif card.healthy:
+            out[card_resource(card.index)] = card.memory
+            if card.sharing is Sharing.VGPU:
+                out[card_resource(card.index, "slots")] = card.split or 1
+                out[card_resource(card.index, "cores")] = FULL_CORES
+    return Resources(out)
+
+
+def encode_cards(cards: Resources) -> str:
+    """The ``caldera.io/gpu-cards`` annotation for cards taken as card resources."""
+    return ",".join(f"{name[len(CARD_PREFIX) :]}={amount}" for name, amount in cards.items())
+
+
+def pod_cards(pod: Pod) -> Resources:
+    """The card shares a bound pod's annotations say it holds: caldera's own annotation, else
+    gpushare's ``volcano.sh/gpu-index`` (its gpu-memory on that card, or — gpu-number — 1 on each
+    card, enough to make them not idle, as Volcano counts them). Malformed: none."""
+    annotations = pod.metadata.annotations
+    text = annotations.get(CARDS_ANNOTATION)
+    if text:
+        out: dict[str, int] = {}
+        for item in text.split(","):
+            key, _, amount = item.strip().partition("=")
+            card, _, dim = key.partition(".")
+            if not card.isdigit() or dim not in ("", "slots", "cores") or not amount.isdigit():
+                return Resources()
+            out[card_resource(int(card), dim)] = out.get(card_resource(int(card), dim), 0) + int(amount)
+        return Resources(out)
+    index = annotations.get(GPU_INDEX, "")
+    ids = [s.strip() for s in index.split(",") if s.strip()]
+    if not ids or not all(s.isdigit() for s in ids):
+        return Resources()
+    memory = _limit(pod, GPU_MEMORY)
+    if memory and len(ids) == 1:
+        return Resources({card_resource(int(ids[0])): memory})
+    return Resources({card_resource(int(i)): 1 for i in ids})
 
 
 class Sharing(enum.StrEnum):

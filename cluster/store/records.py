@@ -49,7 +49,8 @@ class PodRecord(msgspec.Struct, frozen=True, kw_only=True):
     """A pod as the store holds it.
 
     ``node`` is the binding ('' while pending); ``accounted`` the node whose allocated
-    figures include this pod's request ('' when none: pending, finished, or node gone).
+    figures include this pod's request ('' when none: pending, finished, or node gone);
+    ``cards`` the GPU cards' shares it holds there besides (``gpu.caldera.io/<i>`` amounts).
     """
 
     uid: str
@@ -62,6 +63,7 @@ class PodRecord(msgspec.Struct, frozen=True, kw_only=True):
     accounted: str
     phase: str
     version: int
+    cards: Resources = Resources()
 
     @property
     def namespace(self) -> str:
@@ -117,6 +119,7 @@ def pod_record(uid: str, fields: dict[bytes, bytes]) -> PodRecord:
         accounted=_text(fields.get(b"acct")),
         phase=_text(fields.get(b"phase")),
         version=int(fields[b"version"]),
+        cards=decode_request(fields.get(b"cards") or b""),
     )
 
 

@@ -15,6 +15,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from cluster.model.core import Namespace, Node, Pod, PriorityClass
+from cluster.model.devices import card_resources, pod_cards
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.store.keys import Keys, Kind
@@ -109,7 +110,7 @@ class Store:
         """Create or update nodes; returns the version each write got."""
         calls: list[list[Arg]] = []
         for node in nodes:
-            allocatable = node.allocatable_resources()  # raises on a bad quantity, before any write
+            allocatable = node.allocatable_resources() + card_resources(node)  # raises on a bad quantity first
             calls.append([node.name, int(node.unschedulable), encode_request(allocatable), _encoder.encode(node)])
         return await self._run(self._upsert_node, calls)
 
@@ -134,6 +135,7 @@ class Store:
                     pod.node_name,
                     pod.phase,
                     _encoder.encode(pod),
+                    encode_request(pod_cards(pod)) if pod.node_name else "",
                 ]
             )
         return await self._run(self._upsert_pod, calls)

@@ -25,6 +25,7 @@ from hypothesis.stateful import (
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason, Rejected
 from caldera.bench.binders import VersionOnlyBinder
+from cluster.model.devices import card_resources
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.runtime.redis_server import RedisServer
@@ -115,7 +116,7 @@ class Machine(RuleBasedStateMachine):
         n = node(name, cpu=cpu, memory="8Gi", gpu=gpu, pods=pods, unschedulable=unsched)
         self.run(self.store.upsert_nodes([n]))
         new = name not in self.model.alloc
-        self.model.alloc[name] = n.allocatable_resources()
+        self.model.alloc[name] = n.allocatable_resources() + card_resources(n)
         self.model.unsched[name] = unsched
         if new:
             self.model.used[name] = Resources()

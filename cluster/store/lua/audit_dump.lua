@@ -1,7 +1,7 @@
 -- A consistent read of everything the audit checks (one atomic script, read only).
 -- Returns {nodes, pods, bynode, pending}:
 --   nodes: {name, {field, value, ...}} with the a:, u:, unsched fields
---   pods: {uid, node, acct, req, phase, sched}
+--   pods: {uid, node, acct, held (request and cards), phase, sched}
 --   bynode: {node, {uid, ...}} for every bynode set, including those of deleted nodes
 --   pending: {sched, {uid, ...}}
 local nodes = {}
@@ -20,8 +20,8 @@ end
 local pods = {}
 local scheds = {}
 for _, uid in ipairs(redis.call('SMEMBERS', P .. 'index:pod')) do
-  local p = redis.call('HMGET', pod_key(uid), 'node', 'acct', 'req', 'phase', 'sched')
-  pods[#pods + 1] = {uid, p[1] or '', p[2] or '', p[3] or '', p[4] or '', p[5] or ''}
+  local p = redis.call('HMGET', pod_key(uid), 'node', 'acct', 'req', 'phase', 'sched', 'cards')
+  pods[#pods + 1] = {uid, p[1] or '', p[2] or '', held(p[3], p[6]), p[4] or '', p[5] or ''}
   if p[5] then scheds[p[5]] = true end
 end
 local bynode = {}

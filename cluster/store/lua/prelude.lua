@@ -41,6 +41,13 @@ local function parse_request(s)
   return out
 end
 
+-- What a pod holds on its node: its request and, for GPUs, its cards' shares ("name amount ...").
+local function held(req, cards)
+  if cards == nil or cards == '' then return req or '' end
+  if req == nil or req == '' then return cards end
+  return req .. ' ' .. cards
+end
+
 local function terminal(phase)
   return phase == 'Succeeded' or phase == 'Failed'
 end

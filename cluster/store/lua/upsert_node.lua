@@ -19,9 +19,9 @@ if is_new then
   redis.call('HSET', key, 'owner', '')
   redis.call('SADD', P .. 'index:node', name)
   for _, uid in ipairs(redis.call('SMEMBERS', P .. 'bynode:' .. name)) do
-    local pod = redis.call('HMGET', pod_key(uid), 'acct', 'req', 'phase')
+    local pod = redis.call('HMGET', pod_key(uid), 'acct', 'req', 'phase', 'cards')
     if pod[2] and pod[1] == '' and not terminal(pod[3]) then
-      set_accounted(uid, '', pod[2], name, pod[2])
+      set_accounted(uid, '', '', name, held(pod[2], pod[4]))
       redis.call('HSET', pod_key(uid), 'version', version())
       changed('pod', uid)
     end
