@@ -27,6 +27,7 @@ from cluster.model.core import Pod
 from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
+from cluster.nodeview.devices import CardPolicy, card_need, choose_cards
 from cluster.nodeview.plugins import (
     Allocated,
     LabelBonus,
@@ -60,6 +61,8 @@ class CoreConfig(msgspec.Struct, frozen=True, kw_only=True):
     worker: int = 0
     workers: int = 1
     partition_bonus: float = 1.0
+    # Which GPU card a pod asking for one gets on its node (cluster.nodeview.devices).
+    gpu_policy: CardPolicy = CardPolicy.VOLCANO
 
 
 class Task(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,6 +75,7 @@ class Choice(msgspec.Struct, frozen=True, kw_only=True):
     uid: str
     node: str
     version: int
+    cards: Resources = Resources()  # the GPU cards' shares it takes there
 
 
 class NoFit(msgspec.Struct, frozen=True, kw_only=True):
@@ -128,8 +132,10 @@ def decide(
             out.append(NoFit(uid=task.uid, reason=row.reason()))
             continue
         name = columns.names[row]
-        columns.take(name, task.request)
+        need = card_need(task.pod, task.request)
+        cards = (choose_cards(columns, row, need, config.gpu_policy) if need else None) or Resources()
+        columns.take(name, task.request + cards)
         if placed is not None:
             placed.add(task.uid, task.pod, row)
-        out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row])))
+        out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row]), cards=cards))
     return out

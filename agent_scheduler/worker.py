@@ -26,6 +26,8 @@ from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason
 from cluster.model.binding import Binding
+from cluster.model.devices import card_annotations
+from cluster.model.resources import Resources
 from cluster.nodeview.assume import Assumed
 from cluster.nodeview.pod_affinity import PlacedPods, bears_rules
 from cluster.nodeview.table import NodeTable
@@ -82,6 +84,7 @@ class _Call:
     conflicts: int = 0
     resolved: int = 0
     rejected: int = 0
+    cards: dict[str, Resources] = dataclasses.field(default_factory=dict)  # uid -> the GPU cards its commit took
 
 
 class Worker:
@@ -180,8 +183,11 @@ class Worker:
                     Outcome(uid=d.uid, kind=OutcomeKind.UNSCHEDULABLE, reason=d.reason, attempts=attempt)
                 )
             else:
-                placements.append(Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version))
-        held = [self.assumed.assume(p.node, p.request, taken=True) for p in placements]  # decide took them
+                placements.append(
+                    Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version, cards=d.cards)
+                )
+        held = [self.assumed.assume(p.node, p.request + p.cards, taken=True) for p in placements]  # decide took them
+        call.cards |= {p.uid: p.cards for p in placements if p.cards}
         try:
             results = await self.binder.commit(placements) if placements else []
         except BaseException:
@@ -237,8 +243,22 @@ class Worker:
 
     async def _bind(self, call: _Call) -> None:
         committed = call.committed
+        now, index = time.time(), self.columns.index
         bindings = [
-            Binding(uid=t.uid, namespace=t.pod.namespace, name=t.pod.name, node=c.node) for t, c, _ in committed
+            Binding(
+                uid=t.uid,
+                namespace=t.pod.namespace,
+                name=t.pod.name,
+                node=c.node,
+                annotations=card_annotations(
+                    t.pod,
+                    c.node,
+                    self.columns.card_ids[index[c.node]] if c.node in index else (),
+                    call.cards.get(t.uid, Resources()),
+                    now,
+                ),
+            )
+            for t, c, _ in committed
         ]
         failures = await bind_committed(self.binder, self.target, bindings)
         for (t, c, tries), failure in zip(committed, failures):

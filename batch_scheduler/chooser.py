@@ -33,6 +33,7 @@ from batch_scheduler.framework import SessionView
 from batch_scheduler.plugin_set import PluginSet
 from batch_scheduler.tasks import TaskInfo
 from cluster.model.resources import Resources
+from cluster.nodeview.devices import Need, card_fit, card_need
 from cluster.nodeview.fit import fitting
 from cluster.nodeview.shard import preference_penalty
 from cluster.nodeview.table import Mask
@@ -56,6 +57,7 @@ class ChoosingSession(SessionView, Protocol):
 @dataclass(eq=False)
 class _Template:
     task: TaskInfo  # any task of the template: scores depend only on what they share
+    need: Need | None  # what it asks of GPU cards: such templates refit every node a placement touches
     allowed: Mask  # the predicates' verdict without free resources
     value: Values  # score − shard penalty where the task fits now, else −inf
     seen: int  # position in the session's change log up to which ``value`` is current
@@ -111,6 +113,10 @@ class Chooser:
         """Fit and score of ``task`` on ``rows`` (every node when None) as the columns are now."""
         ssn = self.ssn
         fits = (allowed if rows is None else allowed[rows]) & fitting(ssn.columns, task.request, rows)
+        need = card_need(task.pod, task.request)
+        if need is not None:
+            cards = card_fit(ssn.columns, need)
+            fits &= cards if rows is None else cards[rows]
         values = np.full(len(fits), -np.inf)
         ok = np.flatnonzero(fits) if rows is None else rows[fits]
         if len(ok):
@@ -123,6 +129,7 @@ class Chooser:
         value = self._values(task, allowed, None)
         return _Template(
             task=task,
+            need=card_need(task.pod, task.request),
             allowed=allowed,
             value=value,
             seen=len(self.changes),
@@ -171,7 +178,7 @@ class Chooser:
         alone = []
         for row in touched:
             j = int(own[row])
-            if 0 <= j < MAX_LEVELS:
+            if 0 <= j < MAX_LEVELS and template.need is None:  # cards are not a scaled request: refit
                 template.value[row] = self._level(template, j)[row]
             else:
                 alone.append(row)

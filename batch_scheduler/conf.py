@@ -70,6 +70,7 @@ from batch_scheduler.volcano_names import (
     VOLCANO_PLUGINS,
     VOLCANO_SWITCHES,
 )
+from cluster.nodeview.devices import CardPolicy
 
 DEFAULT_CONF = """\
 actions: "enqueue, allocate, backfill"
@@ -129,6 +130,14 @@ class SchedulerConf(msgspec.Struct, frozen=True, kw_only=True):
 
     def argument(self, action: str, name: str) -> str | None:
         return self.action_arguments.get(action, {}).get(name)
+
+    def card_policy(self) -> CardPolicy:
+        """How GPU cards are picked on a node: the deviceshare plugin's ``SchedulePolicy``, else Volcano's order."""
+        for tier in self.tiers:
+            for o in tier:
+                if o.name == "deviceshare":
+                    return o.decoded.policy  # type: ignore[attr-defined, no-any-return]
+        return CardPolicy.VOLCANO
 
     def has_plugin(self, name: str) -> bool:
         return any(o.name == name for tier in self.tiers for o in tier)

@@ -45,6 +45,7 @@ from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement
 from cluster.kube.connect import KubeConnection
 from cluster.model.binding import Binding, Eviction, GateLift
+from cluster.model.devices import card_annotations
 from cluster.model.labels import QUEUE_ALLOCATION_GATE
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroupStatus
@@ -257,6 +258,7 @@ class BatchScheduler:
                         node=t.node,
                         request=t.request,
                         version=int(self.cache.columns.version[self.cache.columns.index[t.node]]),
+                        cards=t.cards,
                     )
                     for t in tasks
                 ]
@@ -271,10 +273,16 @@ class BatchScheduler:
                 if len(done) == len(outcome):
                     report.jobs_started += 1
                     for t, c in zip(tasks, done):
-                        bindings.append(Binding(uid=t.uid, namespace=t.namespace, name=t.name, node=t.node))
+                        cols = self.cache.columns
+                        uuids = cols.card_ids[cols.index[t.node]] if t.node in cols.index else ()
+                        notes = card_annotations(t.pod, t.node, uuids, t.cards, self.wall())
+                        bindings.append(
+                            Binding(uid=t.uid, namespace=t.namespace, name=t.name, node=t.node, annotations=notes)
+                        )
                         self._assume(t)
-                        count, version = taken.get((t.node, t.request), (0, 0))
-                        taken[t.node, t.request] = (count + 1, max(version, c.version))
+                        held = t.request + t.cards
+                        count, version = taken.get((t.node, held), (0, 0))
+                        taken[t.node, held] = (count + 1, max(version, c.version))
                         if self.metrics is not None and t.uid in self.cache.first_seen:
                             self.metrics.task_latency.observe((now - self.cache.first_seen[t.uid]) * 1000)
                     continue

@@ -15,6 +15,7 @@ from batch_scheduler.framework import ActionSpec, Registry, plugin_spec
 from batch_scheduler.plugins.binpack import BinpackArguments, BinpackPlugin
 from batch_scheduler.plugins.capacity import CapacityArguments, CapacityPlugin
 from batch_scheduler.plugins.conformance import ConformancePlugin
+from batch_scheduler.plugins.deviceshare import DeviceShareArguments, DeviceSharePlugin
 from batch_scheduler.plugins.drf import DrfPlugin
 from batch_scheduler.plugins.gang import GangPlugin
 from batch_scheduler.plugins.network_topology import NetworkTopologyArguments, NetworkTopologyPlugin
@@ -44,6 +45,7 @@ def default_registry() -> Registry:
                 "predicates": plugin_spec(PredicatesPlugin, PredicatesArguments),
                 "nodeorder": plugin_spec(NodeOrderPlugin, NodeOrderArguments),
                 "binpack": plugin_spec(BinpackPlugin, BinpackArguments),
+                "deviceshare": plugin_spec(DeviceSharePlugin, DeviceShareArguments),
                 "overcommit": plugin_spec(OvercommitPlugin, OvercommitArguments),
                 "network-topology-aware": plugin_spec(NetworkTopologyPlugin, NetworkTopologyArguments),
                 "task-topology": plugin_spec(TaskTopologyPlugin, TaskTopologyArguments),

@@ -30,7 +30,9 @@ from batch_scheduler.session_input import SessionConfig, SessionInput, build, se
 from batch_scheduler.tasks import TaskInfo, TaskStatus
 from batch_scheduler.vector import Vector
 from cluster.model.core import Pod
+from cluster.model.devices import is_card_resource
 from cluster.model.resources import Resources
+from cluster.nodeview.devices import CardPolicy, card_need, choose_cards
 from cluster.nodeview.fit import fits_once_freed, resources_fit
 from cluster.nodeview.pod_affinity import PlacedPods, Verdict, constrained, pod_rules
 from cluster.nodeview.predicates import Filtered, insufficient
@@ -75,6 +77,7 @@ class Session:
             {
                 r: int(inp.columns.allocatable[i, : self.n][self.allowed].sum())
                 for i, r in enumerate(inp.columns.resources)
+                if not is_card_resource(r)  # the cards are in the node totals (nvidia.com/gpu, gpu-memory…)
             }
         )
         self._domain_sums: DomainSums | None = None
@@ -100,6 +103,7 @@ class Session:
         self.ungated: list[TaskInfo] = []  # pods whose queue-allocation gate this session lifts
         self.evictions: list[TaskInfo] = []
         self.tiers: PluginSet = conf.build()
+        self.card_policy: CardPolicy = conf.card_policy()
         for plugin in (p for tier in self.tiers.tiers for p in tier):
             plugin.open(self)
         self.chooser = Chooser(self)
@@ -107,8 +111,15 @@ class Session:
     # -- what statements change ---------------------------------------------------------
 
     def place(self, task: TaskInfo, node: str, sign: int) -> None:
-        """Take the task's request on the node (+1) or give it back (−1)."""
-        (self.columns.take if sign > 0 else self.columns.give_back)(node, task.request)
+        """Take the task's request on the node (+1) — and the GPU cards it picks there — or give it back (−1)."""
+        if sign > 0:
+            need = card_need(task.pod, task.request)
+            picked = choose_cards(self.columns, self.columns.index[node], need, self.card_policy) if need else None
+            task.cards = picked or Resources()
+            self.columns.take(node, task.request + task.cards)
+        else:
+            self.columns.give_back(node, task.request + task.cards)
+            task.cards = Resources()
         self.chooser.changed(node, task, sign)
         if self._domain_sums is not None:
             self._domain_sums.changed(self.columns.index[node], task.request, sign)
@@ -163,7 +174,8 @@ class Session:
         if not task.node:
             return
         current = self.releasing.get(task.node, Resources())
-        self.releasing[task.node] = current + (task.request if sign > 0 else task.request.scaled(-1))
+        held = task.request + task.cards
+        self.releasing[task.node] = current + (held if sign > 0 else held.scaled(-1))
 
     def allocated_event(self, task: TaskInfo) -> None:
         self.tiers.allocated(task)
@@ -293,7 +305,7 @@ class Session:
             for r in rows
             if allowed[r]
             and (within is None or within[r])
-            and self.fits_once_freed(task.request, self.columns.names[r])
+            and self.fits_once_freed(task.request, self.columns.names[r], pod=task.pod)
         ]
         if not fits:
             return None
@@ -310,13 +322,31 @@ class Session:
             }
         )
 
-    def fits_once_freed(self, request: Resources, node: str, victims: Sequence[TaskInfo] = ()) -> bool:
+    def fits_once_freed(
+        self, request: Resources, node: str, victims: Sequence[TaskInfo] = (), pod: Pod | None = None
+    ) -> bool:
         """Whether ``request`` fits on the node once the evictions under way there, and ``victims``,
-        finish (Volcano's FutureIdle)."""
+        finish (Volcano's FutureIdle) — and, for ``pod`` asking for GPU cards, whether the cards it
+        needs are among those freed (a victim frees its own cards, not just node totals)."""
         freed = self.releasing.get(node, Resources())
         for v in victims:
-            freed = freed + v.request
-        return fits_once_freed(self.columns, request, self.columns.index[node], freed)
+            freed = freed + v.request + v.cards
+        row = self.columns.index[node]
+        if not fits_once_freed(self.columns, request, row, freed):
+            return False
+        need = card_need(pod, request) if pod is not None else None
+        if need is None:
+            return True
+        cards = [
+            (self.columns.resource_index[r], amount) for r, amount in freed.items() if r in self.columns.resource_index
+        ]
+        for r, amount in cards:
+            self.columns.allocated[r, row] -= amount
+        try:
+            return choose_cards(self.columns, row, need, self.card_policy) is not None
+        finally:
+            for r, amount in cards:
+                self.columns.allocated[r, row] += amount
 
     def future_idle(self, node: str) -> Resources:
         """What the node will have free once the evictions under way finish (Volcano's FutureIdle)."""

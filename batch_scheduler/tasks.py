@@ -12,13 +12,14 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
 import msgspec
 
 from batch_scheduler.vector import Vector
 from cluster.model.core import Pod
+from cluster.model.devices import is_card_resource
 from cluster.model.labels import PREEMPTABLE_KEY, QUEUE_ALLOCATION_GATE, TASK_SPEC_KEY
 from cluster.model.resources import PODS, Resources
 
@@ -27,8 +28,8 @@ _encoder = msgspec.msgpack.Encoder()
 
 
 def shareable(request: Mapping[str, int]) -> Resources:
-    """A request without its ``pods`` entry."""
-    return Resources({k: v for k, v in request.items() if k != PODS})
+    """A request without its ``pods`` entry and the GPU cards' rooms (node totals count the GPUs)."""
+    return Resources({k: v for k, v in request.items() if k != PODS and not is_card_resource(k)})
 
 
 def parse_bool(text: str) -> bool | None:
@@ -111,6 +112,7 @@ class TaskInfo:
     node: str = ""
     order: int = 0  # creation order among the session's pods
     preemption_policy: str = ""  # the pod's, or its PriorityClass's
+    cards: Resources = field(default_factory=Resources)  # the GPU cards' shares it takes on ``node``
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Keep the job's per-status counts and its allocation in step with every status

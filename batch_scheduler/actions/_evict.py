@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from batch_scheduler.statement import Statement
 from batch_scheduler.tasks import PREEMPTABLE_STATUSES, TaskInfo
+from cluster.nodeview.devices import card_fit, card_need
 from cluster.nodeview.fit import fitting
 from cluster.nodeview.pod_affinity import pod_rules
 
@@ -71,10 +72,13 @@ def room_rows(ssn: Session, task: TaskInfo) -> npt.NDArray[np.bool_]:
     """Nodes where the task fits in what they will have once their evictions finish."""
     cols = ssn.columns
     fits = fitting(cols, task.request)
+    need = card_need(task.pod, task.request)
+    if need is not None:
+        fits &= card_fit(cols, need)
     for node in ssn.releasing:  # few nodes: evictions under way
         i = cols.index.get(node)
         if i is not None and not fits[i]:
-            fits[i] = ssn.fits_once_freed(task.request, node)
+            fits[i] = ssn.fits_once_freed(task.request, node, pod=task.pod)
     return fits
 
 
@@ -126,13 +130,15 @@ def preempt_on_nodes(
     order = ssn.victim_order(preemptor)
 
     def fits_now(node: str) -> bool:
-        return ssn.tiers.allocatable(queue, preemptor) is None and ssn.fits_once_freed(preemptor.request, node)
+        return ssn.tiers.allocatable(queue, preemptor) is None and ssn.fits_once_freed(
+            preemptor.request, node, pod=preemptor.pod
+        )
 
     for i in rows[np.argsort(-scores, kind="stable")]:
         node = ssn.columns.names[int(i)]
         preemptees = [t for t in ssn.node_tasks.get(node, []) if eligible(t)]
         victims = ssn.tiers.preemptable(preemptor, preemptees)
-        if not ssn.fits_once_freed(preemptor.request, node, victims):
+        if not ssn.fits_once_freed(preemptor.request, node, victims, pod=preemptor.pod):
             continue
         if not rules_allow(ssn, preemptor, node, victims):
             continue  # a pod that stays keeps it out, whatever is evicted
@@ -160,15 +166,21 @@ def reclaim_on_nodes(
         if not reclaimees:
             continue
         victims = ssn.tiers.reclaimable(reclaimer, reclaimees)
-        if not ssn.fits_once_freed(reclaimer.request, node, victims) or not rules_allow(ssn, reclaimer, node, victims):
+        if not ssn.fits_once_freed(reclaimer.request, node, victims, pod=reclaimer.pod) or not rules_allow(
+            ssn, reclaimer, node, victims
+        ):
             continue
         evicted: list[TaskInfo] = []
         for victim in must_go(ssn, reclaimer, node, victims, order):
             stmt.evict(victim)
             evicted.append(victim)
-            if ssn.fits_once_freed(reclaimer.request, node) and rules_allow(ssn, reclaimer, node, evicted):
+            if ssn.fits_once_freed(reclaimer.request, node, pod=reclaimer.pod) and rules_allow(
+                ssn, reclaimer, node, evicted
+            ):
                 break
-        if ssn.fits_once_freed(reclaimer.request, node) and rules_allow(ssn, reclaimer, node, evicted):
+        if ssn.fits_once_freed(reclaimer.request, node, pod=reclaimer.pod) and rules_allow(
+            ssn, reclaimer, node, evicted
+        ):
             stmt.pipeline(reclaimer, node)
             return True
     return False

@@ -68,6 +68,21 @@ class KubeTarget:
         return Failure(reason=f"API server answered {status or 'nothing'} {ATTEMPTS} times")
 
     async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
+        """Write each pod's GPU-card annotations (when it has cards; a merge patch), then bind it."""
+
+        def annotate(b: Binding) -> Callable[[], Any]:
+            body = {"metadata": {"annotations": b.annotations}}
+            return lambda: self.core.patch_namespaced_pod(
+                b.name, b.namespace, body, _preload_content=False, _request_timeout=(5, 30)
+            )
+
+        async def one(b: Binding) -> Failure | None:
+            if b.annotations:
+                failure = await self._call(annotate(b), {200})
+                if failure is not None:
+                    return failure
+            return await self._call(post(b), {200, 201})
+
         def post(b: Binding) -> Callable[[], Any]:
             body = k8s.V1Binding(
                 api_version="v1",
@@ -79,7 +94,7 @@ class KubeTarget:
                 b.name, b.namespace, body, _preload_content=False, _request_timeout=(5, 30)
             )
 
-        return list(await asyncio.gather(*(self._call(post(b), {200, 201}) for b in bindings)))
+        return list(await asyncio.gather(*(one(b) for b in bindings)))
 
     async def lift_gates(self, lifts: Sequence[GateLift]) -> list[Failure | None]:
         """Remove each pod's gate with a strategic merge patch (``$patch: delete`` on the gate's name,

@@ -12,6 +12,7 @@ class Binding(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     node: str
+    annotations: dict[str, str] = {}  # written on the pod before the binding (its GPU cards, for the device plugins)
 
 
 class Eviction(msgspec.Struct, frozen=True, kw_only=True):

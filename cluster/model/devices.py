@@ -58,6 +58,11 @@ WHOLE_CARD = 1000  # a whole card's room, in thousandths
 FULL_CORES = 100
 
 
+def is_card_resource(name: str) -> bool:
+    """A card's room (the placement core's own), not a resource queues and shares count."""
+    return name.startswith(CARD_PREFIX)
+
+
 def card_resource(index: int, dim: str = "") -> str:
     """The node resource that is card ``index``'s room (``dim`` '' for memory or thousandths, or slots, cores)."""
     return f"{CARD_PREFIX}{index}{'.' + dim if dim else ''}"
@@ -76,6 +81,63 @@ def card_resources(node: Node) -> Resources:
                 out[card_resource(card.index, "slots")] = card.split or 1
                 out[card_resource(card.index, "cores")] = FULL_CORES
     return Resources(out)
+
+
+def node_allocatable(node: Node) -> Resources:
+    """What the node offers as the store holds it: its allocatable and its cards' rooms."""
+    return node.allocatable_resources() + card_resources(node)
+
+
+def card_uuids(node: Node) -> tuple[str, ...]:
+    """The UUIDs of the node's vGPU cards by index ('' for an index with none); () for other nodes."""
+    if VGPU_REGISTER not in node.metadata.annotations:
+        return ()
+    cards, _ = node_devices(node)
+    if not cards or cards[0].sharing is not Sharing.VGPU:
+        return ()
+    out = [""] * (max(c.index for c in cards) + 1)
+    for c in cards:
+        out[c.index] = c.uuid
+    return tuple(out)
+
+
+def card_annotations(pod: Pod, node: str, uuids: tuple[str, ...], cards: Resources, now: float) -> dict[str, str]:
+    """What the pod's bind writes for the device plugins, once its cards are committed: caldera's
+    ``caldera.io/gpu-cards``; for gpushare ``volcano.sh/gpu-index`` and ``predicate-time``; for vGPU
+    HAMi's ``vgpu-ids-new``/``devices-to-allocate`` (per container ``UUID,NVIDIA,memory,cores:``,
+    containers joined by ``;`` — each container's cards taken in index order), ``vgpu-node``,
+    ``vgpu-time``, ``bind-phase: allocating`` and ``bind-time``. Empty without cards."""
+    if not cards:
+        return {}
+    out = {CARDS_ANNOTATION: encode_cards(cards)}
+    index = sorted({int(n[len(CARD_PREFIX) :].partition(".")[0]) for n in cards.names()})
+    demand = pod_gpu_demand(pod)
+    if demand is None:
+        return out
+    if demand.sharing is Sharing.GPUSHARE:
+        out[GPU_INDEX] = ",".join(str(i) for i in index)
+        out["volcano.sh/predicate-time"] = str(int(now * 1e9))
+    elif demand.sharing is Sharing.VGPU:
+        containers, pool = [], list(index)
+        for ask in demand.cards:
+            mine, pool = pool[: ask.count], pool[ask.count :]
+            entries = []
+            for i in mine:
+                memory = ask.memory if ask.percentage is None else cards.get(card_resource(i), 0)
+                uuid = uuids[i] if i < len(uuids) else ""
+                entries.append(f"{uuid},NVIDIA,{memory},{ask.cores}:")
+            containers.append("".join(entries))
+        ids = ";".join(containers)
+        stamp = str(int(now))
+        out |= {
+            "volcano.sh/vgpu-ids-new": ids,
+            "volcano.sh/devices-to-allocate": ids,
+            "volcano.sh/vgpu-node": node,
+            "volcano.sh/vgpu-time": stamp,
+            "volcano.sh/bind-phase": "allocating",
+            "volcano.sh/bind-time": stamp,
+        }
+    return out
 
 
 def encode_cards(cards: Resources) -> str:

@@ -29,6 +29,7 @@ from cluster.model.core import (
     Taint,
     Toleration,
 )
+from cluster.nodeview.devices import card_fit, card_need
 from cluster.nodeview.fit import shortages
 from cluster.nodeview.table import LabelCodes, Mask, NodeTable
 
@@ -49,6 +50,7 @@ class Predicate(enum.StrEnum):
     NODE_SELECTOR = "node_selector"
     NODE_AFFINITY = "node_affinity"
     RESOURCES = "resources"
+    GPU_CARDS = "gpu_cards"
 
 
 _PHRASES: dict[str, str] = {
@@ -57,6 +59,7 @@ _PHRASES: dict[str, str] = {
     Predicate.TAINTS: "node(s) had untolerated taint(s)",
     Predicate.NODE_SELECTOR: "node(s) didn't match Pod's node affinity/selector",
     Predicate.NODE_AFFINITY: "node(s) didn't match Pod's node affinity/selector",
+    Predicate.GPU_CARDS: "node(s) had no GPU card with room for the pod (not enough gpu fitted on this node)",
 }
 
 
@@ -317,7 +320,8 @@ def filter_nodes(columns: NodeTable, pod: Pod, request: Mapping[str, int], *, al
     """Every predicate for one pod, in :class:`Predicate` order.
 
     ``allowed`` is the shard mask (``cluster.nodeview.shard.shard_feasible``); None skips SHARD.
-    Unschedulable nodes are never feasible, even for a pod tolerating
+    A pod asking for GPU cards needs cards with room (``cluster.nodeview.devices``), after the
+    node-level resources. Unschedulable nodes are never feasible, even for a pod tolerating
     ``node.kubernetes.io/unschedulable`` (kube-scheduler lets those through), because the
     binder refuses every commit to an unschedulable node.
     """
@@ -333,4 +337,8 @@ def filter_nodes(columns: NodeTable, pod: Pod, request: Mapping[str, int], *, al
         state.keep(Predicate.NODE_AFFINITY, _affinity(columns, required_affinity(pod)))
     if state.left:
         state.keep_fitting(shortages(columns, request))
+    if state.left and request:  # an empty request: free resources aside, cards too
+        need = card_need(pod, request)
+        if need is not None:
+            state.keep(Predicate.GPU_CARDS, card_fit(columns, need, state.mask))
     return Filtered(mask=state.mask, failed=state.failed, total=n)

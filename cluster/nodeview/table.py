@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cluster.model.core import Taint, Toleration
+from cluster.model.devices import card_uuids
 from cluster.model.resources import STANDARD_RESOURCES, Resources
 from cluster.store.records import NodeRecord, Update
 
@@ -73,6 +74,7 @@ class NodeTable:
         self.owner: list[str] = []
         self.labels: list[Mapping[str, str]] = []
         self.taints: list[tuple[Taint, ...]] = []
+        self.card_ids: list[tuple[str, ...]] = []  # per node, its vGPU cards' UUIDs by index (() for other nodes)
         self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
         self._label_codes: dict[str, LabelCodes] = {}
         self._taint_groups: TaintGroups | None = None
@@ -134,6 +136,8 @@ class NodeTable:
             self._derived.clear()
             self.labels.append({})
             self.taints.append(())
+            self.card_ids.append(())
+        self.card_ids[i] = card_uuids(record.node)
         alloc = self._vector(record.allocatable)
         used = self._vector(record.allocated)
         self.allocatable[:, i] = 0
@@ -196,7 +200,9 @@ class NodeTable:
             self.owner[i] = self.owner[last]
             self.labels[i] = self.labels[last]
             self.taints[i] = self.taints[last]
+            self.card_ids[i] = self.card_ids[last]
         self.names.pop()
+        self.card_ids.pop()
         self.owner.pop()
         self.labels.pop()
         self.taints.pop()
@@ -314,6 +320,7 @@ class NodeTable:
         c.owner = list(self.owner)
         c.labels = list(self.labels)
         c.taints = list(self.taints)
+        c.card_ids = list(self.card_ids)
         c._label_columns = dict(self._label_columns)
         c._label_codes = dict(self._label_codes)
         c._taint_groups = self._taint_groups

@@ -89,10 +89,13 @@ class SimCluster:
 
 
 class SimBindTarget:
-    """The simulator's ``pods/binding``: it works while the pod still exists, bound as committed."""
+    """The simulator's ``pods/binding``: it works while the pod still exists, bound as committed.
+
+    ``annotations``: what each bind wrote on its pod (GPU cards for the device plugins), by uid."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.annotations: dict[str, dict[str, str]] = {}
         self._nodes = Script("cluster.store", "pod_nodes")  # one round trip for the whole batch
 
     async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
@@ -109,6 +112,10 @@ class SimBindTarget:
                 out.append(Failure(reason=f"pod is bound to {node.decode()!r}"))
             else:
                 out.append(None)
+                if b.annotations:
+                    self.annotations[b.uid] = dict(b.annotations)
+                    if len(self.annotations) > 10_000:  # the newest are what a reader wants
+                        del self.annotations[next(iter(self.annotations))]
         return out
 
 

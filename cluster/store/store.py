@@ -15,7 +15,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from cluster.model.core import Namespace, Node, Pod, PriorityClass
-from cluster.model.devices import card_resources, pod_cards
+from cluster.model.devices import node_allocatable, pod_cards
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.store.keys import Keys, Kind
@@ -110,7 +110,7 @@ class Store:
         """Create or update nodes; returns the version each write got."""
         calls: list[list[Arg]] = []
         for node in nodes:
-            allocatable = node.allocatable_resources() + card_resources(node)  # raises on a bad quantity first
+            allocatable = node_allocatable(node)  # raises on a bad quantity, before any write
             calls.append([node.name, int(node.unschedulable), encode_request(allocatable), _encoder.encode(node)])
         return await self._run(self._upsert_node, calls)
 

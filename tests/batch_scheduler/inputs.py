@@ -17,6 +17,7 @@ from batch_scheduler.registry import default_registry
 from batch_scheduler.session import Session
 from batch_scheduler.session_input import SessionConfig, SessionInput
 from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.devices import node_allocatable, pod_cards
 from cluster.model.resources import Resources
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
@@ -78,12 +79,20 @@ def task(
         meta["creationTimestamp"] = created
     phase = phase or ("Running" if node else "Pending")
     pod = msgspec.convert({"metadata": meta, "spec": body, "status": {"phase": phase}}, Pod)
+    return record(pod, group=f"{namespace}/{group}" if group else "")
+
+
+def record(pod: Pod, *, group: str = "") -> PodRecord:
+    """A pod as the store holds it (a bound one holding the GPU cards its annotations name)."""
+    phase = pod.phase or ("Running" if pod.node_name else "Pending")
+    node = pod.node_name
     return PodRecord(
         uid=pod.uid,
         pod=pod,
+        cards=pod_cards(pod) if node else Resources(),
         request=pod.request(),
         scheduler=SCHEDULER,
-        group=f"{namespace}/{group}" if group else "",
+        group=group,
         priority=pod.priority,
         node=node,
         accounted=node,
@@ -167,12 +176,12 @@ def columns(
     allocated: dict[str, Resources] = {name: Resources(extra) for name, extra in (used or {}).items()}
     for p in pods:
         if p.node and p.phase not in ("Succeeded", "Failed"):
-            allocated[p.node] = allocated.get(p.node, Resources()) + p.request
+            allocated[p.node] = allocated.get(p.node, Resources()) + p.request + p.cards
     return NodeTable(
         [
             NodeRecord(
                 name=n.name,
-                allocatable=n.allocatable_resources(),
+                allocatable=node_allocatable(n),
                 allocated=allocated.get(n.name, Resources()),
                 version=1,
                 owner="",

@@ -292,7 +292,7 @@ BAD: list[tuple[str, str, list[str]]] = [
         [
             "tiers[0].plugins[1]: unknown plugin 'binpak'",
             "did you mean 'binpack'?",
-            "known: binpack, capacity, conformance, drf, gang, network-topology-aware, nodeorder, overcommit, predicates, priority, proportion",
+            "known: binpack, capacity, conformance, deviceshare, drf, gang, network-topology-aware, nodeorder, overcommit, predicates, priority, proportion",
         ],
     ),
     (
@@ -587,7 +587,7 @@ def test_every_argument_the_registry_says_a_plugin_reads_is_one_it_takes(plugin:
     spec = PLUGINS[plugin]
     for name in sorted(spec.arguments.reads):
         refusals = []
-        for value in ("1", "true", "nvidia.com/gpu"):
+        for value in ("1", "true", "nvidia.com/gpu", "binpack"):
             try:
                 spec.arguments.load(plugin, {name: value})
                 break
@@ -696,11 +696,10 @@ NOT_YET = sorted(VOLCANO_PLUGINS - PLUGINS.keys())
 
 def test_the_volcano_plugins_caldera_does_not_implement_yet() -> None:
     # Read from Volcano's pkg/scheduler/plugins/factory.go (release-1.14 and master), plus the
-    # proposed capacity-card; deviceshare comes later.
+    # proposed capacity-card.
     assert NOT_YET == [
         "capacity-card",
         "cdp",
-        "deviceshare",
         "extender",
         "nodegroup",
         "numa-aware",
@@ -757,10 +756,10 @@ def test_a_volcano_action_caldera_does_not_implement_loads_with_no_effect(action
 
 def test_a_configurations_entry_volcano_reads_that_is_not_an_action_loads() -> None:
     c = parse(
-        'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: deviceshare\n'
+        'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: pdb\n'
         'configurations:\n- name: init-params\n  arguments: {"grace-over-time": "900"}\n'
     )
-    assert c.action_arguments == {} and c.unimplemented == (Unimplemented("plugin", "deviceshare"),)
+    assert c.action_arguments == {} and c.unimplemented == (Unimplemented("plugin", "pdb"),)
 
 
 # -- every switch Volcano's PluginOption has ----------------------------------------------

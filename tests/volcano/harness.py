@@ -33,6 +33,7 @@ from batch_scheduler.session_input import SessionConfig, SessionInput
 from batch_scheduler.status import job_phase
 from batch_scheduler.tasks import TaskStatus
 from cluster.model.core import Node, Pod, PriorityClass
+from cluster.model.devices import node_allocatable
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.model.topology import HyperNode
@@ -128,7 +129,7 @@ def _columns(nodes: Sequence[Node], records: Sequence[PodRecord], case: Case) ->
         [
             NodeRecord(
                 name=n.name,
-                allocatable=n.allocatable_resources(),
+                allocatable=node_allocatable(n),
                 allocated=allocated.get(n.name, Resources()),
                 version=1,
                 owner=owner(n.name),

@@ -18,6 +18,7 @@ from cluster.model.core import (
     Pod,
     Toleration,
 )
+from cluster.model.devices import node_allocatable
 from cluster.model.resources import Resources
 from cluster.nodeview.fit import resources_fit
 from cluster.nodeview.predicates import (
@@ -38,7 +39,7 @@ from tests.builders import node
 def record(n: Node, *, used: Mapping[str, int] | None = None, owner: str = "") -> NodeRecord:
     return NodeRecord(
         name=n.name,
-        allocatable=n.allocatable_resources(),
+        allocatable=node_allocatable(n),
         allocated=Resources(used or {}),
         version=1,
         owner=owner,
@@ -484,4 +485,5 @@ def test_predicates_run_in_the_documented_order() -> None:
         Predicate.NODE_SELECTOR,
         Predicate.NODE_AFFINITY,
         Predicate.RESOURCES,
+        Predicate.GPU_CARDS,
     ]

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cluster.model.core import Node, ObjectMeta, PreferredSchedulingTerm
+from cluster.model.devices import node_allocatable
 from cluster.model.resources import Resources
 from cluster.nodeview.scores import (
     balanced_allocation,
@@ -189,7 +190,7 @@ def test_scores_work_on_builder_nodes_and_an_empty_cluster() -> None:
         [
             NodeRecord(
                 name="g",
-                allocatable=n.allocatable_resources(),
+                allocatable=node_allocatable(n),
                 allocated=Resources(),
                 version=1,
                 owner="",

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cluster.model.core import Node
+from cluster.model.devices import node_allocatable
 from cluster.model.resources import Resources
 from cluster.nodeview.predicates import filter_nodes
 from cluster.nodeview.table import NodeTable
@@ -58,7 +59,7 @@ def columns_of(nodes: list[Node]) -> NodeTable:
         [
             NodeRecord(
                 name=n.name,
-                allocatable=n.allocatable_resources(),
+                allocatable=node_allocatable(n),
                 allocated=Resources(),
                 version=1,
                 owner="",

@@ -1,0 +1,116 @@
+"""deviceshare: GPU cards shared between pods — Volcano's deviceshare plugin, with the card pick it leaves undone.
+
+Every pod asking for cards (gpushare's ``volcano.sh/gpu-memory``/``gpu-number``, HAMi vGPU's
+``volcano.sh/vgpu-*``, whole ``nvidia.com/gpu``, a share in thousandths) is checked card by
+card by the placement core (``cluster.nodeview.devices``), whether or not this plugin is in
+the conf and whichever ``*Enable`` flag is set: a kind left to node totals could put one pod
+on two halves of different cards. What the plugin's arguments change:
+
+- ``deviceshare.SchedulePolicy``: which card a pod gets on its node — ``binpack`` (the most
+  used that fits), ``spread`` (the least used), caldera's ``best-fit`` (the one left
+  tightest), or unset: Volcano 1.14's order (gpushare lowest index first, vGPU highest
+  first). Volcano 1.14 scores nodes by the policy but never picks the card by it (master
+  does, #5252); caldera picks by it.
+- ``deviceshare.ScheduleWeight`` (0): the node score, as Volcano's vGPU score — over the
+  cards the pod would take, Σ 100 × used memory ÷ memory after it (binpack) or Σ 100 per card
+  it would be alone on (spread), ⌊Σ + 0.5⌋ × weight; with 0, none (Volcano #5643).
+- ``deviceshare.GPUSharingEnable`` with ``GPUNumberEnable``, or ``VGPUEnable`` with either:
+  refused at start, as Volcano's scheduler exits.
+- ``deviceshare.NodeLockEnable``: accepted, no effect — the binder's compare-and-set already
+  makes a node's cards one writer's at a time.
+
+Not honoured yet (named when the conf loads): MIG geometries (``KnownGeometriesCMName``),
+Ascend NPUs, the pod annotations ``nvidia.com/use-gputype``, ``nvidia.com/nouse-gputype`` and
+``volcano.sh/vgpu-mode``, and ``GPUExclusiveRules``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Self
+
+import numpy as np
+
+from batch_scheduler.arguments import Arguments, flag, weight
+from batch_scheduler.framework import PluginBase
+from cluster.model.devices import Sharing
+from cluster.nodeview.devices import CardPolicy, CardRows, card_need
+from cluster.nodeview.profile import Placing, Rows, Values
+from cluster.nodeview.table import NodeTable
+
+SHARING, NUMBER, VGPU = "deviceshare.GPUSharingEnable", "deviceshare.GPUNumberEnable", "deviceshare.VGPUEnable"
+POLICY, WEIGHT = "deviceshare.SchedulePolicy", "deviceshare.ScheduleWeight"
+ACCEPTED = frozenset(
+    {
+        "deviceshare.NodeLockEnable",
+        "deviceshare.KnownGeometriesCMName",
+        "deviceshare.KnownGeometriesCMNamespace",
+        "deviceshare.AscendMindClusterVNPUEnable",
+        "deviceshare.AscendHAMiVNPUEnable",
+        "deviceshare.GPUExclusiveRules",
+    }
+)
+
+
+class DeviceShareArguments(Arguments, frozen=True, kw_only=True):
+    reads = frozenset({SHARING, NUMBER, VGPU, POLICY, WEIGHT}) | ACCEPTED
+    unhonoured = (
+        "MIG geometries (deviceshare.KnownGeometriesCMName), Ascend NPUs, deviceshare.GPUExclusiveRules and the "
+        "pod annotations nvidia.com/use-gputype, nvidia.com/nouse-gputype and volcano.sh/vgpu-mode are not "
+        "honoured yet"
+    )
+    policy: CardPolicy = CardPolicy.VOLCANO
+    weight: int = 0
+
+    @classmethod
+    def decode(cls, arguments: Mapping[str, str]) -> Self:
+        sharing, number, vgpu = (flag(arguments, name, False) for name in (SHARING, NUMBER, VGPU))
+        if sharing and number:
+            raise ValueError(f"{SHARING} and {NUMBER} are both true (Volcano's scheduler refuses to start; set one)")
+        if vgpu and (sharing or number):
+            raise ValueError(f"{VGPU} with {SHARING if sharing else NUMBER} (Volcano's scheduler refuses to start)")
+        text = arguments.get(POLICY, "").strip()
+        try:
+            policy = CardPolicy(text)
+        except ValueError:
+            accepted = ", ".join(p.value for p in CardPolicy if p.value)
+            raise ValueError(f"{POLICY}: {text!r} (expected {accepted}, or unset)") from None
+        return cls(policy=policy, weight=weight(arguments, WEIGHT, 0))
+
+
+class DeviceSharePlugin(PluginBase[DeviceShareArguments]):
+    def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
+        n = len(table)
+        count = n if rows is None else len(rows)
+        need = card_need(placing.pod, placing.request)
+        policy = self.args.policy
+        if (
+            self.args.weight == 0
+            or need is None
+            or need.sharing is not Sharing.VGPU
+            or policy
+            not in (
+                CardPolicy.BINPACK,
+                CardPolicy.SPREAD,
+            )
+        ):
+            return np.zeros(count)
+        cards = CardRows(table)
+        total = np.zeros(n)
+        for ask in need.asks:
+            usable = cards.usable(ask)
+            # the cards the pod would take: the policy's first ``count`` usable ones
+            key = -cards.used if policy is CardPolicy.BINPACK else cards.slots_used
+            order = np.argsort(np.where(usable, key, np.iinfo(np.int64).max), axis=0, kind="stable")[: ask.count]
+            taken = np.take_along_axis(usable, order, axis=0)
+            if policy is CardPolicy.BINPACK:
+                cap = np.take_along_axis(cards.cap, order, axis=0)
+                used = np.take_along_axis(cards.used, order, axis=0)
+                amount = cap * ask.percentage // 100 if ask.percentage is not None else ask.amount
+                part = np.where(taken & (cap > 0), 100.0 * (used + amount) / np.maximum(cap, 1), 0.0)
+            else:
+                idle = np.take_along_axis(cards.slots_used, order, axis=0) == 0
+                part = np.where(taken & idle, 100.0, 0.0)
+            total += part.sum(axis=0)
+        values = np.floor(total + 0.5) * self.args.weight
+        return values if rows is None else values[rows]

@@ -1,0 +1,203 @@
+"""GPU cards in the placement core: which nodes have cards a pod fits on, and which cards it takes.
+
+A node's cards are rows of the node table (``gpu.caldera.io/<i>`` and, for vGPU, its
+``.slots`` and ``.cores``; ``cluster.model.devices``), so this is numpy over node columns
+like every predicate: :func:`card_fit` is the filter both schedulers run (through
+``predicates.filter_nodes``), :func:`choose_cards` the pick once the node is chosen, and the
+pick is taken on the table and committed with the request, so that the binder checks every
+card it takes.
+
+What a pod asks (:func:`card_need`):
+
+- **whole cards** (``nvidia.com/gpu``, gpushare's ``volcano.sh/gpu-number``): that many cards
+  nothing is on;
+- **a gpushare share** (``volcano.sh/gpu-memory``): one card with that much memory left;
+- **vGPU** (``volcano.sh/vgpu-*``): per container, that many distinct cards each with a free
+  slot, the memory (or percentage of the card), and the cores (100 means a card of its own;
+  a card whose cores are all taken takes no pod asking for none) — HAMi's rules as Volcano
+  1.14 checks them;
+- **a share in thousandths** (``caldera.io/gpu-milli`` without whole cards, the OpenB
+  traces): one card with that many thousandths left.
+
+Which card (:class:`CardPolicy`): Volcano's orders — gpushare first fit by index, vGPU from
+the highest index down (1.14), ``binpack`` (most used first) and ``spread`` (least used
+first) as Volcano's master orders vGPU cards (#5252) — and ``best-fit`` (the card left
+tightest). Whole cards go to the first free ones by index.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from cluster.model.core import Pod
+from cluster.model.devices import FULL_CORES, WHOLE_CARD, WHOLE_GPU, Sharing, card_resource, pod_gpu_demand
+from cluster.model.resources import Resources
+from cluster.nodeview.table import Mask, NodeTable
+
+GPU_MILLI = "caldera.io/gpu-milli"  # a share of one card in thousandths (the OpenB traces' pods)
+MAX_CARDS = 64  # card indexes looked for on a node
+
+Ints = npt.NDArray[np.int64]
+
+
+class CardPolicy(enum.StrEnum):
+    VOLCANO = ""  # Volcano 1.14's pick: gpushare first fit by index, vGPU highest index first
+    BINPACK = "binpack"
+    SPREAD = "spread"
+    BEST_FIT = "best-fit"
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What one container (or the pod) asks of each of ``count`` distinct cards.
+
+    ``whole``: cards nothing is on, all of each taken; else ``amount`` of the card's room
+    (memory or thousandths), or ``percentage`` of it, and for vGPU a slot and ``cores``.
+    """
+
+    count: int
+    whole: bool = False
+    amount: int = 0
+    percentage: int | None = None
+    cores: int = 0
+    vgpu: bool = False
+
+
+@dataclass(frozen=True)
+class Need:
+    """A pod's asks of GPU cards, in the order they are met (containers in turn)."""
+
+    sharing: Sharing | None  # None: a share in thousandths
+    asks: tuple[Ask, ...]
+
+
+def card_need(pod: Pod, request: Mapping[str, int]) -> Need | None:
+    """What the pod asks of cards (the module docstring); None when it asks for none."""
+    demand = pod_gpu_demand(pod)
+    if demand is None:
+        milli = request.get(GPU_MILLI, 0)
+        if milli and not request.get(WHOLE_GPU, 0):
+            return Need(None, (Ask(count=1, amount=milli),))
+        return None
+    if demand.sharing is Sharing.VGPU:
+        return Need(
+            Sharing.VGPU,
+            tuple(
+                Ask(count=c.count, amount=c.memory, percentage=c.percentage, cores=c.cores, vgpu=True)
+                for c in demand.cards
+                if c.count > 0
+            ),
+        )
+    if demand.sharing is Sharing.GPUSHARE and demand.memory:
+        return Need(Sharing.GPUSHARE, (Ask(count=1, amount=demand.memory),))
+    return Need(demand.sharing, (Ask(count=demand.count, whole=True),))
+
+
+class CardRows:
+    """The table's card rows, as (card, node) arrays: room, used, and vGPU slots and cores — of every
+    node, or of the one ``node`` (then the node axis has length 1)."""
+
+    def __init__(self, table: NodeTable, node: int | None = None) -> None:
+        cols = slice(0, len(table)) if node is None else slice(node, node + 1)
+        width = cols.stop - cols.start
+        index = table.resource_index
+        present = [i for i in range(MAX_CARDS) if card_resource(i) in index]
+        self.cards = present
+
+        def rows(dim: str) -> tuple[Ints, Ints]:
+            cap = np.zeros((len(present), width), dtype=np.int64)
+            used = np.zeros((len(present), width), dtype=np.int64)
+            for k, i in enumerate(present):
+                r = index.get(card_resource(i, dim))
+                if r is not None:
+                    cap[k] = table.allocatable[r, cols]
+                    used[k] = table.allocated[r, cols]
+            return cap, used
+
+        self.cap, self.used = rows("")
+        self.slots, self.slots_used = rows("slots")
+        _, self.cores_used = rows("cores")
+
+    def usable(self, ask: Ask) -> Mask:
+        """(card, node): the card can take one of the ask's cards."""
+        exists = self.cap > 0
+        if ask.whole:
+            idle: Mask = exists & (self.used == 0)
+            return idle
+        need = self.cap * ask.percentage // 100 if ask.percentage is not None else ask.amount
+        ok = exists & (self.cap - self.used >= need)
+        if ask.vgpu:
+            ok &= (self.slots_used < self.slots) & (self.cores_used + ask.cores <= FULL_CORES)
+            if ask.cores >= FULL_CORES:
+                ok &= self.slots_used == 0
+            if ask.cores == 0:
+                ok &= self.cores_used < FULL_CORES
+        usable: Mask = ok
+        return usable
+
+
+def card_fit(table: NodeTable, need: Need, among: Mask | None = None) -> Mask:
+    """The nodes (of ``among``) with cards for every ask; a pod of several asks (vGPU containers) is
+    confirmed node by node, the asks met in turn."""
+    rows = CardRows(table)
+    mask = np.ones(len(table), dtype=np.bool_) if among is None else among.copy()
+    for ask in need.asks:
+        mask &= rows.usable(ask).sum(axis=0) >= ask.count
+    if len(need.asks) > 1:
+        for node in np.flatnonzero(mask):
+            mask[node] = choose_cards(table, int(node), need) is not None
+    return mask
+
+
+def _order(rows: CardRows, candidates: Sequence[int], sharing: Sharing | None, policy: CardPolicy) -> list[int]:
+    """The candidate cards (positions in a one-node ``rows``) in the order the policy tries them."""
+    used, slots = rows.used[:, 0], rows.slots_used[:, 0]
+    if policy is CardPolicy.BINPACK:
+        return sorted(candidates, key=lambda k: (-int(used[k]), k))
+    if policy is CardPolicy.SPREAD:
+        return sorted(candidates, key=lambda k: (int(slots[k] if sharing is Sharing.VGPU else used[k]), k))
+    if policy is CardPolicy.BEST_FIT or sharing is None:  # thousandths: the simulator's tightest card
+        return sorted(candidates, key=lambda k: (int(rows.cap[k, 0] - used[k]), k))
+    if sharing is Sharing.VGPU:
+        return sorted(candidates, reverse=True)
+    return sorted(candidates)
+
+
+def choose_cards(table: NodeTable, node: int, need: Need, policy: CardPolicy = CardPolicy.VOLCANO) -> Resources | None:
+    """The cards' shares the pod takes on ``node`` (table row), by the policy; None when they do not fit."""
+    rows = CardRows(table, node)
+    taken: dict[str, int] = {}
+    for ask in need.asks:
+        usable = [int(k) for k in np.flatnonzero(rows.usable(ask)[:, 0])]
+        picked = usable if ask.whole else _order(rows, usable, need.sharing, policy)
+        if len(picked) < ask.count:
+            return None
+        for k in picked[: ask.count]:
+            i = rows.cards[k]
+            if ask.whole:
+                amount = int(rows.cap[k, 0])
+            elif ask.percentage is not None:
+                amount = int(rows.cap[k, 0]) * ask.percentage // 100
+            else:
+                amount = ask.amount
+            _add(taken, card_resource(i), amount)
+            rows.used[k, 0] += amount  # tentatively: the next ask (container) sees it
+            if ask.vgpu:
+                _add(taken, card_resource(i, "slots"), 1)
+                rows.slots_used[k, 0] += 1
+                if ask.cores:
+                    _add(taken, card_resource(i, "cores"), ask.cores)
+                    rows.cores_used[k, 0] += ask.cores
+    return Resources(taken)
+
+
+def _add(taken: dict[str, int], name: str, amount: int) -> None:
+    taken[name] = taken.get(name, 0) + amount
+
+
+__all__ = ["WHOLE_CARD", "Ask", "CardPolicy", "CardRows", "Need", "card_fit", "card_need", "choose_cards"]
