@@ -20,6 +20,7 @@ from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
 from cluster.kube.lease import kube_elect
 from cluster.kube.shards import ShardStatusReporter
 from cluster.model.sharding import ShardingMode
+from cluster.nodeview.devices import CardPolicy
 from cluster.runtime.flags import Parser, add_sharding_mode
 from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
@@ -45,6 +46,13 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
     )
     p.add_argument(
         "--score-weights", default="cpu=1,memory=1", help="weight per resource in the score (default: cpu=1,memory=1)"
+    )
+    p.add_argument(
+        "--gpu-policy",
+        default="",
+        choices=[c.value for c in CardPolicy],
+        help="which GPU card a shared-GPU pod takes on its node: binpack, spread, best-fit, or '' for Volcano's "
+        "order (default: '')",
     )
     p.add_argument("--max-retries", type=int, default=3, help="conflict retries inside one worker call (default: 3)")
     add_sharding_mode(p)
@@ -109,6 +117,7 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         score=ScoreKind(args.score),
         weights=parse_weights(args.score_weights),
         candidates=args.candidates,
+        gpu_policy=CardPolicy(args.gpu_policy),
     )
     return WorkerConfig(core=core, max_retries=args.max_retries)
 

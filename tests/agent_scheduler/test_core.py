@@ -106,3 +106,41 @@ def test_a_replica_kept_across_batches_follows_owner_label_and_node_changes() ->
     cols.remove("c")
     [c] = decide(cols, [task("p4")], least, random.Random(0))
     assert isinstance(c, Choice) and c.node == "b"
+
+
+def test_shares_of_a_card_go_card_by_card_and_never_past_a_card() -> None:
+    """OpenB-style pods (gpu-milli without whole GPUs) on two nodes of two cards: each share takes
+    one card; 600 + 600 never lands on one card though the node has 2000 thousandths."""
+    from cluster.model.devices import card_resource, node_allocatable
+    from cluster.nodeview.devices import CardPolicy
+    from cluster.sim.trace import GPU_MILLI
+
+    nodes = [node(f"g{i}", gpu=2) for i in range(2)]
+    cols = NodeTable(
+        NodeRecord(
+            name=n.name,
+            allocatable=node_allocatable(n) + Resources({GPU_MILLI: 2000}),
+            allocated=Resources(),
+            version=1,
+            owner="",
+            unschedulable=False,
+            node=n,
+        )
+        for n in nodes
+    )
+
+    def share(name: str, milli: int) -> Task:
+        p = pod(name, cpu="1", memory="1Gi")
+        return Task(uid=p.uid, pod=p, request=p.request() + Resources({GPU_MILLI: milli}))
+
+    config = CoreConfig(sharding=ShardingMode.NONE, gpu_policy=CardPolicy.BEST_FIT)
+    out = decide(cols, [share(f"s{i}", 600) for i in range(5)], config, random.Random(0))
+    chosen = [c for c in out if isinstance(c, Choice)]
+    assert len(chosen) == 4 and isinstance(out[4], NoFit) and "GPU card" in out[4].reason
+    assert all(len(c.cards) == 1 and sum(c.cards.values()) == 600 for c in chosen)
+    for name in ("g0", "g1"):
+        i = cols.index[name]
+        assert [int(cols.allocated[cols.resource_index[card_resource(k)], i]) for k in range(2)] == [600, 600]
+    # a 400 share still fits the 400 left on a card: best-fit takes that sliver
+    [last] = decide(cols, [share("t", 400)], config, random.Random(0))
+    assert isinstance(last, Choice) and sum(last.cards.values()) == 400

@@ -1,8 +1,10 @@
 """Eight OS processes race commits (single and gang) on 50 nodes of a real redis-server.
 
-Afterwards: `caldera audit` passes, no node is over its allocatable, no pod was committed
-to two nodes, every gang commit was all or nothing, and both resolved and true conflicts
-happened (so the run exercised the re-check and the conflict path).
+A third of the pods take GPU cards: whole ones, or shares of a card in thousandths, each
+racer picking the card from its own (stale) view. Afterwards: `caldera audit` passes, no
+node and no card is over its room, no pod was committed to two nodes, every gang commit
+was all or nothing, cards filled up, and both resolved and true conflicts happened (so the
+run exercised the re-check and the conflict path).
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ import redis.asyncio as aioredis
 
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement
+from cluster.model.devices import card_resource
+from cluster.model.resources import Resources
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.keys import Keys
 from cluster.store.store import Store
 from tests.builders import node, pod
 
 PROCESSES = 8
+CARDS = 4  # each node's GPUs
 SECONDS = 10.0
 SHARED = 400
 
@@ -43,8 +48,9 @@ async def race(url: str, cluster: str, index: int, seconds: float, out: str) -> 
     committed: list[tuple[str, str]] = []
     gangs: list[list[str]] = []
     bound_by_me: list[str] = []
-    resolved = conflicts = calls = 0
+    resolved = conflicts = calls = carded = 0
     made = 0
+    shares: dict[str, int] = {}  # uid -> thousandths of one card
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         calls += 1
@@ -66,6 +72,9 @@ async def race(url: str, cluster: str, index: int, seconds: float, out: str) -> 
                 )
                 for k in range(20)
             ]
+            for p in new:  # a third of the pods without whole GPUs share one card
+                if not p.request().get("nvidia.com/gpu") and rng.random() < 0.5:
+                    shares[p.uid] = rng.choice([250, 400, 500, 700])
             made += 20
             await store.upsert_pods(new)
             mine += [p.uid for p in new]
@@ -82,7 +91,15 @@ async def race(url: str, cluster: str, index: int, seconds: float, out: str) -> 
         for uid in uids:
             fitting = [n for n, (free, _) in figures.items() if requests[uid].fits_in(free)]
             name = rng.choice(fitting or list(figures))
-            placements.append(Placement(uid=uid, node=name, request=requests[uid], version=figures[name][1]))
+            amount = 1000 if requests[uid].get("nvidia.com/gpu") else shares.get(uid, 0)
+            cards = Resources()
+            if amount:
+                free = figures[name][0]
+                roomy = [i for i in range(CARDS) if free.get(card_resource(i), 0) >= amount]
+                cards = Resources({card_resource(rng.choice(roomy or list(range(CARDS)))): amount})
+            placements.append(
+                Placement(uid=uid, node=name, request=requests[uid], version=figures[name][1], cards=cards)
+            )
         if not placements:
             continue
         results = await binder.commit(placements, gang=gang)
@@ -93,7 +110,8 @@ async def race(url: str, cluster: str, index: int, seconds: float, out: str) -> 
                 if not r.idempotent:
                     bound_by_me.append(p.uid)
                     free, _ = figures[p.node]
-                    figures[p.node] = (free - p.request, r.version)
+                    figures[p.node] = (free - p.request - p.cards, r.version)
+                    carded += bool(p.cards)
             elif isinstance(r, Conflict):
                 conflicts += 1
                 figures[p.node] = (r.free, r.version)
@@ -104,7 +122,9 @@ async def race(url: str, cluster: str, index: int, seconds: float, out: str) -> 
         mine = [u for u in mine if u not in {p.uid for p, r in zip(placements, results) if isinstance(r, Committed)}]
     await client.aclose()
     Path(out).write_text(
-        json.dumps({"committed": committed, "gangs": gangs, "resolved": resolved, "conflicts": conflicts})
+        json.dumps(
+            {"committed": committed, "gangs": gangs, "resolved": resolved, "conflicts": conflicts, "carded": carded}
+        )
     )
 
 
@@ -120,11 +140,13 @@ async def setup(url: str, keys: Keys) -> None:
     await client.aclose()
 
 
-async def over_allocatable(url: str, keys: Keys) -> list[str]:
+async def over_allocatable(url: str, keys: Keys) -> tuple[list[str], int]:
+    """The nodes over their room in some resource or card, and how many cards are full."""
     client = aioredis.Redis.from_url(url)
     nodes = await Store(client, keys).list_nodes()
     await client.aclose()
-    return [r.name for r in nodes if not r.allocated.fits_in(r.allocatable)]
+    full = sum(r.allocated.get(card_resource(i), 0) == 1000 for r in nodes for i in range(CARDS))
+    return [r.name for r in nodes if not r.allocated.fits_in(r.allocatable)], full
 
 
 def test_eight_processes_never_over_commit(redis_server: RedisServer, tmp_path: Path) -> None:
@@ -150,7 +172,9 @@ def test_eight_processes_never_over_commit(redis_server: RedisServer, tmp_path: 
     )
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert audit.stdout.strip() == "audit: ok"
-    assert asyncio.run(over_allocatable(redis_server.url, keys)) == []
+    over, full_cards = asyncio.run(over_allocatable(redis_server.url, keys))
+    assert over == [] and full_cards > 0
+    assert sum(r["carded"] for r in reports) > 300
 
     nodes_of: dict[str, set[str]] = {}
     for r in reports:
