@@ -133,8 +133,14 @@ def decide(
             continue
         name = columns.names[row]
         need = card_need(task.pod, task.request)
-        cards = (choose_cards(columns, row, need, config.gpu_policy) if need else None) or Resources()
-        columns.take(name, task.request + cards)
+        cards = Resources()
+        if need is not None:
+            picked = choose_cards(columns, row, need, config.gpu_policy)
+            if picked is None:  # the filter judged the cards as they are: not reached
+                out.append(NoFit(uid=task.uid, reason=f"no GPU card on {name} has room for the pod"))
+                continue
+            cards = picked
+        columns.take(name, task.request + cards if cards else task.request)
         if placed is not None:
             placed.add(task.uid, task.pod, row)
         out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row]), cards=cards))

@@ -186,7 +186,9 @@ class Worker:
                 placements.append(
                     Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version, cards=d.cards)
                 )
-        held = [self.assumed.assume(p.node, p.request + p.cards, taken=True) for p in placements]  # decide took them
+        held = [  # decide took them
+            self.assumed.assume(p.node, p.request + p.cards if p.cards else p.request, taken=True) for p in placements
+        ]
         call.cards |= {p.uid: p.cards for p in placements if p.cards}
         try:
             results = await self.binder.commit(placements) if placements else []

@@ -114,11 +114,14 @@ class Session:
         """Take the task's request on the node (+1) — and the GPU cards it picks there — or give it back (−1)."""
         if sign > 0:
             need = card_need(task.pod, task.request)
-            picked = choose_cards(self.columns, self.columns.index[node], need, self.card_policy) if need else None
-            task.cards = picked or Resources()
-            self.columns.take(node, task.request + task.cards)
+            if need is not None:
+                picked = choose_cards(self.columns, self.columns.index[node], need, self.card_policy)
+                if picked is None:  # the chooser fitted the cards as they are: a bug if reached
+                    raise RuntimeError(f"{task.name}: no GPU card on {node} has room, though the node was chosen")
+                task.cards = picked
+            self.columns.take(node, task.request + task.cards if task.cards else task.request)
         else:
-            self.columns.give_back(node, task.request + task.cards)
+            self.columns.give_back(node, task.request + task.cards if task.cards else task.request)
             task.cards = Resources()
         self.chooser.changed(node, task, sign)
         if self._domain_sums is not None:

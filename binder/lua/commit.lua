@@ -25,6 +25,7 @@ end
 
 -- The request and the cards as one list, a resource named twice summed.
 local function taking(p)
+  if p.cards == '' then return parse_request(p.req) end
   local sums, order = {}, {}
   for _, r in ipairs(parse_request(held(p.req, p.cards))) do
     if not sums[r[1]] then order[#order + 1] = r[1] end

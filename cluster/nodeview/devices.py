@@ -35,12 +35,24 @@ import numpy as np
 import numpy.typing as npt
 
 from cluster.model.core import Pod
-from cluster.model.devices import FULL_CORES, WHOLE_CARD, WHOLE_GPU, Sharing, card_resource, pod_gpu_demand
+from cluster.model.devices import (
+    FULL_CORES,
+    GPU_MEMORY,
+    GPU_NUMBER,
+    VGPU_MEMORY,
+    VGPU_NUMBER,
+    WHOLE_CARD,
+    WHOLE_GPU,
+    Sharing,
+    card_resource,
+    pod_gpu_demand,
+)
 from cluster.model.resources import Resources
 from cluster.nodeview.table import Mask, NodeTable
 
 GPU_MILLI = "caldera.io/gpu-milli"  # a share of one card in thousandths (the OpenB traces' pods)
 MAX_CARDS = 64  # card indexes looked for on a node
+_GPU_RESOURCES = (WHOLE_GPU, GPU_MILLI, GPU_MEMORY, GPU_NUMBER, VGPU_NUMBER, VGPU_MEMORY)  # a device user names one
 
 Ints = npt.NDArray[np.int64]
 
@@ -77,7 +89,12 @@ class Need:
 
 
 def card_need(pod: Pod, request: Mapping[str, int]) -> Need | None:
-    """What the pod asks of cards (the module docstring); None when it asks for none."""
+    """What the pod asks of cards (the module docstring); None when it asks for none.
+
+    Asked once per pod per decision: a pod whose request (extended resources' limits included)
+    names no GPU resource is answered at once."""
+    if not any(r in request for r in _GPU_RESOURCES):
+        return None
     demand = pod_gpu_demand(pod)
     if demand is None:
         milli = request.get(GPU_MILLI, 0)

@@ -11,10 +11,10 @@ al., "Beware of Fragmentation", USENIX ATC '23):
 GPU sharing. A pod with ``num_gpu == 1`` and ``0 < gpu_milli < 1000`` shares one GPU. A
 node offers ``caldera.io/gpu-milli`` (1000 per GPU) besides ``nvidia.com/gpu``; a sharing
 pod requests only gpu-milli, a pod with whole GPUs requests both, so whole and shared use
-count against the same per-node total. Per-device accounting is not modelled: the
-node's gpu-milli total is the shared pool, which can't be over-committed in aggregate,
-but two shares placed on one node might in reality straddle devices (0.6 + 0.6 of two
-GPUs fits here, though neither GPU can hold both).
+count against the same per-node total — and, per card, the placement core takes a share's
+thousandths on one card and whole GPUs as free cards (``cluster/nodeview/devices.py``), so
+0.6 + 0.6 never lands on one GPU. :func:`task_of` gives the same per card for the
+fragmentation replay (``caldera bench trace``).
 
 GPU models are the node label ``caldera.io/gpu-model``; a pod's ``gpu_spec`` becomes
 required node affinity ``caldera.io/gpu-model In [models]``.
