@@ -22,12 +22,14 @@ import random
 from collections.abc import Mapping, Sequence
 
 import msgspec
+import numpy as np
 
 from cluster.model.core import Pod
 from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.nodeview.devices import CardPolicy, card_need, choose_cards
+from cluster.nodeview.fgd_score import FgdScore
 from cluster.nodeview.plugins import (
     Allocated,
     LabelBonus,
@@ -39,7 +41,7 @@ from cluster.nodeview.plugins import (
 )
 from cluster.nodeview.pod_affinity import PlacedPods, bears_rules
 from cluster.nodeview.predicates import Filtered
-from cluster.nodeview.profile import Bonus, Profile
+from cluster.nodeview.profile import Bonus, Placing, Profile, Score
 from cluster.nodeview.table import NodeTable
 
 
@@ -90,9 +92,12 @@ def profile(config: CoreConfig) -> Profile:
     bonuses: list[Bonus] = [LabelBonus(WARMUP_LABEL, "true", config.warmup_bonus)]
     if config.workers > 1:
         bonuses.append(PartitionBonus(worker=config.worker, workers=config.workers, weight=config.partition_bonus))
+    scores: list[Score] = [Allocated(weights=config.weights, most=config.score is ScoreKind.BINPACK)]
+    if config.gpu_policy is CardPolicy.FGD:
+        scores.append(FgdScore())  # 0–100: it leads, the resource score breaks its ties
     return Profile(
         filters=(NodePredicates(),),
-        scores=(Allocated(weights=config.weights, most=config.score is ScoreKind.BINPACK),),
+        scores=tuple(scores),
         bonuses=tuple(bonuses),
         select=TopK(config.candidates),
         scheduler=config.scheduler,
@@ -124,6 +129,9 @@ def decide(
         return [NoFit(uid=t.uid, reason="0/0 nodes are available: the cluster has no nodes.") for t in tasks]
     placing = chosen if chosen is not None else profile(config)
     ruled = with_pod_rules(placing, placed) if placed is not None else placing
+    fgd = next((s for s in placing.scores if isinstance(s, FgdScore)), None)
+    if fgd is not None:
+        fgd.observe([(t.pod, t.request) for t in tasks])
     out: list[Choice | NoFit] = []
     for task in tasks:
         judged = placed is not None and (bool(placed.with_terms) or bears_rules(task.pod))
@@ -135,7 +143,11 @@ def decide(
         need = card_need(task.pod, task.request)
         cards = Resources()
         if need is not None:
-            picked = choose_cards(columns, row, need, config.gpu_policy)
+            first = None
+            if fgd is not None and need.sharing is None:
+                _, card = fgd.score_and_cards(columns, Placing(task.pod, task.request), np.array([row]))
+                first = int(card[0]) if card[0] >= 0 else None
+            picked = choose_cards(columns, row, need, config.gpu_policy, first)
             if picked is None:  # the filter judged the cards as they are: not reached
                 out.append(NoFit(uid=task.uid, reason=f"no GPU card on {name} has room for the pod"))
                 continue

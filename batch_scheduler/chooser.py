@@ -115,8 +115,7 @@ class Chooser:
         fits = (allowed if rows is None else allowed[rows]) & fitting(ssn.columns, task.request, rows)
         need = card_need(task.pod, task.request)
         if need is not None:
-            cards = card_fit(ssn.columns, need)
-            fits &= cards if rows is None else cards[rows]
+            fits &= card_fit(ssn.columns, need, rows=rows)
         values = np.full(len(fits), -np.inf)
         ok = np.flatnonzero(fits) if rows is None else rows[fits]
         if len(ok):

@@ -32,7 +32,8 @@ from batch_scheduler.vector import Vector
 from cluster.model.core import Pod
 from cluster.model.devices import is_card_resource
 from cluster.model.resources import Resources
-from cluster.nodeview.devices import CardPolicy, card_need, choose_cards
+from cluster.nodeview.devices import CardPolicy, Need, card_need, choose_cards
+from cluster.nodeview.fgd_score import FgdScore
 from cluster.nodeview.fit import fits_once_freed, resources_fit
 from cluster.nodeview.pod_affinity import PlacedPods, Verdict, constrained, pod_rules
 from cluster.nodeview.predicates import Filtered, insufficient
@@ -115,7 +116,8 @@ class Session:
         if sign > 0:
             need = card_need(task.pod, task.request)
             if need is not None:
-                picked = choose_cards(self.columns, self.columns.index[node], need, self.card_policy)
+                row = self.columns.index[node]
+                picked = choose_cards(self.columns, row, need, self.card_policy, self._fgd_card(task, row, need))
                 if picked is None:  # the chooser fitted the cards as they are: a bug if reached
                     raise RuntimeError(f"{task.name}: no GPU card on {node} has room, though the node was chosen")
                 task.cards = picked
@@ -134,6 +136,18 @@ class Session:
         if sign > 0 and _has_terms(task.pod):
             self._any_terms = True
             self._any_anti |= _has_anti(task.pod)
+
+    def _fgd_card(self, task: TaskInfo, row: int, need: Need) -> int | None:
+        """FGD's card for a share in thousandths on ``row`` (deviceshare's ``SchedulePolicy: fgd``), else None."""
+        if self.card_policy is not CardPolicy.FGD or need.sharing is not None:
+            return None
+        fgd = next(
+            (f for tier in self.tiers.tiers for p in tier if isinstance(f := getattr(p, "fgd", None), FgdScore)), None
+        )
+        if fgd is None:
+            return None
+        _, card = fgd.score_and_cards(self.columns, self.placing(task), np.array([row]))
+        return int(card[0]) if card[0] >= 0 else None
 
     @property
     def placed(self) -> PlacedPods:

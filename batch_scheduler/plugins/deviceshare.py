@@ -8,12 +8,16 @@ on two halves of different cards. What the plugin's arguments change:
 
 - ``deviceshare.SchedulePolicy``: which card a pod gets on its node — ``binpack`` (the most
   used that fits), ``spread`` (the least used), caldera's ``best-fit`` (the one left
-  tightest), or unset: Volcano 1.14's order (gpushare lowest index first, vGPU highest
-  first). Volcano 1.14 scores nodes by the policy but never picks the card by it (master
-  does, #5252); caldera picks by it.
+  tightest), caldera's ``fgd`` (Fragmentation Gradient Descent, ``cluster/nodeview/fgd_score.py``:
+  node and card where the expected fragment of the session's typical pods grows least, for
+  shares in thousandths; memory shares take the tightest card), or unset: Volcano 1.14's
+  order (gpushare lowest index first, vGPU highest first). Volcano 1.14 scores nodes by the
+  policy but never picks the card by it (master does, #5252); caldera picks by it.
 - ``deviceshare.ScheduleWeight`` (0): the node score, as Volcano's vGPU score — over the
   cards the pod would take, Σ 100 × used memory ÷ memory after it (binpack) or Σ 100 per card
-  it would be alone on (spread), ⌊Σ + 0.5⌋ × weight; with 0, none (Volcano #5643).
+  it would be alone on (spread), ⌊Σ + 0.5⌋ × weight; with 0, none (Volcano #5643). With
+  ``fgd`` the score is FGD's ⌊100·σ(Δ/1000)⌋ × the weight (at least 1: FGD is nothing without
+  its node score), for every pod, CPU pods too.
 - ``deviceshare.GPUSharingEnable`` with ``GPUNumberEnable``, or ``VGPUEnable`` with either:
   refused at start, as Volcano's scheduler exits.
 - ``deviceshare.NodeLockEnable``: accepted, no effect — the binder's compare-and-set already
@@ -32,9 +36,10 @@ from typing import Self
 import numpy as np
 
 from batch_scheduler.arguments import Arguments, flag, weight
-from batch_scheduler.framework import PluginBase
+from batch_scheduler.framework import PluginBase, SessionView
 from cluster.model.devices import Sharing
 from cluster.nodeview.devices import CardPolicy, CardRows, card_need
+from cluster.nodeview.fgd_score import FgdScore
 from cluster.nodeview.profile import Placing, Rows, Values
 from cluster.nodeview.table import NodeTable
 
@@ -79,7 +84,18 @@ class DeviceShareArguments(Arguments, frozen=True, kw_only=True):
 
 
 class DeviceSharePlugin(PluginBase[DeviceShareArguments]):
+    def __init__(self, name: str, args: DeviceShareArguments) -> None:
+        super().__init__(name, args)
+        self.fgd = FgdScore(weight=max(1, args.weight)) if args.policy is CardPolicy.FGD else None
+
+    def open(self, ssn: SessionView) -> None:
+        super().open(ssn)
+        if self.fgd is not None:  # the typical pods: this session's, pending and placed
+            self.fgd.observe([(t.pod, t.request) for job in ssn.jobs.values() for t in job.tasks.values()])
+
     def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
+        if self.fgd is not None:
+            return self.fgd.score(table, placing, rows)
         n = len(table)
         count = n if rows is None else len(rows)
         need = card_need(placing.pod, placing.request)

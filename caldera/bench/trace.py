@@ -78,7 +78,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--trace-nodes", required=True, help="the nodes CSV (OpenB format)")
     p.add_argument("--seeds", type=positive_int, default=3, help="shuffles per policy, seeds 42, 43, … (default: 3)")
     p.add_argument("--tuning", type=float, default=1.3, help="work asked, × the cluster's GPUs (default: 1.3)")
-    p.add_argument("--popularity", type=float, default=95.0, help="FGD's typical pods: the %% of pods their shapes cover (default: 95)")
+    p.add_argument(
+        "--popularity",
+        type=float,
+        default=95.0,
+        help="FGD's typical pods: the %% of pods their shapes cover (default: 95)",
+    )
     p.add_argument("--policies", default="", help="comma-separated policy names (default: all)")
     p.add_argument("--processes", type=positive_int, default=os.cpu_count() or 1, help="replays run at once")
     p.add_argument("--png", default="", help="write the curves to this PNG")

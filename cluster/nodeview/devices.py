@@ -62,6 +62,7 @@ class CardPolicy(enum.StrEnum):
     BINPACK = "binpack"
     SPREAD = "spread"
     BEST_FIT = "best-fit"
+    FGD = "fgd"  # the card FGD picks (cluster/nodeview/fgd_score.py), given to choose_cards as ``first``
 
 
 @dataclass(frozen=True)
@@ -95,12 +96,13 @@ def card_need(pod: Pod, request: Mapping[str, int]) -> Need | None:
     names no GPU resource is answered at once."""
     if not any(r in request for r in _GPU_RESOURCES):
         return None
-    demand = pod_gpu_demand(pod)
+    demand = pod_gpu_demand(pod)  # from limits, as Volcano reads them
     if demand is None:
+        whole = request.get(WHOLE_GPU, 0)  # whole cards asked in requests alone
+        if whole:
+            return Need(Sharing.WHOLE, (Ask(count=whole, whole=True),))
         milli = request.get(GPU_MILLI, 0)
-        if milli and not request.get(WHOLE_GPU, 0):
-            return Need(None, (Ask(count=1, amount=milli),))
-        return None
+        return Need(None, (Ask(count=1, amount=milli),)) if milli else None
     if demand.sharing is Sharing.VGPU:
         return Need(
             Sharing.VGPU,
@@ -117,11 +119,16 @@ def card_need(pod: Pod, request: Mapping[str, int]) -> Need | None:
 
 class CardRows:
     """The table's card rows, as (card, node) arrays: room, used, and vGPU slots and cores — of every
-    node, or of the one ``node`` (then the node axis has length 1)."""
+    node, of the one ``node`` (then the node axis has length 1), or of the rows ``nodes``."""
 
-    def __init__(self, table: NodeTable, node: int | None = None) -> None:
-        cols = slice(0, len(table)) if node is None else slice(node, node + 1)
-        width = cols.stop - cols.start
+    def __init__(self, table: NodeTable, node: int | None = None, nodes: npt.NDArray[np.intp] | None = None) -> None:
+        cols: slice | npt.NDArray[np.intp]
+        if nodes is not None:
+            cols, width = nodes, len(nodes)
+        elif node is not None:
+            cols, width = slice(node, node + 1), 1
+        else:
+            cols, width = slice(0, len(table)), len(table)
         index = table.resource_index
         present = [i for i in range(MAX_CARDS) if card_resource(i) in index]
         self.cards = present
@@ -158,16 +165,19 @@ class CardRows:
         return usable
 
 
-def card_fit(table: NodeTable, need: Need, among: Mask | None = None) -> Mask:
-    """The nodes (of ``among``) with cards for every ask; a pod of several asks (vGPU containers) is
-    confirmed node by node, the asks met in turn."""
-    rows = CardRows(table)
-    mask = np.ones(len(table), dtype=np.bool_) if among is None else among.copy()
+def card_fit(table: NodeTable, need: Need, among: Mask | None = None, rows: npt.NDArray[np.intp] | None = None) -> Mask:
+    """The nodes (of ``among``) with cards for every ask — over every node, or over ``rows`` only (a
+    mask of their length); a pod of several asks (vGPU containers) is confirmed node by node, the
+    asks met in turn."""
+    cards = CardRows(table, nodes=rows)
+    width = len(table) if rows is None else len(rows)
+    mask = np.ones(width, dtype=np.bool_) if among is None else among.copy()
     for ask in need.asks:
-        mask &= rows.usable(ask).sum(axis=0) >= ask.count
+        mask &= cards.usable(ask).sum(axis=0) >= ask.count
     if len(need.asks) > 1:
-        for node in np.flatnonzero(mask):
-            mask[node] = choose_cards(table, int(node), need) is not None
+        for k in np.flatnonzero(mask):
+            node = int(k) if rows is None else int(rows[k])
+            mask[k] = choose_cards(table, node, need) is not None
     return mask
 
 
@@ -178,20 +188,25 @@ def _order(rows: CardRows, candidates: Sequence[int], sharing: Sharing | None, p
         return sorted(candidates, key=lambda k: (-int(used[k]), k))
     if policy is CardPolicy.SPREAD:
         return sorted(candidates, key=lambda k: (int(slots[k] if sharing is Sharing.VGPU else used[k]), k))
-    if policy is CardPolicy.BEST_FIT or sharing is None:  # thousandths: the simulator's tightest card
+    if policy in (CardPolicy.BEST_FIT, CardPolicy.FGD) or sharing is None:  # the tightest card (the simulator's)
         return sorted(candidates, key=lambda k: (int(rows.cap[k, 0] - used[k]), k))
     if sharing is Sharing.VGPU:
         return sorted(candidates, reverse=True)
     return sorted(candidates)
 
 
-def choose_cards(table: NodeTable, node: int, need: Need, policy: CardPolicy = CardPolicy.VOLCANO) -> Resources | None:
-    """The cards' shares the pod takes on ``node`` (table row), by the policy; None when they do not fit."""
+def choose_cards(
+    table: NodeTable, node: int, need: Need, policy: CardPolicy = CardPolicy.VOLCANO, first: int | None = None
+) -> Resources | None:
+    """The cards' shares the pod takes on ``node`` (table row), by the policy; None when they do not fit.
+    ``first``: a card (position among the table's cards) to take first when it can (FGD's pick)."""
     rows = CardRows(table, node)
     taken: dict[str, int] = {}
     for ask in need.asks:
         usable = [int(k) for k in np.flatnonzero(rows.usable(ask)[:, 0])]
         picked = usable if ask.whole else _order(rows, usable, need.sharing, policy)
+        if first is not None and first in picked and not ask.whole:
+            picked = [first, *(k for k in picked if k != first)]
         if len(picked) < ask.count:
             return None
         for k in picked[: ask.count]:

@@ -314,6 +314,7 @@ class _Narrowing:
                 self.failed[insufficient(name)] = count
                 any_short |= mask
         self.mask &= ~any_short
+        self.left = int(np.count_nonzero(self.mask))
 
 
 def filter_nodes(columns: NodeTable, pod: Pod, request: Mapping[str, int], *, allowed: Mask | None = None) -> Filtered:

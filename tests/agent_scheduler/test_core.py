@@ -144,3 +144,37 @@ def test_shares_of_a_card_go_card_by_card_and_never_past_a_card() -> None:
     # a 400 share still fits the 400 left on a card: best-fit takes that sliver
     [last] = decide(cols, [share("t", 400)], config, random.Random(0))
     assert isinstance(last, Choice) and sum(last.cards.values()) == 400
+
+
+def test_with_the_fgd_policy_a_share_goes_where_whole_gpus_stay_whole() -> None:
+    """The spec's FGD-2 through the agent core: typical pods learned from the batch (a half and a
+    whole GPU); node a has [500, 500] left, b [1000, 0]: the half goes to a's card 0, keeping b's
+    whole card whole for the whole-GPU pod."""
+    from cluster.model.devices import card_resource, node_allocatable
+    from cluster.nodeview.devices import CardPolicy
+    from cluster.sim.trace import GPU_MILLI
+
+    used = {"a": {0: 500, 1: 500}, "b": {1: 1000}}
+    nodes = [node(name, gpu=2) for name in used]
+    cols = NodeTable(
+        NodeRecord(
+            name=n.name,
+            allocatable=node_allocatable(n) + Resources({GPU_MILLI: 2000}),
+            allocated=Resources({card_resource(k): v for k, v in used[n.name].items()})
+            + Resources({GPU_MILLI: sum(used[n.name].values())}),
+            version=1,
+            owner="",
+            unschedulable=False,
+            node=n,
+        )
+        for n in nodes
+    )
+
+    def gpu_task(name: str, milli: int) -> Task:
+        p = pod(name, cpu="1", memory="1Gi", gpu=1 if milli == 1000 else 0)
+        return Task(uid=p.uid, pod=p, request=p.request() + Resources({GPU_MILLI: milli}))
+
+    config = CoreConfig(sharding=ShardingMode.NONE, gpu_policy=CardPolicy.FGD, candidates=1)
+    half, whole = decide(cols, [gpu_task("half", 500), gpu_task("whole", 1000)], config, random.Random(0))
+    assert isinstance(half, Choice) and (half.node, dict(half.cards)) == ("a", {card_resource(0): 500})
+    assert isinstance(whole, Choice) and (whole.node, dict(whole.cards)) == ("b", {card_resource(0): 1000})

@@ -218,3 +218,26 @@ def test_a_victim_frees_the_card_the_preemptor_needs_not_just_node_totals() -> N
     assert len(ssn.evictions) == 1 and ssn.evictions[0].name in ("l0", "l1")
     h = ssn.tasks["uid-h"]
     assert h.status.name == "PIPELINED" and h.node == "n1"
+
+
+def test_fgd_picks_the_card_that_leaves_no_sliver() -> None:
+    """The spec's FGD-4 through a session (deviceshare SchedulePolicy fgd): a node of two whole
+    cards, 400 taken on card 0 by a running share; a 500 share would leave card 0 a useless 100
+    sliver, so FGD takes card 1 where best-fit takes card 0."""
+    from cluster.sim.pods import make_pod
+    from cluster.sim.trace import GPU_MILLI
+
+    whole = gpu_node("n1", allocatable={"nvidia.com/gpu": 2, GPU_MILLI: 2000})
+
+    def share(name: str, milli: int, **kw: Any) -> Pod:
+        return make_pod(
+            name, requests={"cpu": "1", GPU_MILLI: str(milli)}, scheduler=SCHEDULER, uid=f"uid-{name}", **kw
+        )
+
+    running = share("r", 400, node="n1", phase="Running")
+    running = msgspec.structs.replace(
+        running, metadata=msgspec.structs.replace(running.metadata, annotations={CARDS_ANNOTATION: "0=400"})
+    )
+    for policy, expected in (("fgd", 1), ("best-fit", 0)):
+        ssn = run([whole], [share("p", 500)], [running], deviceshare(SchedulePolicy=policy))
+        assert cards(ssn) == {"p": card(expected, 500)}, policy
