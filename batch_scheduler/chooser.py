@@ -57,7 +57,10 @@ class ChoosingSession(SessionView, Protocol):
 @dataclass(eq=False)
 class _Template:
     task: TaskInfo  # any task of the template: scores depend only on what they share
-    need: Need | None  # what it asks of GPU cards: such templates refit every node a placement touches
+    # What it asks of GPU cards. Whole cards scale like a request (each task takes its count of
+    # idle cards), so those templates keep their levels — fitted on the node totals, each choice
+    # confirmed on the cards (:meth:`Chooser.choose`); shares refit every node a placement touches.
+    need: Need | None
     allowed: Mask  # the predicates' verdict without free resources
     value: Values  # score − shard penalty where the task fits now, else −inf
     seen: int  # position in the session's change log up to which ``value`` is current
@@ -107,6 +110,11 @@ class Chooser:
         value = template.value if extra is None else template.value + extra[: len(template.value)]
         value = value if within is None else np.where(within, value, -np.inf)
         i = int(np.argmax(value))
+        while value[i] != -np.inf and template.need is not None and _whole(template.need):
+            if card_fit(self.ssn.columns, template.need, rows=np.array([i], dtype=np.intp))[0]:
+                break
+            template.value[i] = value[i] = -np.inf  # shares hold its idle cards: not until the node changes
+            i = int(np.argmax(value))
         return None if value[i] == -np.inf else i
 
     def _values(self, task: TaskInfo, allowed: Mask, rows: npt.NDArray[np.intp] | None) -> Values:
@@ -114,7 +122,7 @@ class Chooser:
         ssn = self.ssn
         fits = (allowed if rows is None else allowed[rows]) & fitting(ssn.columns, task.request, rows)
         need = card_need(task.pod, task.request)
-        if need is not None:
+        if need is not None and not _whole(need):
             fits &= card_fit(ssn.columns, need, rows=rows)
         values = np.full(len(fits), -np.inf)
         ok = np.flatnonzero(fits) if rows is None else rows[fits]
@@ -177,10 +185,15 @@ class Chooser:
         alone = []
         for row in touched:
             j = int(own[row])
-            if 0 <= j < MAX_LEVELS and template.need is None:  # cards are not a scaled request: refit
+            if 0 <= j < MAX_LEVELS and (template.need is None or _whole(template.need)):  # shares: refit
                 template.value[row] = self._level(template, j)[row]
             else:
                 alone.append(row)
         if alone:
             rows = np.array(sorted(alone), dtype=np.intp)
             template.value[rows] = self._values(template.task, template.allowed, rows)
+
+
+def _whole(need: Need) -> bool:
+    """Only whole cards: the node totals fit it as a request, the cards confirm the choice."""
+    return all(a.whole for a in need.asks)

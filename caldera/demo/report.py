@@ -84,6 +84,7 @@ class Sample(msgspec.Struct):
     shard_nodes: dict[str, int]
     shard_cpu: dict[str, float]  # share of the shard's cpu allocated
     shard_gpu: dict[str, float] = {}  # share of the shard's GPUs allocated (shards with GPUs)
+    shard_fragment: dict[str, float] = {}  # share of the shard's GPUs free on cards partly in use
 
 
 def gap(value: float | None) -> float:
@@ -141,9 +142,17 @@ def chart(path: Path, samples: list[Sample]) -> None:
                 linestyle="--",
                 label=f"{label} GPUs",
             )
+        if any(s.shard_fragment.get(name) for s in samples):  # only where shares left GPUs in fragments
+            ax4.plot(
+                t,
+                [100 * s.shard_fragment.get(name, 0.0) for s in samples],
+                color=colour,
+                linestyle=":",
+                label=f"{label} GPUs in fragments",
+            )
     ax3.set_ylabel("nodes")
     ax3.set_title("shard sizes (the sharding controller moves nodes between schedulers)")
-    ax4.set_ylabel("allocated, %")
+    ax4.set_ylabel("allocated (GPUs in fragments: free on partly used cards), %")
     ax4.set_ylim(0, 100)
     ax4.set_title("utilization per shard")
     ax4.set_xlabel("seconds")

@@ -41,7 +41,8 @@ from caldera.demo.report import (
 from caldera.demo.tracker import Tracker
 from caldera.demo.view import Frame, View, summary
 from caldera.demo.workload import AGENT, VOLCANO, WorkloadDriver
-from cluster.model.resources import CPU, GPU
+from cluster.model.devices import CARD_PREFIX, is_card_resource
+from cluster.model.resources import CPU, GPU, Resources
 from cluster.runtime import heartbeat
 from cluster.sim.cluster import SimCluster
 from cluster.store.audit import audit
@@ -101,7 +102,10 @@ class Monitor:
         nodes = await self.store.list_nodes()
         shards: dict[str, dict[str, float]] = {}
         for n in nodes:
-            s = shards.setdefault(n.owner, {"nodes": 0, "cpu_used": 0, "cpu": 0, "gpu_used": 0, "gpus": 0})
+            s = shards.setdefault(
+                n.owner, {"nodes": 0, "cpu_used": 0, "cpu": 0, "gpu_used": 0, "gpus": 0, "fragment": 0.0}
+            )
+            s["fragment"] += fragment_gpus(n.allocatable, n.allocated)
             s["nodes"] += 1
             s["cpu_used"] += n.allocated.get(CPU, 0)
             s["cpu"] += n.allocatable.get(CPU, 0)
@@ -116,6 +120,7 @@ class Monitor:
                 "cpu": s["cpu_used"] / s["cpu"] if s["cpu"] else 0.0,
                 "gpu": s["gpu_used"] / s["gpus"] if s["gpus"] else 0.0,
                 "gpus": s["gpus"],
+                "fragment": s["fragment"] / s["gpus"] if s["gpus"] else 0.0,
             }
             for name, s in sorted(shards.items())
         }
@@ -296,7 +301,19 @@ def sample(tracker: Tracker, monitor: Monitor, t: float) -> Sample:
         shard_nodes={k: int(v["nodes"]) for k, v in monitor.shards.items()},
         shard_cpu={k: round(v["cpu"], 3) for k, v in monitor.shards.items()},
         shard_gpu={k: round(v["gpu"], 3) for k, v in monitor.shards.items() if v["gpus"]},
+        shard_fragment={k: round(v["fragment"], 4) for k, v in monitor.shards.items() if v["gpus"]},
     )
+
+
+def fragment_gpus(allocatable: Resources, allocated: Resources) -> float:
+    """GPUs free on cards partly in use (in cards): room a whole-GPU pod cannot use."""
+    total = 0.0
+    for name, room in allocatable.items():
+        if is_card_resource(name) and "." not in name[len(CARD_PREFIX) :] and room > 0:
+            used = allocated.get(name, 0)
+            if 0 < used < room:
+                total += (room - used) / room
+    return total
 
 
 def make_driver(args: argparse.Namespace) -> Any:

@@ -105,7 +105,7 @@ def render(frame: Frame) -> Group:
             )
         parts.append(queues)
     shards = Table(title=f"shards (nodes moved between shards so far: {frame.moves:,})", title_justify="left")
-    for col in ("shard", "nodes", "cpu allocated", "GPUs allocated"):
+    for col in ("shard", "nodes", "cpu allocated", "GPUs allocated", "GPUs in fragments"):
         shards.add_column(col, justify="left" if col == "shard" else "right")
     for name, s in frame.shards.items():
         shards.add_row(
@@ -113,6 +113,7 @@ def render(frame: Frame) -> Group:
             f"{int(s['nodes']):,}",
             f"{100 * s['cpu']:.0f}%",
             f"{100 * s['gpu']:.0f}%" if s["gpus"] else "—",
+            f"{100 * s.get('fragment', 0.0):.1f}%" if s["gpus"] else "—",
         )
     parts.append(shards)
     return Group(*parts)

@@ -59,9 +59,8 @@ def test_gs1_gpushare_takes_the_lowest_card_that_fits() -> None:
     )
     assert cards(ssn) == {"a": card(0, 10000), "b": card(1, 10000), "c": card(0, 6000)}
     d = ssn.tasks["uid-d"]
-    assert d.node == "" and "no GPU card with room" in (
-        ssn.jobs[d.job].reason or ""
-    )  # 6000 left on card 1, 0 on card 0
+    # 6000 left on card 1, none on card 0: 6000 is all the node has in total too
+    assert d.node == "" and "1 Insufficient volcano.sh/gpu-memory" in (ssn.jobs[d.job].reason or "")
     a = ssn.tasks["uid-a"]
     notes = card_annotations(a.pod, "n1", (), a.cards, 1.5)
     assert notes["volcano.sh/gpu-index"] == "0" and notes[CARDS_ANNOTATION] == "0=10000"
@@ -70,7 +69,8 @@ def test_gs1_gpushare_takes_the_lowest_card_that_fits() -> None:
 
 def test_gs2_a_share_larger_than_any_card_fits_nowhere_though_the_node_has_the_memory() -> None:
     ssn = run([gpu_node("n1", allocatable=GPUSHARE)], pods(("big", {"volcano.sh/gpu-memory": 20000})))
-    assert cards(ssn) == {} and ssn.tasks["uid-big"].node == ""
+    big = ssn.tasks["uid-big"]
+    assert cards(ssn) == {} and big.node == "" and "no GPU card with room" in (ssn.jobs[big.job].reason or "")
 
 
 def test_gs3_both_gpushare_flags_refuse_the_conf() -> None:

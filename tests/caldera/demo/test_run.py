@@ -17,6 +17,7 @@ import pytest
 from caldera.demo import workload
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.keys import Keys
+from cluster.store.records import PodRecord
 from cluster.store.store import Store
 
 SMALL = """
@@ -156,14 +157,20 @@ def test_demo_replays_a_trace_with_pods_created_and_deleted_at_their_times(
 
     import redis.asyncio as aioredis
 
-    async def placements() -> dict[str, str]:
+    async def records() -> list[PodRecord]:
         c = aioredis.Redis.from_url(redis_server.url)
         try:
-            return {r.name: r.node for r in await Store(c, Keys("demo")).list_pods()}
+            return await Store(c, Keys("demo")).list_pods()
         finally:
             await c.aclose()
 
-    nodes = asyncio.run(placements())
+    held = asyncio.run(records())
+    nodes = {r.name: r.node for r in held}
+    # each bound half-GPU pod holds 500 thousandths of one card; whole-GPU ones a card of their own
+    cards = {r.name: dict(r.cards) for r in held if r.node and r.name.startswith("be-")}
+    assert cards and all(sorted(c.values()) == ([500] if int(n[3:]) % 2 else [1000]) for n, c in cards.items()), cards
+    gpu_shards = [s["shard_fragment"] for s in report["samples"] if s["shard_fragment"]]
+    assert gpu_shards and all(0 <= v <= 1 for shard in gpu_shards for v in shard.values())
     assert nodes["pinned"] == "n-t4-0"  # gpu_spec T4 → required node affinity on the model label
     assert not any(name.startswith("ls-") for name in nodes)  # every agent pod was deleted by the trace
     shared = [nodes[f"be-{i}"] for i in range(1, 20, 2)]
