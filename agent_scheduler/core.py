@@ -152,7 +152,9 @@ def decide(
                 out.append(NoFit(uid=task.uid, reason=f"no GPU card on {name} has room for the pod"))
                 continue
             cards = picked
-        columns.take(name, task.request + cards if cards else task.request)
+        columns.take(name, task.request)
+        if cards:
+            columns.take(name, cards)
         if placed is not None:
             placed.add(task.uid, task.pod, row)
         out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row]), cards=cards))

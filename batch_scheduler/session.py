@@ -121,10 +121,14 @@ class Session:
                 if picked is None:  # the chooser fitted the cards as they are: a bug if reached
                     raise RuntimeError(f"{task.name}: no GPU card on {node} has room, though the node was chosen")
                 task.cards = picked
-            self.columns.take(node, task.request + task.cards if task.cards else task.request)
+            self.columns.take(node, task.request)
+            if task.cards:
+                self.columns.take(node, task.cards)
         else:
-            self.columns.give_back(node, task.request + task.cards if task.cards else task.request)
-            task.cards = Resources()
+            self.columns.give_back(node, task.request)
+            if task.cards:
+                self.columns.give_back(node, task.cards)
+                task.cards = Resources()
         self.chooser.changed(node, task, sign)
         if self._domain_sums is not None:
             self._domain_sums.changed(self.columns.index[node], task.request, sign)

@@ -117,35 +117,70 @@ def card_need(pod: Pod, request: Mapping[str, int]) -> Need | None:
     return Need(demand.sharing, (Ask(count=demand.count, whole=True),))
 
 
+_NAMES = tuple((card_resource(i), card_resource(i, "slots"), card_resource(i, "cores")) for i in range(MAX_CARDS))
+
+
+def _card_rows(table: NodeTable) -> tuple[list[int], Ints, Ints, Ints]:
+    """The table's cards (indexes) and, per card, its rows of room, slots and cores (-1: none);
+    cached on the table (its resource rows only grow, so the count keys it)."""
+
+    def compute() -> tuple[list[int], Ints, Ints, Ints]:
+        index = table.resource_index
+        present = [i for i in range(MAX_CARDS) if _NAMES[i][0] in index]
+        at = [np.asarray([index.get(_NAMES[i][d], -1) for i in present], dtype=np.intp) for d in range(3)]
+        return present, at[0], at[1], at[2]
+
+    return table.memo_until_topology_changes(("card-rows", len(table.resources)), compute)
+
+
 class CardRows:
     """The table's card rows, as (card, node) arrays: room, used, and vGPU slots and cores — of every
-    node, of the one ``node`` (then the node axis has length 1), or of the rows ``nodes``."""
+    node, of the one ``node`` (then the node axis has length 1), or of the rows ``nodes``. Slots and
+    cores are read only when a vGPU ask needs them."""
 
     def __init__(self, table: NodeTable, node: int | None = None, nodes: npt.NDArray[np.intp] | None = None) -> None:
         cols: slice | npt.NDArray[np.intp]
         if nodes is not None:
-            cols, width = nodes, len(nodes)
+            cols = nodes
         elif node is not None:
-            cols, width = slice(node, node + 1), 1
+            cols = slice(node, node + 1)
         else:
-            cols, width = slice(0, len(table)), len(table)
-        index = table.resource_index
-        present = [i for i in range(MAX_CARDS) if card_resource(i) in index]
-        self.cards = present
+            cols = slice(0, len(table))
+        self.cards, room, self._slot_rows, self._core_rows = _card_rows(table)
+        self._table, self._cols = table, cols
+        self.cap, self.used = self._read(room)
+        self._vgpu: tuple[Ints, Ints, Ints] | None = None
 
-        def rows(dim: str) -> tuple[Ints, Ints]:
-            cap = np.zeros((len(present), width), dtype=np.int64)
-            used = np.zeros((len(present), width), dtype=np.int64)
-            for k, i in enumerate(present):
-                r = index.get(card_resource(i, dim))
-                if r is not None:
-                    cap[k] = table.allocatable[r, cols]
-                    used[k] = table.allocated[r, cols]
-            return cap, used
+    def _read(self, rows: Ints) -> tuple[Ints, Ints]:
+        t, cols = self._table, self._cols
+        if not len(rows):
+            width = len(t.allocatable[0, cols]) if t.allocatable.shape[0] else 0
+            return np.zeros((0, width), dtype=np.int64), np.zeros((0, width), dtype=np.int64)
+        have = (rows >= 0)[:, None]
+        if isinstance(cols, slice):
+            cap, used = t.allocatable[rows, cols], t.allocated[rows, cols]
+        else:
+            cap, used = t.allocatable[rows[:, None], cols[None, :]], t.allocated[rows[:, None], cols[None, :]]
+        return np.where(have, cap, 0), np.where(have, used, 0)
 
-        self.cap, self.used = rows("")
-        self.slots, self.slots_used = rows("slots")
-        _, self.cores_used = rows("cores")
+    def _vgpu_rows(self) -> tuple[Ints, Ints, Ints]:
+        if self._vgpu is None:
+            slots, slots_used = self._read(self._slot_rows)
+            _, cores_used = self._read(self._core_rows)
+            self._vgpu = (slots, slots_used, cores_used)
+        return self._vgpu
+
+    @property
+    def slots(self) -> Ints:
+        return self._vgpu_rows()[0]
+
+    @property
+    def slots_used(self) -> Ints:
+        return self._vgpu_rows()[1]
+
+    @property
+    def cores_used(self) -> Ints:
+        return self._vgpu_rows()[2]
 
     def usable(self, ask: Ask) -> Mask:
         """(card, node): the card can take one of the ask's cards."""
