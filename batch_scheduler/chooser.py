@@ -33,7 +33,7 @@ from batch_scheduler.framework import SessionView
 from batch_scheduler.plugin_set import PluginSet
 from batch_scheduler.tasks import TaskInfo
 from cluster.model.resources import Resources
-from cluster.nodeview.devices import Need, card_fit, card_need
+from cluster.nodeview.devices import Need, card_fit, idle_cards
 from cluster.nodeview.fit import fitting
 from cluster.nodeview.shard import preference_penalty
 from cluster.nodeview.table import Mask
@@ -111,7 +111,7 @@ class Chooser:
         value = value if within is None else np.where(within, value, -np.inf)
         i = int(np.argmax(value))
         while value[i] != -np.inf and template.need is not None and _whole(template.need):
-            if card_fit(self.ssn.columns, template.need, rows=np.array([i], dtype=np.intp))[0]:
+            if idle_cards(self.ssn.columns, i) >= sum(a.count for a in template.need.asks):
                 break
             template.value[i] = value[i] = -np.inf  # shares hold its idle cards: not until the node changes
             i = int(np.argmax(value))
@@ -121,7 +121,7 @@ class Chooser:
         """Fit and score of ``task`` on ``rows`` (every node when None) as the columns are now."""
         ssn = self.ssn
         fits = (allowed if rows is None else allowed[rows]) & fitting(ssn.columns, task.request, rows)
-        need = card_need(task.pod, task.request)
+        need = task.need
         if need is not None and not _whole(need):
             fits &= card_fit(ssn.columns, need, rows=rows)
         values = np.full(len(fits), -np.inf)
@@ -136,7 +136,7 @@ class Chooser:
         value = self._values(task, allowed, None)
         return _Template(
             task=task,
-            need=card_need(task.pod, task.request),
+            need=task.need,
             allowed=allowed,
             value=value,
             seen=len(self.changes),

@@ -114,7 +114,7 @@ class Session:
     def place(self, task: TaskInfo, node: str, sign: int) -> None:
         """Take the task's request on the node (+1) — and the GPU cards it picks there — or give it back (−1)."""
         if sign > 0:
-            need = card_need(task.pod, task.request)
+            need = task.need
             if need is not None:
                 row = self.columns.index[node]
                 picked = choose_cards(self.columns, row, need, self.card_policy, self._fgd_card(task, row, need))

@@ -22,6 +22,7 @@ from cluster.model.core import Pod
 from cluster.model.devices import is_card_resource
 from cluster.model.labels import PREEMPTABLE_KEY, QUEUE_ALLOCATION_GATE, TASK_SPEC_KEY
 from cluster.model.resources import PODS, Resources
+from cluster.nodeview.devices import Need, card_need
 
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 _encoder = msgspec.msgpack.Encoder()
@@ -158,6 +159,11 @@ class TaskInfo:
     @lazy
     def index(self) -> int | None:
         return pod_index(self.pod.name)
+
+    @lazy
+    def need(self) -> Need | None:
+        """What the task asks of GPU cards (``cluster.nodeview.devices``), None for nothing."""
+        return card_need(self.pod, self.request)
 
     @lazy
     def template(self) -> tuple[Resources, bytes]:

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from batch_scheduler.statement import Statement
 from batch_scheduler.tasks import PREEMPTABLE_STATUSES, TaskInfo
-from cluster.nodeview.devices import card_fit, card_need
+from cluster.nodeview.devices import card_fit
 from cluster.nodeview.fit import fitting
 from cluster.nodeview.pod_affinity import pod_rules
 
@@ -72,7 +72,7 @@ def room_rows(ssn: Session, task: TaskInfo) -> npt.NDArray[np.bool_]:
     """Nodes where the task fits in what they will have once their evictions finish."""
     cols = ssn.columns
     fits = fitting(cols, task.request)
-    need = card_need(task.pod, task.request)
+    need = task.need
     if need is not None:
         fits &= card_fit(cols, need)
     for node in ssn.releasing:  # few nodes: evictions under way

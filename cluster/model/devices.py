@@ -102,16 +102,23 @@ def card_uuids(node: Node) -> tuple[str, ...]:
 
 
 def card_annotations(pod: Pod, node: str, uuids: tuple[str, ...], cards: Resources, now: float) -> dict[str, str]:
-    """What the pod's bind writes for the device plugins, once its cards are committed: caldera's
+    """What the pod's bind writes for the device plugins, once its cards are committed (nothing for
+    whole ``nvidia.com/gpu`` cards, which the device plugin picks itself): caldera's
     ``caldera.io/gpu-cards``; for gpushare ``volcano.sh/gpu-index`` and ``predicate-time``; for vGPU
     HAMi's ``vgpu-ids-new``/``devices-to-allocate`` (per container ``UUID,NVIDIA,memory,cores:``,
     containers joined by ``;`` — each container's cards taken in index order), ``vgpu-node``,
     ``vgpu-time``, ``bind-phase: allocating`` and ``bind-time``. Empty without cards."""
     if not cards:
         return {}
+    demand = pod_gpu_demand(pod)
+    if demand is not None:
+        whole = demand.sharing is Sharing.WHOLE
+    else:
+        whole = any(WHOLE_GPU in c.resources.requests for c in pod.spec.containers)
+    if whole:
+        return {}  # whole nvidia.com/gpu cards: the device plugin picks the devices; the store holds ours
     out = {CARDS_ANNOTATION: encode_cards(cards)}
     index = sorted({int(n[len(CARD_PREFIX) :].partition(".")[0]) for n in cards.names()})
-    demand = pod_gpu_demand(pod)
     if demand is None:
         return out
     if demand.sharing is Sharing.GPUSHARE:

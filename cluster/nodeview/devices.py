@@ -133,6 +133,27 @@ def _card_rows(table: NodeTable) -> tuple[list[int], Ints, Ints, Ints]:
     return table.memo_until_topology_changes(("card-rows", len(table.resources)), compute)
 
 
+def idle_cards(table: NodeTable, node: int) -> int:
+    """How many of the node's cards nothing is on (a whole-card ask's room)."""
+    _, room, _, _ = _card_rows(table)
+    alloc, used = table.allocatable, table.allocated
+    return sum(1 for r in room.tolist() if alloc[r, node] > 0 and used[r, node] == 0)
+
+
+def _whole_cards(table: NodeTable, node: int, count: int) -> Resources | None:
+    """``count`` idle cards of the node, lowest index first, each taken whole (the common ask, without arrays)."""
+    present, room, _, _ = _card_rows(table)
+    alloc, used = table.allocatable, table.allocated
+    taken: dict[str, int] = {}
+    for i, r in zip(present, room.tolist()):
+        if len(taken) == count:
+            break
+        size = int(alloc[r, node])
+        if size > 0 and used[r, node] == 0:
+            taken[_NAMES[i][0]] = size
+    return Resources(taken) if len(taken) == count else None
+
+
 class CardRows:
     """The table's card rows, as (card, node) arrays: room, used, and vGPU slots and cores — of every
     node, of the one ``node`` (then the node axis has length 1), or of the rows ``nodes``. Slots and
@@ -235,6 +256,8 @@ def choose_cards(
 ) -> Resources | None:
     """The cards' shares the pod takes on ``node`` (table row), by the policy; None when they do not fit.
     ``first``: a card (position among the table's cards) to take first when it can (FGD's pick)."""
+    if len(need.asks) == 1 and need.asks[0].whole:
+        return _whole_cards(table, node, need.asks[0].count)
     rows = CardRows(table, node)
     taken: dict[str, int] = {}
     for ask in need.asks:
