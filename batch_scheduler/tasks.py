@@ -23,6 +23,7 @@ from cluster.model.devices import is_card_resource
 from cluster.model.labels import PREEMPTABLE_KEY, QUEUE_ALLOCATION_GATE, TASK_SPEC_KEY
 from cluster.model.resources import PODS, Resources
 from cluster.nodeview.devices import Need, card_need
+from cluster.store.records import NO_CARDS
 
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 _encoder = msgspec.msgpack.Encoder()
@@ -113,7 +114,7 @@ class TaskInfo:
     node: str = ""
     order: int = 0  # creation order among the session's pods
     preemption_policy: str = ""  # the pod's, or its PriorityClass's
-    cards: Resources = field(default_factory=Resources)  # the GPU cards' shares it takes on ``node``
+    cards: Resources = field(default_factory=lambda: NO_CARDS)  # the GPU cards' shares it takes on ``node``
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Keep the job's per-status counts and its allocation in step with every status

@@ -214,9 +214,14 @@ class GpuDemand(msgspec.Struct, frozen=True, kw_only=True):
     count: int = 0  # gpushare: whole idle cards; whole: cards
 
 
+_DEMAND_LIMITS = frozenset({VGPU_NUMBER, VGPU_MEMORY, GPU_MEMORY, GPU_NUMBER, WHOLE_GPU})
+
+
 def pod_gpu_demand(pod: Pod) -> GpuDemand | None:
     """The pod's GPU demand (the module docstring), None when it asks for no GPU."""
     containers = pod.spec.containers
+    if not any(k in _DEMAND_LIMITS for c in (*containers, *pod.spec.init_containers) for k in c.resources.limits):
+        return None
     cards = [c for c in (_card_request(x) for x in containers) if c is not None]
     if cards:
         return GpuDemand(sharing=Sharing.VGPU, cards=cards)

@@ -136,20 +136,19 @@ def _card_rows(table: NodeTable) -> tuple[list[int], Ints, Ints, Ints]:
 def idle_cards(table: NodeTable, node: int) -> int:
     """How many of the node's cards nothing is on (a whole-card ask's room)."""
     _, room, _, _ = _card_rows(table)
-    alloc, used = table.allocatable, table.allocated
-    return sum(1 for r in room.tolist() if alloc[r, node] > 0 and used[r, node] == 0)
+    caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
+    return sum(1 for c, u in zip(caps, used) if c > 0 and u == 0)
 
 
 def _whole_cards(table: NodeTable, node: int, count: int) -> Resources | None:
     """``count`` idle cards of the node, lowest index first, each taken whole (the common ask, without arrays)."""
     present, room, _, _ = _card_rows(table)
-    alloc, used = table.allocatable, table.allocated
+    caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
     taken: dict[str, int] = {}
-    for i, r in zip(present, room.tolist()):
+    for i, size, u in zip(present, caps, used):
         if len(taken) == count:
             break
-        size = int(alloc[r, node])
-        if size > 0 and used[r, node] == 0:
+        if size > 0 and u == 0:
             taken[_NAMES[i][0]] = size
     return Resources(taken) if len(taken) == count else None
 

@@ -11,6 +11,7 @@ from cluster.model.resources import Resources
 from cluster.store.keys import Kind
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+NO_CARDS = Resources()  # shared: a Resources is never changed in place
 
 
 def encode_request(request: Resources) -> str:
@@ -119,7 +120,7 @@ def pod_record(uid: str, fields: dict[bytes, bytes]) -> PodRecord:
         accounted=_text(fields.get(b"acct")),
         phase=_text(fields.get(b"phase")),
         version=int(fields[b"version"]),
-        cards=decode_request(fields.get(b"cards") or b""),
+        cards=decode_request(cards) if (cards := fields.get(b"cards")) else NO_CARDS,
     )
 
 
