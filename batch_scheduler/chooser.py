@@ -111,7 +111,8 @@ class Chooser:
         value = value if within is None else np.where(within, value, -np.inf)
         i = int(np.argmax(value))
         while value[i] != -np.inf and template.need is not None and _whole(template.need):
-            if idle_cards(self.ssn.columns, i) >= sum(a.count for a in template.need.asks):
+            idle = idle_cards(self.ssn.columns, i)
+            if idle is None or idle >= sum(a.count for a in template.need.asks):
                 break
             template.value[i] = value[i] = -np.inf  # shares hold its idle cards: not until the node changes
             i = int(np.argmax(value))

@@ -54,6 +54,7 @@ VGPU_MODES = ("hami-core", "mig")
 GPU_INDEX = "volcano.sh/gpu-index"  # gpushare: the cards a pod was given, "0" or "1,3"
 CARDS_ANNOTATION = "caldera.io/gpu-cards"  # what caldera committed: "3=460" or "1=8000,1.slots=1,1.cores=50"
 CARD_PREFIX = "gpu.caldera.io/"
+GPU_MILLI = "caldera.io/gpu-milli"  # a node's cards shared in thousandths (1000 per card)
 WHOLE_CARD = 1000  # a whole card's room, in thousandths
 FULL_CORES = 100
 
@@ -69,18 +70,32 @@ def card_resource(index: int, dim: str = "") -> str:
 
 
 def card_resources(node: Node) -> Resources:
-    """The node's cards as resources (the module docstring); unhealthy vGPU cards have none."""
+    """The node's cards as resources (the module docstring); unhealthy vGPU cards have none.
+
+    Whole ``nvidia.com/gpu`` cards are tracked one by one only on a node that shares them in
+    thousandths (it offers ``caldera.io/gpu-milli``, as the OpenB traces' nodes do): on a node
+    where every pod takes whole cards the count is the whole truth, and the device plugin picks
+    which ones."""
+    allocatable = node.status.allocatable
+    if not (allocatable.keys() & _DEVICE_RESOURCES) and VGPU_REGISTER not in node.metadata.annotations:
+        return _NONE
     cards, _ = node_devices(node)
     out: dict[str, int] = {}
+    shared_whole = GPU_MILLI in allocatable
     for card in cards:
         if card.sharing is Sharing.WHOLE:
-            out[card_resource(card.index)] = WHOLE_CARD
+            if shared_whole:
+                out[card_resource(card.index)] = WHOLE_CARD
         elif card.healthy:
             out[card_resource(card.index)] = card.memory
             if card.sharing is Sharing.VGPU:
                 out[card_resource(card.index, "slots")] = card.split or 1
                 out[card_resource(card.index, "cores")] = FULL_CORES
     return Resources(out)
+
+
+_DEVICE_RESOURCES = frozenset({GPU_NUMBER, GPU_MEMORY, VGPU_NUMBER, GPU_MILLI})
+_NONE = Resources()
 
 
 def node_allocatable(node: Node) -> Resources:

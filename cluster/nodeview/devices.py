@@ -38,6 +38,7 @@ from cluster.model.core import Pod
 from cluster.model.devices import (
     FULL_CORES,
     GPU_MEMORY,
+    GPU_MILLI,
     GPU_NUMBER,
     VGPU_MEMORY,
     VGPU_NUMBER,
@@ -50,7 +51,7 @@ from cluster.model.devices import (
 from cluster.model.resources import Resources
 from cluster.nodeview.table import Mask, NodeTable
 
-GPU_MILLI = "caldera.io/gpu-milli"  # a share of one card in thousandths (the OpenB traces' pods)
+_NO_CARDS = Resources()  # shared: a Resources is never changed in place
 MAX_CARDS = 64  # card indexes looked for on a node
 _GPU_RESOURCES = (WHOLE_GPU, GPU_MILLI, GPU_MEMORY, GPU_NUMBER, VGPU_NUMBER, VGPU_MEMORY)  # a device user names one
 
@@ -133,10 +134,13 @@ def _card_rows(table: NodeTable) -> tuple[list[int], Ints, Ints, Ints]:
     return table.memo_until_topology_changes(("card-rows", len(table.resources)), compute)
 
 
-def idle_cards(table: NodeTable, node: int) -> int:
-    """How many of the node's cards nothing is on (a whole-card ask's room)."""
+def idle_cards(table: NodeTable, node: int) -> int | None:
+    """How many of the node's cards nothing is on (a whole-card ask's room); None for a node whose
+    cards are not tracked one by one (only whole cards there: its totals say it all)."""
     _, room, _, _ = _card_rows(table)
     caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
+    if not any(c > 0 for c in caps):
+        return None
     return sum(1 for c, u in zip(caps, used) if c > 0 and u == 0)
 
 
@@ -144,6 +148,8 @@ def _whole_cards(table: NodeTable, node: int, count: int) -> Resources | None:
     """``count`` idle cards of the node, lowest index first, each taken whole (the common ask, without arrays)."""
     present, room, _, _ = _card_rows(table)
     caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
+    if not any(c > 0 for c in caps):
+        return _NO_CARDS  # not tracked one by one there: the node's totals hold it
     taken: dict[str, int] = {}
     for i, size, u in zip(present, caps, used):
         if len(taken) == count:
@@ -202,6 +208,11 @@ class CardRows:
     def cores_used(self) -> Ints:
         return self._vgpu_rows()[2]
 
+    def tracked(self) -> Mask:
+        """Per node: its cards are tracked one by one (whole-only nodes are not)."""
+        mask: Mask = np.asarray((self.cap > 0).any(axis=0), dtype=np.bool_)
+        return mask
+
     def usable(self, ask: Ask) -> Mask:
         """(card, node): the card can take one of the ask's cards."""
         exists = self.cap > 0
@@ -227,8 +238,12 @@ def card_fit(table: NodeTable, need: Need, among: Mask | None = None, rows: npt.
     cards = CardRows(table, nodes=rows)
     width = len(table) if rows is None else len(rows)
     mask = np.ones(width, dtype=np.bool_) if among is None else among.copy()
+    untracked = ~cards.tracked() if all(a.whole for a in need.asks) else None
     for ask in need.asks:
-        mask &= cards.usable(ask).sum(axis=0) >= ask.count
+        enough: Mask = cards.usable(ask).sum(axis=0) >= ask.count
+        if untracked is not None:
+            enough = enough | untracked
+        mask &= enough
     if len(need.asks) > 1:
         for k in np.flatnonzero(mask):
             node = int(k) if rows is None else int(rows[k])

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import msgspec
 
+from cluster.model import devices
 from cluster.model.core import Node, Pod
 from cluster.model.quantity import parse_amount
 from cluster.model.resources import CPU, MEMORY
@@ -39,7 +40,7 @@ from cluster.sim.pods import make_pod
 from cluster.sim.pools import make_node
 
 GPU_MODEL_LABEL = "caldera.io/gpu-model"
-GPU_MILLI = "caldera.io/gpu-milli"  # thousandths of a GPU; a node has 1000 per GPU
+GPU_MILLI = devices.GPU_MILLI  # thousandths of a GPU; a node has 1000 per GPU
 DEFAULT_MAPPING = "LS=agent-scheduler,*=volcano"
 
 _NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")

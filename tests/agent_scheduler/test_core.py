@@ -11,7 +11,7 @@ from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord
-from tests.builders import node, pod
+from tests.builders import gpu_node, node, pod
 
 
 def columns(*specs: tuple[str, int, int, str]) -> NodeTable:
@@ -115,11 +115,11 @@ def test_shares_of_a_card_go_card_by_card_and_never_past_a_card() -> None:
     from cluster.nodeview.devices import CardPolicy
     from cluster.sim.trace import GPU_MILLI
 
-    nodes = [node(f"g{i}", gpu=2) for i in range(2)]
+    nodes = [gpu_node(f"g{i}", allocatable={"nvidia.com/gpu": 2, GPU_MILLI: 2000}) for i in range(2)]
     cols = NodeTable(
         NodeRecord(
             name=n.name,
-            allocatable=node_allocatable(n) + Resources({GPU_MILLI: 2000}),
+            allocatable=node_allocatable(n),
             allocated=Resources(),
             version=1,
             owner="",
@@ -155,11 +155,11 @@ def test_with_the_fgd_policy_a_share_goes_where_whole_gpus_stay_whole() -> None:
     from cluster.sim.trace import GPU_MILLI
 
     used = {"a": {0: 500, 1: 500}, "b": {1: 1000}}
-    nodes = [node(name, gpu=2) for name in used]
+    nodes = [gpu_node(name, allocatable={"nvidia.com/gpu": 2, GPU_MILLI: 2000}) for name in used]
     cols = NodeTable(
         NodeRecord(
             name=n.name,
-            allocatable=node_allocatable(n) + Resources({GPU_MILLI: 2000}),
+            allocatable=node_allocatable(n),
             allocated=Resources({card_resource(k): v for k, v in used[n.name].items()})
             + Resources({GPU_MILLI: sum(used[n.name].values())}),
             version=1,

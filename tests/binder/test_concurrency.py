@@ -22,12 +22,12 @@ import redis.asyncio as aioredis
 
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement
-from cluster.model.devices import card_resource
+from cluster.model.devices import GPU_MILLI, card_resource
 from cluster.model.resources import Resources
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.keys import Keys
 from cluster.store.store import Store
-from tests.builders import node, pod
+from tests.builders import gpu_node, pod
 
 PROCESSES = 8
 CARDS = 4  # each node's GPUs
@@ -135,7 +135,8 @@ def racer(url: str, cluster: str, index: int, seconds: float, out: str) -> None:
 async def setup(url: str, keys: Keys) -> None:
     client = aioredis.Redis.from_url(url)
     store = Store(client, keys)
-    await store.upsert_nodes([node(f"n{i:02d}", cpu="8", memory="32Gi", gpu=4, pods=30) for i in range(50)])
+    shared = {"nvidia.com/gpu": 4, GPU_MILLI: 4000, "pods": 30}  # cards shared in thousandths: tracked one by one
+    await store.upsert_nodes([gpu_node(f"n{i:02d}", cpu="8", memory="32Gi", allocatable=shared) for i in range(50)])
     await store.upsert_pods([pod(f"shared-{i}", cpu="500m", memory="1Gi") for i in range(SHARED)])
     await client.aclose()
 
