@@ -280,7 +280,7 @@ class BatchScheduler:
                             Binding(uid=t.uid, namespace=t.namespace, name=t.name, node=t.node, annotations=notes)
                         )
                         self._assume(t)
-                        held = t.request + t.cards
+                        held = t.request + t.cards if t.cards else t.request
                         count, version = taken.get((t.node, held), (0, 0))
                         taken[t.node, held] = (count + 1, max(version, c.version))
                         if self.metrics is not None and t.uid in self.cache.first_seen:

@@ -23,7 +23,8 @@ or ``volcano.sh/gpu-number`` idle cards (limits; containers summed, init contain
 larger); for **whole cards**, ``nvidia.com/gpu``.
 
 Per card, the store holds the card's room as resources of its node (:func:`card_resources`):
-``gpu.caldera.io/<i>`` — memory for vGPU and gpushare cards, 1000 thousandths for a whole card —
+``gpu.caldera.io/<i>`` — memory for vGPU and gpushare cards, 1000 thousandths for a whole card
+on a node that shares its cards in thousandths —
 and, for vGPU, ``gpu.caldera.io/<i>.slots`` (its split count) and ``gpu.caldera.io/<i>.cores``
 (100). A placement takes its cards' shares of them in the binder's one compare-and-set, so no
 card is ever over-committed, and the pod holds them until it ends (:func:`pod_cards`: what a

@@ -138,6 +138,8 @@ def idle_cards(table: NodeTable, node: int) -> int | None:
     """How many of the node's cards nothing is on (a whole-card ask's room); None for a node whose
     cards are not tracked one by one (only whole cards there: its totals say it all)."""
     _, room, _, _ = _card_rows(table)
+    if not len(room):  # no node tracks cards
+        return None
     caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
     if not any(c > 0 for c in caps):
         return None
@@ -147,6 +149,8 @@ def idle_cards(table: NodeTable, node: int) -> int | None:
 def _whole_cards(table: NodeTable, node: int, count: int) -> Resources | None:
     """``count`` idle cards of the node, lowest index first, each taken whole (the common ask, without arrays)."""
     present, room, _, _ = _card_rows(table)
+    if not present:
+        return _NO_CARDS
     caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
     if not any(c > 0 for c in caps):
         return _NO_CARDS  # not tracked one by one there: the node's totals hold it
@@ -235,9 +239,11 @@ def card_fit(table: NodeTable, need: Need, among: Mask | None = None, rows: npt.
     """The nodes (of ``among``) with cards for every ask — over every node, or over ``rows`` only (a
     mask of their length); a pod of several asks (vGPU containers) is confirmed node by node, the
     asks met in turn."""
-    cards = CardRows(table, nodes=rows)
     width = len(table) if rows is None else len(rows)
     mask = np.ones(width, dtype=np.bool_) if among is None else among.copy()
+    if not _card_rows(table)[0]:  # no node tracks cards: whole cards fit on the totals, shares nowhere
+        return mask if all(a.whole for a in need.asks) else np.zeros(width, dtype=np.bool_)
+    cards = CardRows(table, nodes=rows)
     untracked = ~cards.tracked() if all(a.whole for a in need.asks) else None
     for ask in need.asks:
         enough: Mask = cards.usable(ask).sum(axis=0) >= ask.count
