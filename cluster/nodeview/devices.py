@@ -42,7 +42,6 @@ from cluster.model.devices import (
     GPU_NUMBER,
     VGPU_MEMORY,
     VGPU_NUMBER,
-    WHOLE_CARD,
     WHOLE_GPU,
     Sharing,
     card_resource,
@@ -259,11 +258,12 @@ def card_fit(table: NodeTable, need: Need, among: Mask | None = None, rows: npt.
 
 def _order(rows: CardRows, candidates: Sequence[int], sharing: Sharing | None, policy: CardPolicy) -> list[int]:
     """The candidate cards (positions in a one-node ``rows``) in the order the policy tries them."""
-    used, slots = rows.used[:, 0], rows.slots_used[:, 0]
+    used = rows.used[:, 0]
     if policy is CardPolicy.BINPACK:
         return sorted(candidates, key=lambda k: (-int(used[k]), k))
     if policy is CardPolicy.SPREAD:
-        return sorted(candidates, key=lambda k: (int(slots[k] if sharing is Sharing.VGPU else used[k]), k))
+        count = rows.slots_used[:, 0] if sharing is Sharing.VGPU else used  # vGPU: pods on it; else memory used
+        return sorted(candidates, key=lambda k: (int(count[k]), k))
     if policy in (CardPolicy.BEST_FIT, CardPolicy.FGD) or sharing is None:  # the tightest card (the simulator's)
         return sorted(candidates, key=lambda k: (int(rows.cap[k, 0] - used[k]), k))
     if sharing is Sharing.VGPU:
@@ -308,6 +308,3 @@ def choose_cards(
 
 def _add(taken: dict[str, int], name: str, amount: int) -> None:
     taken[name] = taken.get(name, 0) + amount
-
-
-__all__ = ["WHOLE_CARD", "Ask", "CardPolicy", "CardRows", "Need", "card_fit", "card_need", "choose_cards"]
