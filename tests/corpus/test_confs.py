@@ -40,6 +40,7 @@ IMPLEMENTED_PLUGINS = {
     "predicates",
     "nodeorder",
     "binpack",
+    "deviceshare",
     "overcommit",
     "network-topology-aware",
     "task-topology",
