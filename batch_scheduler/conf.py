@@ -135,8 +135,9 @@ class SchedulerConf(msgspec.Struct, frozen=True, kw_only=True):
         """How GPU cards are picked on a node: the deviceshare plugin's ``SchedulePolicy``, else Volcano's order."""
         for tier in self.tiers:
             for o in tier:
-                if o.name == "deviceshare":
-                    return o.decoded.policy  # type: ignore[attr-defined, no-any-return]
+                policy = getattr(o.decoded, "policy", None) if o.name == "deviceshare" else None
+                if isinstance(policy, CardPolicy):
+                    return policy
         return CardPolicy.VOLCANO
 
     def has_plugin(self, name: str) -> bool:
