@@ -105,6 +105,9 @@ class Session:
         self.evictions: list[TaskInfo] = []
         self.tiers: PluginSet = conf.build()
         self.card_policy: CardPolicy = conf.card_policy()
+        self._fgd = next(  # deviceshare's, with SchedulePolicy: fgd
+            (f for tier in self.tiers.tiers for p in tier if isinstance(f := getattr(p, "fgd", None), FgdScore)), None
+        )
         for plugin in (p for tier in self.tiers.tiers for p in tier):
             plugin.open(self)
         self.chooser = Chooser(self)
@@ -143,12 +146,8 @@ class Session:
 
     def _fgd_card(self, task: TaskInfo, row: int, need: Need) -> int | None:
         """FGD's card for a share in thousandths on ``row`` (deviceshare's ``SchedulePolicy: fgd``), else None."""
-        if self.card_policy is not CardPolicy.FGD or need.sharing is not None:
-            return None
-        fgd = next(
-            (f for tier in self.tiers.tiers for p in tier if isinstance(f := getattr(p, "fgd", None), FgdScore)), None
-        )
-        if fgd is None:
+        fgd = self._fgd
+        if fgd is None or self.card_policy is not CardPolicy.FGD or need.sharing is not None:
             return None
         _, card = fgd.score_and_cards(self.columns, self.placing(task), np.array([row]))
         return int(card[0]) if card[0] >= 0 else None

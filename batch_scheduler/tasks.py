@@ -19,11 +19,10 @@ import msgspec
 
 from batch_scheduler.vector import Vector
 from cluster.model.core import Pod
-from cluster.model.devices import is_card_resource
+from cluster.model.devices import NO_CARDS, is_card_resource
 from cluster.model.labels import PREEMPTABLE_KEY, QUEUE_ALLOCATION_GATE, TASK_SPEC_KEY
 from cluster.model.resources import PODS, Resources
 from cluster.nodeview.devices import Need, card_need
-from cluster.store.records import NO_CARDS
 
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 _encoder = msgspec.msgpack.Encoder()

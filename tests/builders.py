@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from cluster.model.core import Node, ObjectMeta, Pod
+from cluster.model.devices import node_allocatable
 from cluster.model.resources import Resources
 from cluster.model.topology import ExactMatch, HyperNode, HyperNodeSpec, LabelMatch, Member, MemberSelector, RegexMatch
 from cluster.nodeview.table import NodeTable
@@ -169,4 +170,20 @@ def gpu_pod(
             "status": {"phase": phase},
         },
         Pod,
+    )
+
+
+def node_table(nodes: Sequence[Node], allocated: Mapping[str, Resources] | None = None) -> NodeTable:
+    """A node table of these nodes as the store holds them (their cards' rooms too), ``allocated`` per node name."""
+    return NodeTable(
+        NodeRecord(
+            name=n.name,
+            allocatable=node_allocatable(n),
+            allocated=(allocated or {}).get(n.name, Resources()),
+            version=1,
+            owner="",
+            unschedulable=n.unschedulable,
+            node=n,
+        )
+        for n in nodes
     )

@@ -56,6 +56,7 @@ GPU_INDEX = "volcano.sh/gpu-index"  # gpushare: the cards a pod was given, "0" o
 CARDS_ANNOTATION = "caldera.io/gpu-cards"  # what caldera committed: "3=460" or "1=8000,1.slots=1,1.cores=50"
 CARD_PREFIX = "gpu.caldera.io/"
 GPU_MILLI = "caldera.io/gpu-milli"  # a node's cards shared in thousandths (1000 per card)
+GPU_MODEL_LABEL = "caldera.io/gpu-model"  # a node's GPU model (the OpenB traces' models)
 WHOLE_CARD = 1000  # a whole card's room, in thousandths
 FULL_CORES = 100
 
@@ -79,7 +80,7 @@ def card_resources(node: Node) -> Resources:
     which ones."""
     allocatable = node.status.allocatable
     if not (allocatable.keys() & _DEVICE_RESOURCES) and VGPU_REGISTER not in node.metadata.annotations:
-        return _NONE
+        return NO_CARDS
     cards, _ = node_devices(node)
     out: dict[str, int] = {}
     shared_whole = GPU_MILLI in allocatable
@@ -96,7 +97,7 @@ def card_resources(node: Node) -> Resources:
 
 
 _DEVICE_RESOURCES = frozenset({GPU_NUMBER, GPU_MEMORY, VGPU_NUMBER, GPU_MILLI})
-_NONE = Resources()
+NO_CARDS = Resources()  # shared: a Resources is never changed in place
 
 
 def node_allocatable(node: Node) -> Resources:

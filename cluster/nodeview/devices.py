@@ -40,6 +40,7 @@ from cluster.model.devices import (
     GPU_MEMORY,
     GPU_MILLI,
     GPU_NUMBER,
+    NO_CARDS,
     VGPU_MEMORY,
     VGPU_NUMBER,
     WHOLE_GPU,
@@ -50,7 +51,6 @@ from cluster.model.devices import (
 from cluster.model.resources import Resources
 from cluster.nodeview.table import Mask, NodeTable
 
-_NO_CARDS = Resources()  # shared: a Resources is never changed in place
 MAX_CARDS = 64  # card indexes looked for on a node
 _GPU_RESOURCES = (WHOLE_GPU, GPU_MILLI, GPU_MEMORY, GPU_NUMBER, VGPU_NUMBER, VGPU_MEMORY)  # a device user names one
 
@@ -149,10 +149,10 @@ def _whole_cards(table: NodeTable, node: int, count: int) -> Resources | None:
     """``count`` idle cards of the node, lowest index first, each taken whole (the common ask, without arrays)."""
     present, room, _, _ = _card_rows(table)
     if not present:
-        return _NO_CARDS
+        return NO_CARDS
     caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
     if not any(c > 0 for c in caps):
-        return _NO_CARDS  # not tracked one by one there: the node's totals hold it
+        return NO_CARDS  # not tracked one by one there: the node's totals hold it
     taken: dict[str, int] = {}
     for i, size, u in zip(present, caps, used):
         if len(taken) == count:

@@ -20,16 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.model.core import Pod
+from cluster.model.devices import GPU_MODEL_LABEL
 from cluster.model.resources import CPU, MEMORY, Resources
 from cluster.nodeview.cards import MILLI, Cards, Task
 from cluster.nodeview.devices import CardRows, Need, card_need
 from cluster.nodeview.fgd import TypicalPod, Workload, fgd_scores, typical_pods
 from cluster.nodeview.profile import Placing, Rows, Values
 from cluster.nodeview.table import NodeTable
-
-GPU_MODEL_LABEL = "caldera.io/gpu-model"
 
 
 def task_shape(pod: Pod, request: Resources, need: Need | None) -> Task:
@@ -44,23 +44,28 @@ def task_shape(pod: Pod, request: Resources, need: Need | None) -> Task:
     return Task(cpu=cpu, memory=memory, gpus=1, milli=max(1, min(MILLI, share)) if share else MILLI)
 
 
-def table_cards(table: NodeTable, models: tuple[str, ...]) -> Cards:
-    """Every node of the table as FGD's columns, its GPU model coded against ``models``."""
-    n = len(table)
-    rows = CardRows(table)
+def table_cards(table: NodeTable, models: tuple[str, ...], nodes: Rows) -> Cards:
+    """The table's rows ``nodes`` as FGD's columns (in that order), GPU models coded against ``models``."""
+    n = len(nodes)
+    rows = CardRows(table, nodes=np.asarray(nodes, dtype=np.intp))
     cap, used = rows.cap, rows.used
     left = np.where(cap > 0, (cap - used) * MILLI // np.maximum(cap, 1), 0).T.astype(np.int64)
     cards = Cards.__new__(Cards)
-    free = table.free()
-    cards.cpu = free[table.resource_index[CPU]].copy() if CPU in table.resource_index else np.zeros(n, np.int64)
-    cards.memory = (
-        free[table.resource_index[MEMORY]] // 2**20 if MEMORY in table.resource_index else np.zeros(n, np.int64)
-    )
+    index = table.resource_index
+
+    def free(resource: str) -> npt.NDArray[np.int64]:
+        r = index.get(resource)
+        if r is None:
+            return np.zeros(n, dtype=np.int64)
+        return np.asarray(table.allocatable[r, nodes] - table.allocated[r, nodes], dtype=np.int64)
+
+    cards.cpu, cards.memory = free(CPU), free(MEMORY) // 2**20
     cards.count = (cap > 0).sum(axis=0).astype(np.int64)
     cards.left = left if left.shape[1] else np.zeros((n, 1), dtype=np.int64)
     cards.model_names = models
     code = {m: i + 1 for i, m in enumerate(models)}
-    cards.model = np.asarray([code.get(v, 0) if v else 0 for v in table.label_column(GPU_MODEL_LABEL)], dtype=np.int64)
+    labels = table.label_column(GPU_MODEL_LABEL)[nodes]
+    cards.model = np.asarray([code.get(v, 0) if v else 0 for v in labels], dtype=np.int64)
     return cards
 
 
@@ -94,9 +99,9 @@ class FgdScore:
             self._since = 0
             self._workload = None
 
-    def _view(self, table: NodeTable) -> tuple[Cards, Workload]:
+    def _view(self, table: NodeTable, nodes: Rows) -> tuple[Cards, Workload]:
         models = tuple(sorted({v for v in table.label_column(GPU_MODEL_LABEL) if v}))
-        cards = table_cards(table, models)
+        cards = table_cards(table, models, nodes)
         if self._workload is None or self._workload[0] != models:
             self._workload = (models, Workload(self.typical(), cards))
         return cards, self._workload[1]
@@ -106,8 +111,8 @@ class FgdScore:
         task = task_shape(placing.pod, placing.request, card_need(placing.pod, placing.request))
         if not self.typical():
             return np.full(len(rows), 50.0 * self.weight), np.full(len(rows), -1)
-        cards, workload = self._view(table)
-        scores, card = fgd_scores(cards, task, np.asarray(rows, dtype=np.intp), workload)
+        cards, workload = self._view(table, rows)
+        scores, card = fgd_scores(cards, task, np.arange(len(rows)), workload)
         return scores.astype(np.float64) * self.weight, card
 
     def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:

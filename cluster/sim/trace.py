@@ -39,7 +39,7 @@ from cluster.nodeview.cards import Task
 from cluster.sim.pods import make_pod
 from cluster.sim.pools import make_node
 
-GPU_MODEL_LABEL = "caldera.io/gpu-model"
+GPU_MODEL_LABEL = devices.GPU_MODEL_LABEL
 GPU_MILLI = devices.GPU_MILLI  # thousandths of a GPU; a node has 1000 per GPU
 DEFAULT_MAPPING = "LS=agent-scheduler,*=volcano"
 

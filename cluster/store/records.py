@@ -6,12 +6,13 @@ from typing import Any
 
 import msgspec
 
+from cluster.model import devices
 from cluster.model.core import Node, Pod
 from cluster.model.resources import Resources
 from cluster.store.keys import Kind
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-NO_CARDS = Resources()  # shared: a Resources is never changed in place
+NO_CARDS = devices.NO_CARDS
 
 
 def encode_request(request: Resources) -> str:

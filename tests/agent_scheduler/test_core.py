@@ -11,7 +11,7 @@ from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.nodeview.table import NodeTable
 from cluster.store.records import NodeRecord
-from tests.builders import gpu_node, node, pod
+from tests.builders import gpu_node, node, node_table, pod
 
 
 def columns(*specs: tuple[str, int, int, str]) -> NodeTable:
@@ -111,23 +111,12 @@ def test_a_replica_kept_across_batches_follows_owner_label_and_node_changes() ->
 def test_shares_of_a_card_go_card_by_card_and_never_past_a_card() -> None:
     """OpenB-style pods (gpu-milli without whole GPUs) on two nodes of two cards: each share takes
     one card; 600 + 600 never lands on one card though the node has 2000 thousandths."""
-    from cluster.model.devices import card_resource, node_allocatable
+    from cluster.model.devices import card_resource
     from cluster.nodeview.devices import CardPolicy
     from cluster.sim.trace import GPU_MILLI
 
     nodes = [gpu_node(f"g{i}", allocatable={"nvidia.com/gpu": 2, GPU_MILLI: 2000}) for i in range(2)]
-    cols = NodeTable(
-        NodeRecord(
-            name=n.name,
-            allocatable=node_allocatable(n),
-            allocated=Resources(),
-            version=1,
-            owner="",
-            unschedulable=False,
-            node=n,
-        )
-        for n in nodes
-    )
+    cols = node_table(nodes)
 
     def share(name: str, milli: int) -> Task:
         p = pod(name, cpu="1", memory="1Gi")
@@ -150,25 +139,17 @@ def test_with_the_fgd_policy_a_share_goes_where_whole_gpus_stay_whole() -> None:
     """The spec's FGD-2 through the agent core: typical pods learned from the batch (a half and a
     whole GPU); node a has [500, 500] left, b [1000, 0]: the half goes to a's card 0, keeping b's
     whole card whole for the whole-GPU pod."""
-    from cluster.model.devices import card_resource, node_allocatable
+    from cluster.model.devices import card_resource
     from cluster.nodeview.devices import CardPolicy
     from cluster.sim.trace import GPU_MILLI
 
     used = {"a": {0: 500, 1: 500}, "b": {1: 1000}}
     nodes = [gpu_node(name, allocatable={"nvidia.com/gpu": 2, GPU_MILLI: 2000}) for name in used]
-    cols = NodeTable(
-        NodeRecord(
-            name=n.name,
-            allocatable=node_allocatable(n),
-            allocated=Resources({card_resource(k): v for k, v in used[n.name].items()})
-            + Resources({GPU_MILLI: sum(used[n.name].values())}),
-            version=1,
-            owner="",
-            unschedulable=False,
-            node=n,
-        )
-        for n in nodes
-    )
+    taken = {
+        name: Resources({card_resource(k): v for k, v in u.items()} | {GPU_MILLI: sum(u.values())})
+        for name, u in used.items()
+    }
+    cols = node_table(nodes, taken)
 
     def gpu_task(name: str, milli: int) -> Task:
         p = pod(name, cpu="1", memory="1Gi", gpu=1 if milli == 1000 else 0)

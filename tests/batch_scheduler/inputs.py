@@ -17,12 +17,13 @@ from batch_scheduler.registry import default_registry
 from batch_scheduler.session import Session
 from batch_scheduler.session_input import SessionConfig, SessionInput
 from cluster.model.core import Node, Pod, PriorityClass
-from cluster.model.devices import node_allocatable, pod_cards
+from cluster.model.devices import pod_cards
 from cluster.model.resources import Resources
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
 from cluster.nodeview.table import NodeTable
-from cluster.store.records import NodeRecord, PodRecord
+from cluster.store.records import PodRecord
+from tests.builders import node_table
 
 SCHEDULER = "volcano"
 REGISTRY = default_registry()
@@ -177,20 +178,7 @@ def columns(
     for p in pods:
         if p.node and p.phase not in ("Succeeded", "Failed"):
             allocated[p.node] = allocated.get(p.node, Resources()) + p.request + p.cards
-    return NodeTable(
-        [
-            NodeRecord(
-                name=n.name,
-                allocatable=node_allocatable(n),
-                allocated=allocated.get(n.name, Resources()),
-                version=1,
-                owner="",
-                unschedulable=n.unschedulable,
-                node=n,
-            )
-            for n in nodes
-        ]
-    )
+    return node_table(list(nodes), allocated)
 
 
 def conf(*tiers: Sequence[str | Mapping[str, Any]], actions: str = "enqueue, allocate, backfill") -> SchedulerConf:

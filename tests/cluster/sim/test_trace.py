@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 
 from cluster.model.core import Node
-from cluster.model.devices import node_allocatable
-from cluster.model.resources import Resources
 from cluster.nodeview.predicates import filter_nodes
 from cluster.nodeview.table import NodeTable
 from cluster.sim.pods import pod_duration
@@ -28,7 +26,7 @@ from cluster.sim.trace import (
     scheduler_for,
     to_pod,
 )
-from cluster.store.records import NodeRecord
+from tests.builders import node_table
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model
 cpu-0,32000,262144,0,
@@ -55,20 +53,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def columns_of(nodes: list[Node]) -> NodeTable:
-    return NodeTable(
-        [
-            NodeRecord(
-                name=n.name,
-                allocatable=node_allocatable(n),
-                allocated=Resources(),
-                version=1,
-                owner="",
-                unschedulable=n.unschedulable,
-                node=n,
-            )
-            for n in nodes
-        ]
-    )
+    return node_table(nodes)
 
 
 def pod_named(pods: list[TracePod], name: str) -> TracePod:
