@@ -33,7 +33,7 @@ from batch_scheduler.framework import SessionView
 from batch_scheduler.plugin_set import PluginSet
 from batch_scheduler.tasks import TaskInfo
 from cluster.model.resources import Resources
-from cluster.nodeview.devices import Need, card_fit, idle_cards
+from cluster.nodeview.devices import Need, card_fit, idle_cards, tracks_cards
 from cluster.nodeview.fit import fitting
 from cluster.nodeview.shard import preference_penalty
 from cluster.nodeview.table import Mask
@@ -60,6 +60,7 @@ class _Template:
     # What it asks of GPU cards. Whole cards scale like a request (each task takes its count of
     # idle cards), so those templates keep their levels — fitted on the node totals, each choice
     # confirmed on the cards (:meth:`Chooser.choose`); shares refit every node a placement touches.
+    # None too for whole cards where no node tracks its cards one by one.
     need: Need | None
     allowed: Mask  # the predicates' verdict without free resources
     value: Values  # score − shard penalty where the task fits now, else −inf
@@ -110,7 +111,7 @@ class Chooser:
         value = template.value if extra is None else template.value + extra[: len(template.value)]
         value = value if within is None else np.where(within, value, -np.inf)
         i = int(np.argmax(value))
-        while value[i] != -np.inf and template.need is not None and _whole(template.need):
+        while value[i] != -np.inf and template.need is not None and template.need.whole:
             idle = idle_cards(self.ssn.columns, i)
             if idle is None or idle >= sum(a.count for a in template.need.asks):
                 break
@@ -123,7 +124,7 @@ class Chooser:
         ssn = self.ssn
         fits = (allowed if rows is None else allowed[rows]) & fitting(ssn.columns, task.request, rows)
         need = task.need
-        if need is not None and not _whole(need):
+        if need is not None and not need.whole:
             fits &= card_fit(ssn.columns, need, rows=rows)
         values = np.full(len(fits), -np.inf)
         ok = np.flatnonzero(fits) if rows is None else rows[fits]
@@ -137,7 +138,7 @@ class Chooser:
         value = self._values(task, allowed, None)
         return _Template(
             task=task,
-            need=task.need,
+            need=need if (need := task.need) is None or not need.whole or tracks_cards(ssn.columns) else None,
             allowed=allowed,
             value=value,
             seen=len(self.changes),
@@ -186,15 +187,10 @@ class Chooser:
         alone = []
         for row in touched:
             j = int(own[row])
-            if 0 <= j < MAX_LEVELS and (template.need is None or _whole(template.need)):  # shares: refit
+            if 0 <= j < MAX_LEVELS and (template.need is None or template.need.whole):  # shares: refit
                 template.value[row] = self._level(template, j)[row]
             else:
                 alone.append(row)
         if alone:
             rows = np.array(sorted(alone), dtype=np.intp)
             template.value[rows] = self._values(template.task, template.allowed, rows)
-
-
-def _whole(need: Need) -> bool:
-    """Only whole cards: the node totals fit it as a request, the cards confirm the choice."""
-    return all(a.whole for a in need.asks)

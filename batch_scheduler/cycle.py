@@ -273,9 +273,11 @@ class BatchScheduler:
                 if len(done) == len(outcome):
                     report.jobs_started += 1
                     for t, c in zip(tasks, done):
-                        cols = self.cache.columns
-                        uuids = cols.card_ids[cols.index[t.node]] if t.node in cols.index else ()
-                        notes = card_annotations(t.pod, t.node, uuids, t.cards, self.wall())
+                        notes: dict[str, str] = {}
+                        if t.cards:  # what the device plugins read of the cards it took
+                            cols = self.cache.columns
+                            uuids = cols.card_ids[cols.index[t.node]] if t.node in cols.index else ()
+                            notes = card_annotations(t.pod, t.node, uuids, t.cards, self.wall())
                         bindings.append(
                             Binding(uid=t.uid, namespace=t.namespace, name=t.name, node=t.node, annotations=notes)
                         )

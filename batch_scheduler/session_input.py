@@ -24,8 +24,8 @@ from batch_scheduler.subjobs import split
 from batch_scheduler.tasks import TaskInfo, TaskStatus, shareable
 from batch_scheduler.vector import Vector
 from cluster.model.core import PriorityClass
+from cluster.model.devices import NO_CARDS
 from cluster.model.labels import QUEUE_NAME_ANNOTATION, TASK_PRIORITY_ANNOTATION
-from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
@@ -219,7 +219,7 @@ def build(inp: SessionInput, config: SessionConfig) -> Built:
             status=task_status(record, inp.releasing),
             node=record.node,
             preemption_policy=priorities.preemption_policy(record),
-            cards=record.cards if record.node else Resources(),
+            cards=record.cards if record.node else NO_CARDS,
         )
         job.add(task)
         out.tasks[task.uid] = task

@@ -66,6 +66,13 @@ def decode_result(node: str, raw: list[object]) -> Result:
 
 
 def _invalid(p: Placement) -> Rejected | None:
+    if not p.cards:
+        negative = [f"{name} {amount}" for name, amount in p.request.items() if amount < 0]
+        return (
+            Rejected(reason=Reason.INVALID_REQUEST, detail=f"negative request: {', '.join(negative)}")
+            if negative
+            else None
+        )
     negative = [f"{name} {amount}" for name, amount in (*p.request.items(), *p.cards.items()) if amount < 0]
     if negative:
         return Rejected(reason=Reason.INVALID_REQUEST, detail=f"negative request: {', '.join(negative)}")
@@ -148,7 +155,13 @@ class Binder:
         for _, todo in calls:
             args = list(head)
             for p in todo:
-                args += [p.uid, p.node, p.version, encode_request(p.request), encode_request(p.cards)]
+                args += [
+                    p.uid,
+                    p.node,
+                    p.version,
+                    encode_request(p.request),
+                    encode_request(p.cards) if p.cards else "",
+                ]
             argv.append(args)
 
         async def go() -> list[list[list[object]]]:

@@ -28,6 +28,7 @@ tightest). Whole cards go to the first free ones by index.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -88,19 +89,32 @@ class Need:
     sharing: Sharing | None  # None: a share in thousandths
     asks: tuple[Ask, ...]
 
+    @functools.cached_property
+    def whole(self) -> bool:
+        """Only whole cards: the node totals fit it as a request, the cards confirm the choice."""
+        return all(a.whole for a in self.asks)
+
+
+@functools.cache
+def _whole_need(count: int) -> Need:
+    return Need(Sharing.WHOLE, (Ask(count=count, whole=True),))
+
 
 def card_need(pod: Pod, request: Mapping[str, int]) -> Need | None:
     """What the pod asks of cards (the module docstring); None when it asks for none.
 
     Asked once per pod per decision: a pod whose request (extended resources' limits included)
     names no GPU resource is answered at once."""
-    if not any(r in request for r in _GPU_RESOURCES):
+    named = [r for r in _GPU_RESOURCES if r in request]
+    if not named:
         return None
+    if named == [WHOLE_GPU]:  # whole cards alone (the common GPU pod): the request holds the limit
+        return _whole_need(request[WHOLE_GPU])
     demand = pod_gpu_demand(pod)  # from limits, as Volcano reads them
     if demand is None:
         whole = request.get(WHOLE_GPU, 0)  # whole cards asked in requests alone
         if whole:
-            return Need(Sharing.WHOLE, (Ask(count=whole, whole=True),))
+            return _whole_need(whole)
         milli = request.get(GPU_MILLI, 0)
         return Need(None, (Ask(count=1, amount=milli),)) if milli else None
     if demand.sharing is Sharing.VGPU:
@@ -114,6 +128,8 @@ def card_need(pod: Pod, request: Mapping[str, int]) -> Need | None:
         )
     if demand.sharing is Sharing.GPUSHARE and demand.memory:
         return Need(Sharing.GPUSHARE, (Ask(count=1, amount=demand.memory),))
+    if demand.sharing is Sharing.WHOLE:
+        return _whole_need(demand.count)
     return Need(demand.sharing, (Ask(count=demand.count, whole=True),))
 
 
@@ -131,6 +147,11 @@ def _card_rows(table: NodeTable) -> tuple[list[int], Ints, Ints, Ints]:
         return present, at[0], at[1], at[2]
 
     return table.memo_until_topology_changes(("card-rows", len(table.resources)), compute)
+
+
+def tracks_cards(table: NodeTable) -> bool:
+    """Some node of the table tracks its cards one by one (else whole cards fit on the totals alone)."""
+    return bool(_card_rows(table)[0])
 
 
 def idle_cards(table: NodeTable, node: int) -> int | None:
@@ -241,9 +262,9 @@ def card_fit(table: NodeTable, need: Need, among: Mask | None = None, rows: npt.
     width = len(table) if rows is None else len(rows)
     mask = np.ones(width, dtype=np.bool_) if among is None else among.copy()
     if not _card_rows(table)[0]:  # no node tracks cards: whole cards fit on the totals, shares nowhere
-        return mask if all(a.whole for a in need.asks) else np.zeros(width, dtype=np.bool_)
+        return mask if need.whole else np.zeros(width, dtype=np.bool_)
     cards = CardRows(table, nodes=rows)
-    untracked = ~cards.tracked() if all(a.whole for a in need.asks) else None
+    untracked = ~cards.tracked() if need.whole else None
     for ask in need.asks:
         enough: Mask = cards.usable(ask).sum(axis=0) >= ask.count
         if untracked is not None:
