@@ -29,6 +29,7 @@ from caldera._store import client
 from caldera.bench.binders import VersionOnlyBinder
 from caldera.bench.runner import figures, positive_int, run_bench
 from cluster.model.core import Node, Pod
+from cluster.nodeview.devices import CardPolicy
 from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.store.audit import audit
@@ -123,6 +124,7 @@ async def place(
     batch_size: int = 256,
     inflight: int = 2,
     until: Callable[[Store, AgentLoop], Awaitable[bool]] | None = None,
+    gpu_policy: CardPolicy = CardPolicy.VOLCANO,
 ) -> Run:
     """Place ``pods`` on a fresh cluster of ``nodes`` with the agent loop and ``workers`` Ray workers; the figures.
 
@@ -139,7 +141,7 @@ async def place(
         store = Store(c, Keys(f"bench-agent-{name}"))
         for i in range(0, len(nodes), 2000):
             await store.upsert_nodes(nodes[i : i + 2000])
-        core = CoreConfig(worker=0, workers=workers, score=score)
+        core = CoreConfig(worker=0, workers=workers, score=score, gpu_policy=gpu_policy)
         if weights:
             core = msgspec.structs.replace(core, weights=weights)
         handles = [

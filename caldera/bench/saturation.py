@@ -8,7 +8,9 @@ measures fragmentation as Weng et al. do, per card; this run is the schedulers' 
 throughput on real pod shapes.) Reported: pods/s and p99 submit → bound up to
 then, pods placed, and that share (GPU-milli allocated ÷ GPU-milli the nodes have, so
 whole and shared GPUs both count), with binpack scoring (GPU weighted) — beside the same
-run with least-allocated scoring (spreading), in the same process.
+run with least-allocated scoring (spreading), in the same process, and with ``--fgd`` a
+third: binpack with the agent scheduler's ``--gpu-policy fgd`` (FGD's node score and card,
+its typical pods learned from the pods it is shown), FGD measured through the scheduler.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from caldera.bench.agent import AGENT, Run, place
 from caldera.bench.runner import figures, positive_int, run_bench
 from cluster.model.core import Node, Pod
 from cluster.model.resources import GPU
+from cluster.nodeview.devices import CardPolicy
 from cluster.sim.trace import GPU_MILLI, read_nodes, read_pods, to_pod
 from cluster.store.store import Store
 
@@ -52,6 +55,7 @@ class Report(msgspec.Struct):
     p99_ms: float
     binpack: Policy
     least_allocated: Policy
+    fgd: Policy | None = None  # with --fgd
 
 
 def add_parser(sub: Any) -> None:
@@ -62,6 +66,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--trace", required=True, help="the pods CSV (OpenB format)")
     p.add_argument("--trace-nodes", required=True, help="the nodes CSV (OpenB format)")
     p.add_argument("--workers", type=positive_int, default=2, help="agent scheduler workers (default: 2)")
+    p.add_argument("--fgd", action="store_true", help="also run with the agent scheduler's --gpu-policy fgd")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
@@ -72,7 +77,15 @@ def load(pods_csv: str, nodes_csv: str) -> tuple[list[Node], list[Pod]]:
     return read_nodes(nodes_csv), [to_pod(tp, AGENT) for tp in read_pods(pods_csv)]
 
 
-async def fill(url: str, name: str, nodes: list[Node], pods: list[Pod], workers: int, score: ScoreKind) -> Policy:
+async def fill(
+    url: str,
+    name: str,
+    nodes: list[Node],
+    pods: list[Pod],
+    workers: int,
+    score: ScoreKind,
+    gpu_policy: CardPolicy = CardPolicy.VOLCANO,
+) -> Policy:
     milli = {p.uid: p.request().get(GPU_MILLI, 0) for p in pods}  # whole or shared GPUs, in thousandths
     total = sum(n.allocatable_resources().get(GPU_MILLI, 0) for n in nodes)
     gpu_pods = {u for u, m in milli.items() if m > 0}
@@ -85,7 +98,15 @@ async def fill(url: str, name: str, nodes: list[Node], pods: list[Pod], workers:
         return bool(seen["failed"])
 
     run: Run = await place(
-        url, name, nodes, pods, workers=workers, score=score, weights=WEIGHTS, until=first_gpu_failure
+        url,
+        name,
+        nodes,
+        pods,
+        workers=workers,
+        score=score,
+        weights=WEIGHTS,
+        until=first_gpu_failure,
+        gpu_policy=gpu_policy,
     )
     if run.placed == len(pods):  # every pod fit: the share at the end
         seen["share"] = sum(milli.values()) / total if total else 0.0
@@ -99,9 +120,10 @@ async def fill(url: str, name: str, nodes: list[Node], pods: list[Pod], workers:
     )
 
 
-async def measure(url: str, name: str, nodes: list[Node], pods: list[Pod], workers: int) -> Report:
+async def measure(url: str, name: str, nodes: list[Node], pods: list[Pod], workers: int, fgd: bool = False) -> Report:
     binpack = await fill(url, "trace-binpack", nodes, pods, workers, ScoreKind.BINPACK)
     spread = await fill(url, "trace-spread", nodes, pods, workers, ScoreKind.LEAST_ALLOCATED)
+    with_fgd = await fill(url, "trace-fgd", nodes, pods, workers, ScoreKind.BINPACK, CardPolicy.FGD) if fgd else None
     gpus = sum(n.allocatable_resources().get(GPU, 0) for n in nodes)
     return Report(
         trace=name,
@@ -114,6 +136,7 @@ async def measure(url: str, name: str, nodes: list[Node], pods: list[Pod], worke
         p99_ms=binpack.p99_ms,
         binpack=binpack,
         least_allocated=spread,
+        fgd=with_fgd,
     )
 
 
@@ -125,8 +148,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     return run_bench(
         args,
-        lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers),
+        lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers, args.fgd),
         figures(16),
-        ok=lambda report: report.binpack.audit == report.least_allocated.audit == "ok",
+        ok=lambda report: (
+            report.binpack.audit == report.least_allocated.audit == "ok"
+            and (report.fgd is None or report.fgd.audit == "ok")
+        ),
         ray=True,
     )

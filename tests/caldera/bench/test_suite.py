@@ -127,3 +127,33 @@ def test_bench_topology_reports_the_best_tier_share_free_leaves_and_the_session_
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "caldera bench topology: error: --busy: 1.5 (expected a share in [0, 1))"
     ]
+
+
+def test_bench_saturation_with_fgd_runs_the_trace_through_the_agent_schedulers_fgd(tmp_path: Path) -> None:
+    (tmp_path / "nodes.csv").write_text(NODES)
+    (tmp_path / "pods.csv").write_text(pods())
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "caldera",
+            "bench",
+            "saturation",
+            "--fgd",
+            "--workers",
+            "1",
+            "--json",
+            "--trace",
+            str(tmp_path / "pods.csv"),
+            "--trace-nodes",
+            str(tmp_path / "nodes.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    fgd = json.loads(r.stdout)["fgd"]
+    # the 8 half-card shares pair up on 4 cards, then 4-GPU pods take the idle nodes until one fits nowhere
+    assert fgd["first_gpu_failure"] and fgd["audit"] == "ok" and fgd["placed"] < 18
+    assert 0.25 <= fgd["gpu_allocated"] <= 1.0

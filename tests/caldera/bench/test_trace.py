@@ -17,8 +17,8 @@ HEADER = (
 )
 
 
-def bench(tmp_path: Path, pods: str, *flags: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "nodes.csv").write_text(NODES)
+def bench(tmp_path: Path, pods: str, *flags: str, nodes: str = NODES) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "nodes.csv").write_text(nodes)
     (tmp_path / "pods.csv").write_text(HEADER + pods)
     return subprocess.run(
         [
@@ -50,7 +50,9 @@ def test_every_policy_gets_a_curve_and_the_best_is_reported(tmp_path: Path) -> N
     r = bench(tmp_path, mixed_pods(), "--seeds", "2", "--json", "--png", str(tmp_path / "curve.png"))
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads(r.stdout)
-    assert (report["nodes"], report["gpus"], report["pods"], report["seeds"]) == (7, 24, 52, [42, 43])
+    # the paper's cluster: the GPU nodes alone (c0 is left out)
+    assert (report["nodes"], report["gpus"], report["pods"], report["seeds"]) == (6, 24, 52, [42, 43])
+    assert report["cpu_nodes"] is False
     policies = report["policies"]
     assert set(policies) == {"random", "dot-product", "gpu-packing", "best-fit", "fgd", "fgd-pack"}
     assert report["unallocated_at_100"] == policies[report["best_policy"]]["unallocated_at_100"]
@@ -73,11 +75,28 @@ def test_whole_gpu_pods_that_always_fit_leave_nothing_unallocated_at_100(tmp_pat
     assert all(p["unallocated_at_100"] == 0.0 for p in report["policies"].values())
 
 
+def test_cpu_pods_compete_for_the_gpu_nodes_cpu_unless_cpu_nodes_are_kept(tmp_path: Path) -> None:
+    """As in the paper's cluster (GPU nodes only), a CPU pod blind packing puts on a GPU node takes
+    the cpu its idle GPUs need; with the CPU-only node kept it goes there ("c0" sorts first)."""
+    nodes = "sn,cpu_milli,memory_mib,gpu,model\ng0,16000,65536,4,T4\ng1,16000,65536,4,T4\nc0,64000,65536,0,\n"
+    pods = "".join(f"w{i},4000,1024,1,1000,,BE,Running,{i},,\n" for i in range(8))
+    pods += "".join(f"c{i},16000,1024,0,0,,BE,Running,{10 + i},,\n" for i in range(2))
+    flags = ["--tuning", "1.0", "--seeds", "4", "--json", "--policies", "gpu-packing"]
+    runs = {}
+    for extra in ([], ["--cpu-nodes"]):
+        r = bench(tmp_path, pods, *flags, *extra, nodes=nodes)
+        assert r.returncode == 0, r.stderr[-3000:]
+        runs[bool(extra)] = json.loads(r.stdout)
+    assert (runs[False]["nodes"], runs[True]["nodes"], runs[True]["cpu_nodes"]) == (2, 3, True)
+    assert runs[True]["policies"]["gpu-packing"]["unallocated_at_100"] == 0.0
+    assert runs[False]["policies"]["gpu-packing"]["unallocated_at_100"] > 0.0
+
+
 def test_the_text_report_ranks_the_policies(tmp_path: Path) -> None:
     r = bench(tmp_path, mixed_pods(), "--seeds", "1", "--policies", "fgd,best-fit")
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.splitlines()
-    assert "7 nodes, 24 GPUs, 52 pods" in lines[0] and lines[1].split()[0] == "policy"
+    assert "6 GPU nodes, 24 GPUs, 52 pods" in lines[0] and lines[1].split()[0] == "policy"
     assert {line.split()[0] for line in lines[2:4]} == {"fgd", "best-fit"}
 
 

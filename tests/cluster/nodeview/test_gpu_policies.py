@@ -119,6 +119,15 @@ def test_fgd_pack_breaks_ties_toward_a_node_already_in_use() -> None:
     assert policies(workload)["fgd-pack"](c, task, np.arange(3), RNG) == (1, (1,))
 
 
+def test_fgd_pack_takes_the_tightest_of_the_tied_nodes_in_use() -> None:
+    c = cards([1000, 1000], [0, 1000], [0, 1000], [0, 1000])
+    c.cpu[:] = [96_000, 96_000, 8_000, 48_000]  # node 2 is the tightest of those in use, node 0 is idle
+    workload = Workload((TypicalPod(task=Task(cpu=1000), share=1.0),), c)
+    task = Task(cpu=1, gpus=1, milli=1000)
+    assert policies(workload)["fgd-pack"](c, task, np.arange(4), RNG) == (2, (1,))
+    assert policies(workload)["fgd"](c, task, np.arange(4), RNG).node == 0
+
+
 def test_random_takes_a_node_that_fits_and_a_card_with_room() -> None:
     c = cards([300, 1000], [1000, 450])
     for seed in range(20):
