@@ -29,7 +29,7 @@ from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.nodeview.devices import CardPolicy, card_need, choose_cards
-from cluster.nodeview.fgd_score import FgdScore
+from cluster.nodeview.fgd_score import FgdConfig, FgdScore
 from cluster.nodeview.plugins import (
     Allocated,
     LabelBonus,
@@ -63,8 +63,10 @@ class CoreConfig(msgspec.Struct, frozen=True, kw_only=True):
     worker: int = 0
     workers: int = 1
     partition_bonus: float = 1.0
-    # Which GPU card a pod asking for one gets on its node (cluster.nodeview.devices).
+    # Which GPU card a pod asking for one gets on its node (cluster.nodeview.devices), and
+    # with fgd where its typical pods come from.
     gpu_policy: CardPolicy = CardPolicy.VOLCANO
+    fgd: FgdConfig = FgdConfig()
 
 
 class Task(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,7 +96,7 @@ def profile(config: CoreConfig) -> Profile:
         bonuses.append(PartitionBonus(worker=config.worker, workers=config.workers, weight=config.partition_bonus))
     scores: list[Score] = [Allocated(weights=config.weights, most=config.score is ScoreKind.BINPACK)]
     if config.gpu_policy is CardPolicy.FGD:
-        scores.append(FgdScore())  # 0–100: it leads, the resource score breaks its ties
+        scores.append(FgdScore.of(config.fgd))  # 0–100: it leads, the resource score breaks its ties
     return Profile(
         filters=(NodePredicates(),),
         scores=tuple(scores),

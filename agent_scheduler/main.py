@@ -21,6 +21,7 @@ from cluster.kube.lease import kube_elect
 from cluster.kube.shards import ShardStatusReporter
 from cluster.model.sharding import ShardingMode
 from cluster.nodeview.devices import CardPolicy
+from cluster.nodeview.fgd_score import FgdConfig, parse_typical_pods
 from cluster.runtime.flags import Parser, add_sharding_mode
 from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
@@ -51,9 +52,25 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
         "--gpu-policy",
         default="",
         choices=[c.value for c in CardPolicy],
-        help="which GPU card a shared-GPU pod takes on its node: binpack, spread, best-fit, or '' for Volcano's "
-        "order (default: '')",
+        help="which GPU card a shared-GPU pod takes on its node: binpack, spread, best-fit, fgd (Fragmentation "
+        "Gradient Descent: node and card), or '' for Volcano's order (default: '')",
     )
+    p.add_argument(
+        "--fgd-typical-pods",
+        default="",
+        help="with --gpu-policy fgd: the typical pods, e.g. 'cpu=4,gpus=1,milli=500,share=0.6; cpu=8,gpus=8,share=0.4' "
+        "(default: learned from the pods placed)",
+    )
+    p.add_argument(
+        "--fgd-window", type=int, default=2000, help="with fgd: the last pods the typical pods are learned from"
+    )
+    p.add_argument(
+        "--fgd-popularity",
+        type=float,
+        default=95.0,
+        help="with fgd: the %% of those pods the typical shapes cover (default: 95)",
+    )
+    p.add_argument("--fgd-gpu-pods-only", action="store_true", help="with fgd: leave CPU pods out of the typical pods")
     p.add_argument("--max-retries", type=int, default=3, help="conflict retries inside one worker call (default: 3)")
     add_sharding_mode(p)
     p.add_argument(
@@ -105,6 +122,25 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     )
 
 
+def fgd_config(args: argparse.Namespace) -> FgdConfig:
+    """FGD's typical pods from the flags; ValueError naming a bad one (or one set without --gpu-policy fgd)."""
+    defaults = {"fgd_typical_pods": "", "fgd_window": 2000, "fgd_popularity": 95.0, "fgd_gpu_pods_only": False}
+    given = [k for k, v in defaults.items() if getattr(args, k) != v]
+    if given and args.gpu_policy != CardPolicy.FGD.value:
+        raise ValueError(f"--{given[0].replace('_', '-')}: set, but --gpu-policy is {args.gpu_policy!r} (expected fgd)")
+    if args.fgd_window < 1:
+        raise ValueError(f"--fgd-window: {args.fgd_window} (expected a positive integer)")
+    if not 0 < args.fgd_popularity <= 100:
+        raise ValueError(f"--fgd-popularity: {args.fgd_popularity:g} (expected a percentage in (0, 100])")
+    typical = parse_typical_pods(args.fgd_typical_pods, "--fgd-typical-pods") if args.fgd_typical_pods else ()
+    return FgdConfig(
+        popularity=args.fgd_popularity,
+        include_cpu=not args.fgd_gpu_pods_only,
+        window=args.fgd_window,
+        typical=typical,
+    )
+
+
 def worker_config(args: argparse.Namespace) -> WorkerConfig:
     for flag in ("workers", "batch_size", "candidates", "inflight"):
         if getattr(args, flag) < 1:
@@ -112,6 +148,7 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
     if args.max_retries < 0:
         raise ValueError(f"--max-retries: {args.max_retries} (expected 0 or more)")
     core = CoreConfig(
+        fgd=fgd_config(args),
         scheduler=args.scheduler_name,
         sharding=ShardingMode(args.sharding_mode),
         score=ScoreKind(args.score),

@@ -18,6 +18,12 @@ on two halves of different cards. What the plugin's arguments change:
   it would be alone on (spread), ⌊Σ + 0.5⌋ × weight; with 0, none (Volcano #5643). With
   ``fgd`` the score is FGD's ⌊100·σ(Δ/1000)⌋ × the weight (at least 1: FGD is nothing without
   its node score), for every pod, CPU pods too.
+- caldera's FGD arguments, only with ``SchedulePolicy: fgd`` (refused otherwise):
+  ``deviceshare.FGDTypicalPods`` — the typical pods, given (``cpu=4,gpus=1,milli=500,share=0.6;
+  cpu=8,gpus=8,share=0.4``, ``cluster.nodeview.fgd_score.parse_typical_pods``), else learned from
+  the last ``deviceshare.FGDWindow`` (2000) pods the sessions showed it, the shapes covering
+  ``deviceshare.FGDPopularityThreshold`` (95) % of them, CPU pods among them unless
+  ``deviceshare.FGDIncludeCPUPods`` is false.
 - ``deviceshare.GPUSharingEnable`` with ``GPUNumberEnable``, or ``VGPUEnable`` with either:
   refused at start, as Volcano's scheduler exits.
 - ``deviceshare.NodeLockEnable``: accepted, no effect — the binder's compare-and-set already
@@ -35,16 +41,19 @@ from typing import Self
 
 import numpy as np
 
-from batch_scheduler.arguments import Arguments, flag, weight
+from batch_scheduler.arguments import Arguments, flag, number, weight
 from batch_scheduler.framework import PluginBase, SessionView
 from cluster.model.devices import Sharing
 from cluster.nodeview.devices import CardPolicy, CardRows, card_need
-from cluster.nodeview.fgd_score import FgdScore
+from cluster.nodeview.fgd_score import FgdConfig, FgdScore, parse_typical_pods
 from cluster.nodeview.profile import Placing, Rows, Values
 from cluster.nodeview.table import NodeTable
 
 SHARING, NUMBER, VGPU = "deviceshare.GPUSharingEnable", "deviceshare.GPUNumberEnable", "deviceshare.VGPUEnable"
 POLICY, WEIGHT = "deviceshare.SchedulePolicy", "deviceshare.ScheduleWeight"
+FGD_TYPICAL, FGD_WINDOW = "deviceshare.FGDTypicalPods", "deviceshare.FGDWindow"
+FGD_POPULARITY, FGD_CPU = "deviceshare.FGDPopularityThreshold", "deviceshare.FGDIncludeCPUPods"
+FGD_ARGUMENTS = (FGD_TYPICAL, FGD_WINDOW, FGD_POPULARITY, FGD_CPU)
 ACCEPTED = frozenset(
     {
         "deviceshare.NodeLockEnable",
@@ -58,7 +67,7 @@ ACCEPTED = frozenset(
 
 
 class DeviceShareArguments(Arguments, frozen=True, kw_only=True):
-    reads = frozenset({SHARING, NUMBER, VGPU, POLICY, WEIGHT}) | ACCEPTED
+    reads = frozenset({SHARING, NUMBER, VGPU, POLICY, WEIGHT, *FGD_ARGUMENTS}) | ACCEPTED
     unhonoured = (
         "MIG geometries (deviceshare.KnownGeometriesCMName), Ascend NPUs, deviceshare.GPUExclusiveRules and the "
         "pod annotations nvidia.com/use-gputype, nvidia.com/nouse-gputype and volcano.sh/vgpu-mode are not "
@@ -66,13 +75,14 @@ class DeviceShareArguments(Arguments, frozen=True, kw_only=True):
     )
     policy: CardPolicy = CardPolicy.VOLCANO
     weight: int = 0
+    fgd: FgdConfig = FgdConfig()
 
     @classmethod
     def decode(cls, arguments: Mapping[str, str]) -> Self:
-        sharing, number, vgpu = (flag(arguments, name, False) for name in (SHARING, NUMBER, VGPU))
-        if sharing and number:
+        sharing, by_number, vgpu = (flag(arguments, name, False) for name in (SHARING, NUMBER, VGPU))
+        if sharing and by_number:
             raise ValueError(f"{SHARING} and {NUMBER} are both true (Volcano's scheduler refuses to start; set one)")
-        if vgpu and (sharing or number):
+        if vgpu and (sharing or by_number):
             raise ValueError(f"{VGPU} with {SHARING if sharing else NUMBER} (Volcano's scheduler refuses to start)")
         text = arguments.get(POLICY, "").strip()
         try:
@@ -80,13 +90,28 @@ class DeviceShareArguments(Arguments, frozen=True, kw_only=True):
         except ValueError:
             accepted = ", ".join(p.value for p in CardPolicy if p.value)
             raise ValueError(f"{POLICY}: {text!r} (expected {accepted}, or unset)") from None
-        return cls(policy=policy, weight=weight(arguments, WEIGHT, 0))
+        given = [name for name in FGD_ARGUMENTS if name in arguments]
+        if given and policy is not CardPolicy.FGD:
+            raise ValueError(f"{given[0]}: set, but {POLICY} is {text!r} (FGD's arguments need {POLICY}: fgd)")
+        popularity = number(arguments, FGD_POPULARITY, 95.0)
+        if not 0 < popularity <= 100:
+            raise ValueError(f"{FGD_POPULARITY}: {arguments[FGD_POPULARITY]!r} (expected a percentage in (0, 100])")
+        window = number(arguments, FGD_WINDOW, 2000, minimum=1)
+        if window != int(window):
+            raise ValueError(f"{FGD_WINDOW}: {arguments[FGD_WINDOW]!r} (expected a whole number of pods >= 1)")
+        fgd = FgdConfig(
+            popularity=popularity,
+            include_cpu=flag(arguments, FGD_CPU, True),
+            window=int(window),
+            typical=parse_typical_pods(arguments[FGD_TYPICAL], FGD_TYPICAL) if FGD_TYPICAL in arguments else (),
+        )
+        return cls(policy=policy, weight=weight(arguments, WEIGHT, 0), fgd=fgd)
 
 
 class DeviceSharePlugin(PluginBase[DeviceShareArguments]):
     def __init__(self, name: str, args: DeviceShareArguments) -> None:
         super().__init__(name, args)
-        self.fgd = FgdScore(weight=max(1, args.weight)) if args.policy is CardPolicy.FGD else None
+        self.fgd = FgdScore.of(args.fgd, weight=max(1, args.weight)) if args.policy is CardPolicy.FGD else None
 
     def open(self, ssn: SessionView) -> None:
         super().open(ssn)

@@ -10,7 +10,10 @@ The typical pods are the shapes (cpu, cards, share, models) of the last ``window
 the scheduler has shown it (:meth:`FgdScore.observe`: the agent each pod it places, the
 batch scheduler each session's pods) — CPU pods too, unless ``include_cpu`` is off — taken
 at ``popularity`` % (95) as in the paper, and recomputed every ``refresh`` pods. Until it
-has seen a pod, every node scores 50 (no change).
+has seen a pod, every node scores 50 (no change). An operator who knows the workload gives
+the typical pods instead (:class:`FgdConfig` ``typical``, read by :func:`parse_typical_pods`
+from deviceshare's ``FGDTypicalPods`` or the agent's ``--fgd-typical-pods``): then nothing is
+learned.
 """
 
 from __future__ import annotations
@@ -19,17 +22,74 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from cluster.model.core import Pod
 from cluster.model.devices import GPU_MODEL_LABEL
+from cluster.model.quantity import QuantityError, parse_amount
 from cluster.model.resources import CPU, MEMORY, Resources
 from cluster.nodeview.cards import MILLI, Cards, Task
 from cluster.nodeview.devices import CardRows, Need, card_need
 from cluster.nodeview.fgd import TypicalPod, Workload, fgd_scores, typical_pods
 from cluster.nodeview.profile import Placing, Rows, Values
 from cluster.nodeview.table import NodeTable
+
+
+class FgdConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """How FGD in a scheduler finds its typical pods (the module docstring)."""
+
+    popularity: float = 95.0  # % of the pods seen that the typical shapes cover
+    include_cpu: bool = True  # CPU pods among the shapes
+    window: int = 2000  # the last pods seen that they are learned from
+    typical: tuple[TypicalPod, ...] = ()  # given: used as they are, nothing learned
+
+
+_TYPICAL_KEYS = ("cpu", "gpus", "milli", "share", "models")
+
+
+def parse_typical_pods(text: str, field: str) -> tuple[TypicalPod, ...]:
+    """Typical pods from text: ``;``-separated pods, each ``cpu=Q,gpus=N,milli=M,share=S[,models=A|B]``
+    (cpu a Kubernetes quantity; ``gpus`` whole cards, or one share of ``milli`` thousandths;
+    ``share`` the pod's weight, the weights normalised to 1). ValueError naming ``field``."""
+    pods: list[tuple[Task, float]] = []
+    for i, entry in enumerate(e for e in text.split(";") if e.strip()):
+        where = f"{field}[{i}]"
+        values: dict[str, str] = {}
+        for item in entry.split(","):
+            key, eq, value = item.strip().partition("=")
+            if not eq or key not in _TYPICAL_KEYS or key in values:
+                raise ValueError(
+                    f"{where}: {item.strip()!r} (expected each of {', '.join(_TYPICAL_KEYS)} once, as key=value)"
+                )
+            values[key] = value.strip()
+        try:
+            cpu = parse_amount(CPU, values.get("cpu", "0"), field=f"{where}.cpu", negative=False)
+        except QuantityError as e:
+            raise ValueError(str(e)) from None
+        gpus, milli, share = values.get("gpus", "0"), values.get("milli", ""), values.get("share", "")
+        if not gpus.isdigit() or int(gpus) > 64:
+            raise ValueError(f"{where}.gpus: {gpus!r} (expected a whole number of cards, 0 to 64)")
+        if milli and (not milli.isdigit() or not 1 <= int(milli) <= MILLI or gpus == "0"):
+            raise ValueError(f"{where}.milli: {milli!r} (expected 1 to {MILLI} thousandths of a card, with gpus ≥ 1)")
+        try:
+            weight = float(share)
+        except ValueError:
+            weight = -1.0
+        if not 0 < weight < float("inf"):
+            raise ValueError(f"{where}.share: {share!r} (expected a positive number)")
+        models = frozenset(m for m in values.get("models", "").split("|") if m)
+        count = int(gpus)
+        try:
+            task = Task(cpu=cpu, gpus=count, milli=(int(milli) if milli else MILLI) if count else 0, models=models)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        pods.append((task, weight))
+    if not pods:
+        raise ValueError(f"{field}: {text!r} (expected at least one pod, cpu=…,gpus=…,milli=…,share=…)")
+    total = sum(w for _, w in pods)
+    return tuple(TypicalPod(task=t, share=w / total) for t, w in pods)
 
 
 def task_shape(pod: Pod, request: Resources, need: Need | None) -> Task:
@@ -78,17 +138,30 @@ class FgdScore:
     include_cpu: bool = True
     window: int = 2000
     refresh: int = 100
+    fixed: tuple[TypicalPod, ...] = ()  # the typical pods, given: nothing is learned
     _seen: deque[Task] = field(default_factory=deque, init=False, repr=False)
     _since: int = field(default=0, init=False, repr=False)
     _workload: tuple[tuple[str, ...], Workload] | None = field(default=None, init=False, repr=False)
     _typical: tuple[TypicalPod, ...] = field(default=(), init=False, repr=False)
 
+    @classmethod
+    def of(cls, config: FgdConfig, weight: float = 1.0) -> FgdScore:
+        return cls(
+            weight=weight,
+            popularity=config.popularity,
+            include_cpu=config.include_cpu,
+            window=config.window,
+            fixed=config.typical,
+        )
+
     def typical(self) -> tuple[TypicalPod, ...]:
         """The typical pods it scores against now."""
-        return self._typical
+        return self.fixed or self._typical
 
     def observe(self, pods: Sequence[tuple[Pod, Resources]]) -> None:
         """Pods the scheduler is placing or holds (pod, request): the window the typical pods come from."""
+        if self.fixed:
+            return
         for pod, request in pods:
             self._seen.append(task_shape(pod, request, card_need(pod, request)))
             if len(self._seen) > self.window:

@@ -6,7 +6,7 @@ import random
 
 import msgspec
 
-from agent_scheduler.core import Choice, CoreConfig, NoFit, ScoreKind, Task, decide
+from agent_scheduler.core import Choice, CoreConfig, NoFit, ScoreKind, Task, decide, profile
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.nodeview.table import NodeTable
@@ -159,3 +159,21 @@ def test_with_the_fgd_policy_a_share_goes_where_whole_gpus_stay_whole() -> None:
     half, whole = decide(cols, [gpu_task("half", 500), gpu_task("whole", 1000)], config, random.Random(0))
     assert isinstance(half, Choice) and (half.node, dict(half.cards)) == ("a", {card_resource(0): 500})
     assert isinstance(whole, Choice) and (whole.node, dict(whole.cards)) == ("b", {card_resource(0): 1000})
+
+
+def test_fgd_scores_against_the_typical_pods_given_and_learns_none() -> None:
+    """--fgd-typical-pods: the agent's FGD takes the operator's workload as it is; the pods it places
+    do not change it."""
+    from cluster.nodeview.devices import CardPolicy
+    from cluster.nodeview.fgd_score import FgdConfig, FgdScore, parse_typical_pods
+
+    given = parse_typical_pods("cpu=4,gpus=1,milli=500,share=3; cpu=8,gpus=8,share=1", "--fgd-typical-pods")
+    assert [(t.task.gpus, t.task.milli, t.task.cpu, t.share) for t in given] == [
+        (1, 500, 4000, 0.75),
+        (8, 1000, 8000, 0.25),
+    ]
+    config = CoreConfig(sharding=ShardingMode.NONE, gpu_policy=CardPolicy.FGD, fgd=FgdConfig(typical=given))
+    fgd = next(s for s in profile(config).scores if isinstance(s, FgdScore))
+    p = pod("cpu-only", cpu="1", memory="1Gi")
+    fgd.observe([(p, p.request())] * 200)
+    assert fgd.typical() == given

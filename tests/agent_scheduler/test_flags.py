@@ -20,6 +20,10 @@ import pytest
         (["--sharding-mode", "strict"], "invalid choice"),
         (["--max-retries", "-2"], "--max-retries"),
         (["--cluster", "a:b"], "cluster"),
+        (["--fgd-window", "10"], "--fgd-window: set, but --gpu-policy is '' (expected fgd)"),
+        (["--gpu-policy", "fgd", "--fgd-window", "0"], "--fgd-window: 0"),
+        (["--gpu-policy", "fgd", "--fgd-popularity", "101"], "--fgd-popularity: 101 (expected a percentage"),
+        (["--gpu-policy", "fgd", "--fgd-typical-pods", "cpu=4,gpus=x,share=1"], "--fgd-typical-pods[0].gpus: 'x'"),
     ],
 )
 def test_malformed_flags_exit_2_with_one_line(flags: list[str], needle: str) -> None:

@@ -580,6 +580,12 @@ def test_every_plugin_loads_with_an_argument_nobody_reads(plugin: str) -> None:
     assert len(unread) == 1 and '"no-such-thing" is read by neither caldera nor Volcano' in unread[0]
 
 
+COMPANIONS = {
+    f"deviceshare.{name}": {"deviceshare.SchedulePolicy": "fgd"}
+    for name in ("FGDTypicalPods", "FGDWindow", "FGDPopularityThreshold", "FGDIncludeCPUPods")
+}
+
+
 @pytest.mark.parametrize("plugin", sorted(PLUGINS))
 def test_every_argument_the_registry_says_a_plugin_reads_is_one_it_takes(plugin: str) -> None:
     """The loader hands a plugin only the arguments the registry lists for it: each must be one
@@ -587,9 +593,10 @@ def test_every_argument_the_registry_says_a_plugin_reads_is_one_it_takes(plugin:
     spec = PLUGINS[plugin]
     for name in sorted(spec.arguments.reads):
         refusals = []
-        for value in ("1", "true", "nvidia.com/gpu", "binpack"):
+        for value in ("1", "true", "nvidia.com/gpu", "binpack", "cpu=1,share=1"):
             try:
-                spec.arguments.load(plugin, {name: value})
+                # an argument that takes effect only beside another (deviceshare's FGD ones) is given it
+                spec.arguments.load(plugin, {**COMPANIONS.get(name, {}), name: value})
                 break
             except ValueError as e:
                 refusals.append(str(e))

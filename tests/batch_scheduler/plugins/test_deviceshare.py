@@ -241,3 +241,60 @@ def test_fgd_picks_the_card_that_leaves_no_sliver() -> None:
     for policy, expected in (("fgd", 1), ("best-fit", 0)):
         ssn = run([whole], [share("p", 500)], [running], deviceshare(SchedulePolicy=policy))
         assert cards(ssn) == {"p": card(expected, 500)}, policy
+
+
+def test_fgd_scores_against_the_typical_pods_the_conf_gives() -> None:
+    """FGD-4's node again: learned from the session's pods (shares of 400 and 500) FGD keeps card 0
+    from a 100 sliver; told the workload is all 100-thousandth shares (deviceshare.FGDTypicalPods),
+    a 100 left on card 0 is no fragment, so the tie goes to the first card."""
+    from cluster.sim.pods import make_pod
+    from cluster.sim.trace import GPU_MILLI
+
+    whole = gpu_node("n1", allocatable={"nvidia.com/gpu": 2, GPU_MILLI: 2000})
+    running = make_pod(
+        "r", requests={"cpu": "1", GPU_MILLI: "400"}, scheduler=SCHEDULER, uid="uid-r", node="n1", phase="Running"
+    )
+    running = msgspec.structs.replace(
+        running, metadata=msgspec.structs.replace(running.metadata, annotations={CARDS_ANNOTATION: "0=400"})
+    )
+    pending = make_pod("p", requests={"cpu": "1", GPU_MILLI: "500"}, scheduler=SCHEDULER, uid="uid-p")
+    learned = run([whole], [pending], [running], deviceshare(SchedulePolicy="fgd"))
+    assert cards(learned) == {"p": card(1, 500)}
+    given = deviceshare(SchedulePolicy="fgd", FGDTypicalPods="cpu=1,gpus=1,milli=100,share=1")
+    assert cards(run([whole], [pending], [running], given)) == {"p": card(0, 500)}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "needle"),
+    [
+        (
+            {"SchedulePolicy": "binpack", "FGDWindow": "100"},
+            "deviceshare.FGDWindow: set, but deviceshare.SchedulePolicy is 'binpack'",
+        ),
+        ({"SchedulePolicy": "fgd", "FGDWindow": "0"}, "deviceshare.FGDWindow: '0' (expected a number >= 1)"),
+        ({"SchedulePolicy": "fgd", "FGDWindow": "2.5"}, "deviceshare.FGDWindow: '2.5' (expected a whole number"),
+        (
+            {"SchedulePolicy": "fgd", "FGDPopularityThreshold": "150"},
+            "FGDPopularityThreshold: '150' (expected a percentage",
+        ),
+        (
+            {"SchedulePolicy": "fgd", "FGDIncludeCPUPods": "maybe"},
+            "FGDIncludeCPUPods: 'maybe' (expected true or false)",
+        ),
+        (
+            {"SchedulePolicy": "fgd", "FGDTypicalPods": "cpu=4,gpus=2,milli=500,share=1"},
+            "FGDTypicalPods[0]: a task asks for 2 shares",
+        ),
+        ({"SchedulePolicy": "fgd", "FGDTypicalPods": "cpu=4,share=1;cpu=1e40,share=1"}, "FGDTypicalPods[1].cpu"),
+        (
+            {"SchedulePolicy": "fgd", "FGDTypicalPods": "cpu=4,gpu=1,share=1"},
+            "FGDTypicalPods[0]: 'gpu=1' (expected each of",
+        ),
+        ({"SchedulePolicy": "fgd", "FGDTypicalPods": "cpu=4,gpus=1,share=-1"}, "FGDTypicalPods[0].share: '-1'"),
+        ({"SchedulePolicy": "fgd", "FGDTypicalPods": " ; "}, "FGDTypicalPods: ' ; ' (expected at least one pod"),
+    ],
+)
+def test_bad_fgd_arguments_refuse_the_conf_naming_the_argument(arguments: dict[str, str], needle: str) -> None:
+    with pytest.raises(ConfError) as e:
+        conf(["predicates", deviceshare(**arguments)])
+    assert needle in str(e.value) and "\n" not in str(e.value)
