@@ -66,14 +66,8 @@ def decode_result(node: str, raw: list[object]) -> Result:
 
 
 def _invalid(p: Placement) -> Rejected | None:
-    if not p.cards:
-        negative = [f"{name} {amount}" for name, amount in p.request.items() if amount < 0]
-        return (
-            Rejected(reason=Reason.INVALID_REQUEST, detail=f"negative request: {', '.join(negative)}")
-            if negative
-            else None
-        )
-    negative = [f"{name} {amount}" for name, amount in (*p.request.items(), *p.cards.items()) if amount < 0]
+    amounts = (*p.request.items(), *p.cards.items()) if p.cards else p.request.items()
+    negative = [f"{name} {amount}" for name, amount in amounts if amount < 0]
     if negative:
         return Rejected(reason=Reason.INVALID_REQUEST, detail=f"negative request: {', '.join(negative)}")
     other = [name for name in p.cards.names() if not name.startswith(CARD_PREFIX)]

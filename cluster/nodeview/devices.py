@@ -109,7 +109,7 @@ def card_need(pod: Pod, request: Mapping[str, int]) -> Need | None:
     if not named:
         return None
     if named == [WHOLE_GPU]:  # whole cards alone (the common GPU pod): the request holds the limit
-        return _whole_need(request[WHOLE_GPU])
+        return _whole_need(count) if (count := request[WHOLE_GPU]) > 0 else None
     demand = pod_gpu_demand(pod)  # from limits, as Volcano reads them
     if demand is None:
         whole = request.get(WHOLE_GPU, 0)  # whole cards asked in requests alone

@@ -18,6 +18,7 @@ learned.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class FgdConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _TYPICAL_KEYS = ("cpu", "gpus", "milli", "share", "models")
+_DIGITS = re.compile(r"[0-9]{1,9}")
 
 
 def parse_typical_pods(text: str, field: str) -> tuple[TypicalPod, ...]:
@@ -69,9 +71,10 @@ def parse_typical_pods(text: str, field: str) -> tuple[TypicalPod, ...]:
         except QuantityError as e:
             raise ValueError(str(e)) from None
         gpus, milli, share = values.get("gpus", "0"), values.get("milli", ""), values.get("share", "")
-        if not gpus.isdigit() or int(gpus) > 64:
+        if not _DIGITS.fullmatch(gpus) or int(gpus) > 64:
             raise ValueError(f"{where}.gpus: {gpus!r} (expected a whole number of cards, 0 to 64)")
-        if milli and (not milli.isdigit() or not 1 <= int(milli) <= MILLI or gpus == "0"):
+        count = int(gpus)
+        if milli and (not _DIGITS.fullmatch(milli) or not 1 <= int(milli) <= MILLI or not count):
             raise ValueError(f"{where}.milli: {milli!r} (expected 1 to {MILLI} thousandths of a card, with gpus ≥ 1)")
         try:
             weight = float(share)
@@ -80,9 +83,9 @@ def parse_typical_pods(text: str, field: str) -> tuple[TypicalPod, ...]:
         if not 0 < weight < float("inf"):
             raise ValueError(f"{where}.share: {share!r} (expected a positive number)")
         models = frozenset(m for m in values.get("models", "").split("|") if m)
-        count = int(gpus)
+        per_card = 0 if not count else int(milli) if milli else MILLI
         try:
-            task = Task(cpu=cpu, gpus=count, milli=(int(milli) if milli else MILLI) if count else 0, models=models)
+            task = Task(cpu=cpu, gpus=count, milli=per_card, models=models)
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
         pods.append((task, weight))

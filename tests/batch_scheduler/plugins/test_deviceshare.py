@@ -292,6 +292,8 @@ def test_fgd_scores_against_the_typical_pods_the_conf_gives() -> None:
         ),
         ({"SchedulePolicy": "fgd", "FGDTypicalPods": "cpu=4,gpus=1,share=-1"}, "FGDTypicalPods[0].share: '-1'"),
         ({"SchedulePolicy": "fgd", "FGDTypicalPods": " ; "}, "FGDTypicalPods: ' ; ' (expected at least one pod"),
+        ({"SchedulePolicy": "fgd", "FGDTypicalPods": "cpu=1,gpus=²,share=1"}, "FGDTypicalPods[0].gpus: '²'"),
+        ({"SchedulePolicy": "fgd", "FGDTypicalPods": "cpu=1,milli=500,share=1"}, "FGDTypicalPods[0].milli: '500'"),
     ],
 )
 def test_bad_fgd_arguments_refuse_the_conf_naming_the_argument(arguments: dict[str, str], needle: str) -> None:
