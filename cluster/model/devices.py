@@ -154,7 +154,7 @@ def card_annotations(pod: Pod, node: str, uuids: tuple[str, ...], cards: Resourc
         ids = ";".join(containers)
         stamp = str(int(now))
         out |= {
-            "volcano.sh/vgpu-ids-new": ids,
+            VGPU_IDS: ids,
             "volcano.sh/devices-to-allocate": ids,
             "volcano.sh/vgpu-node": node,
             "volcano.sh/vgpu-time": stamp,
@@ -169,10 +169,15 @@ def encode_cards(cards: Resources) -> str:
     return ",".join(f"{name[len(CARD_PREFIX) :]}={amount}" for name, amount in cards.items())
 
 
-def pod_cards(pod: Pod) -> Resources:
+VGPU_IDS = "volcano.sh/vgpu-ids-new"  # HAMi's assignment: per container ``UUID,type,memory,cores:``…, joined by ``;``
+
+
+def pod_cards(pod: Pod, uuids: tuple[str, ...] = ()) -> Resources:
     """The card shares a bound pod's annotations say it holds: caldera's own annotation, else
     gpushare's ``volcano.sh/gpu-index`` (its gpu-memory on that card, or — gpu-number — 1 on each
-    card, enough to make them not idle, as Volcano counts them). Malformed: none."""
+    card, enough to make them not idle, as Volcano counts them), else — given the node's vGPU
+    UUIDs by index (:func:`card_uuids`) — HAMi's ``volcano.sh/vgpu-ids-new``: memory, a slot and
+    cores on each card it names (a pod another vGPU scheduler placed). Malformed: none."""
     annotations = pod.metadata.annotations
     text = annotations.get(CARDS_ANNOTATION)
     if text:
@@ -184,14 +189,39 @@ def pod_cards(pod: Pod) -> Resources:
                 return Resources()
             out[card_resource(int(card), dim)] = out.get(card_resource(int(card), dim), 0) + int(amount)
         return Resources(out)
+    if GPU_INDEX not in annotations and uuids and VGPU_IDS in annotations:
+        return _vgpu_cards(annotations[VGPU_IDS], uuids)
     index = annotations.get(GPU_INDEX, "")
     ids = [s.strip() for s in index.split(",") if s.strip()]
-    if not ids or not all(s.isdigit() for s in ids):
+    if not ids or not all(s.isascii() and s.isdigit() for s in ids):
         return Resources()
     memory = _limit(pod, GPU_MEMORY)
     if memory and len(ids) == 1:
         return Resources({card_resource(int(ids[0])): memory})
     return Resources({card_resource(int(i)): 1 for i in ids})
+
+
+def _vgpu_cards(text: str, uuids: tuple[str, ...]) -> Resources:
+    at = {u: i for i, u in enumerate(uuids) if u}
+    out: dict[str, int] = {}
+    for entry in (e for container in text.split(";") for e in container.split(":")):
+        if not entry.strip():
+            continue
+        parts = entry.split(",")
+        if len(parts) != 4 or parts[0] not in at or not all(x.isascii() and x.isdigit() for x in parts[2:]):
+            return Resources()  # a card this node does not have, or not HAMi's format: none
+        i = at[parts[0]]
+        for name, amount in ((card_resource(i), int(parts[2])), (card_resource(i, "slots"), 1)):
+            out[name] = out.get(name, 0) + amount
+        if int(parts[3]):
+            out[card_resource(i, "cores")] = out.get(card_resource(i, "cores"), 0) + int(parts[3])
+    return Resources(out)
+
+
+def foreign_vgpu(pod: Pod) -> bool:
+    """A bound pod whose vGPU cards only HAMi's annotation names (placed by another scheduler)."""
+    a = pod.metadata.annotations
+    return bool(pod.node_name) and VGPU_IDS in a and CARDS_ANNOTATION not in a and GPU_INDEX not in a
 
 
 class Sharing(enum.StrEnum):

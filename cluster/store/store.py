@@ -15,7 +15,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from cluster.model.core import Namespace, Node, Pod, PriorityClass
-from cluster.model.devices import node_allocatable, pod_cards
+from cluster.model.devices import card_uuids, foreign_vgpu, node_allocatable, pod_cards
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.store.keys import Keys, Kind
@@ -118,7 +118,11 @@ class Store:
         return await self._run(self._delete_node, [[name] for name in names])
 
     async def upsert_pods(self, pods: Iterable[Pod]) -> list[int]:
-        """Create or update pods as observed (a pod that arrives bound is accounted on its node)."""
+        """Create or update pods as observed (a pod that arrives bound is accounted on its node, with
+        the GPU cards its annotations name — HAMi's by UUID, read against the node's cards)."""
+        pods = list(pods)
+        foreign = sorted({p.node_name for p in pods if foreign_vgpu(p)})
+        uuids = {name: card_uuids(r.node) for name, r in (await self.get_nodes(foreign)).items()} if foreign else {}
         calls: list[list[Arg]] = []
         for pod in pods:
             request = pod.request()  # raises on a bad quantity, before any write
@@ -135,7 +139,7 @@ class Store:
                     pod.node_name,
                     pod.phase,
                     _encoder.encode(pod),
-                    encode_request(pod_cards(pod)) if pod.node_name else "",
+                    encode_request(pod_cards(pod, uuids.get(pod.node_name, ()))) if pod.node_name else "",
                 ]
             )
         return await self._run(self._upsert_pod, calls)

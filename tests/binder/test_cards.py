@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from binder.commit import Binder
 from binder.results import Committed, Placement, Reason, Rejected
-from cluster.model.devices import CARDS_ANNOTATION, card_resource
+from cluster.model.devices import CARDS_ANNOTATION, VGPU_IDS, VGPU_REGISTER, card_resource
 from cluster.model.resources import Resources
 from cluster.store.audit import audit
 from cluster.store.store import Store
@@ -110,3 +110,32 @@ async def test_cards_must_be_card_resources_and_an_over_committed_card_is_an_aud
     await store.client.hset(store.keys.node("n1"), f"u:{card_resource(0)}", 20000)
     problems = await audit(store)
     assert any(f"{card_resource(0)} allocated 20000 > allocatable 16000" in p for p in problems), problems
+
+
+async def test_a_vgpu_pod_another_scheduler_placed_holds_the_cards_hamis_annotation_names(store: Store) -> None:
+    """HAMi (or Volcano's vGPU) wrote ``volcano.sh/vgpu-ids-new`` by card UUID: the store reads it
+    against the node's register, so caldera cannot over-commit the card it filled."""
+    register = "GPU-a,10,16384,NVIDIA-A100,true,hami-core:GPU-b,10,16384,NVIDIA-A100,true,hami-core:"
+    vgpu = {"volcano.sh/vgpu-number": 20, "volcano.sh/vgpu-memory": 32768, "volcano.sh/vgpu-cores": 200}
+    await store.upsert_nodes([gpu_node("n1", allocatable=vgpu, annotations={VGPU_REGISTER: register})])
+    limits = {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": 12000, "volcano.sh/vgpu-cores": 30}
+    foreign = gpu_pod(
+        "hami",
+        limits=limits,
+        annotations={VGPU_IDS: "GPU-b,NVIDIA,12000,30:;"},
+        node="n1",
+        phase="Running",
+        scheduler="hami-scheduler",
+    )
+    await store.upsert_pods([foreign, gpu_pod("ours", limits=limits)])
+    n1 = (await store.get_nodes(["n1"]))["n1"]
+    held = {r: n1.allocated.get(r, 0) for r in (card_resource(1), card_resource(1, "slots"), card_resource(1, "cores"))}
+    assert held == {card_resource(1): 12000, card_resource(1, "slots"): 1, card_resource(1, "cores"): 30}
+    binder = Binder(store.client, store.keys, "s")
+    rec = (await store.get_pods(["uid-ours"]))["uid-ours"]
+    taking = Resources({card_resource(1): 12000, card_resource(1, "slots"): 1, card_resource(1, "cores"): 30})
+    [r] = await binder.commit(
+        [Placement(uid=rec.uid, node="n1", request=rec.request, version=n1.version, cards=taking)]
+    )
+    assert isinstance(r, Rejected) and r.reason is Reason.INSUFFICIENT and card_resource(1) in r.detail
+    assert await audit(store) == []
