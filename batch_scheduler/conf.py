@@ -70,6 +70,7 @@ from batch_scheduler.volcano_names import (
     VOLCANO_PLUGINS,
     VOLCANO_SWITCHES,
 )
+from cluster.model import yaml_input
 from cluster.nodeview.devices import CardPolicy
 
 DEFAULT_CONF = """\
@@ -350,7 +351,7 @@ def _inherit_factor(
 def parse_conf(text: str, registry: Registry) -> SchedulerConf:
     """Read and check a conf against ``registry``; raises :class:`ConfError` with one line on anything wrong."""
     try:
-        raw: Any = yaml.safe_load(text)
+        raw: Any = yaml_input.load(text)
     except yaml.YAMLError as e:
         raise ConfError(f"scheduler conf: invalid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(raw, dict):

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from typing import Any
 
 from batch_scheduler.plugins.capacity import ANCESTOR_RECLAIM_LEVEL
+from cluster.model.text import one_line
 
 OVERCOMMIT_FACTOR = "overcommit-factor"
 DEFAULT_OVERCOMMIT_FACTOR = "1.2"  # Volcano's, also where a conf gives less than 1
@@ -19,6 +20,9 @@ DEFAULT_OVERCOMMIT_FACTOR = "1.2"  # Volcano's, also where a conf gives less tha
 
 class ConfError(ValueError):
     """A conf that cannot be used; one line naming the entry, the value and what is accepted."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))  # a key or value of the conf may hold a newline
 
 
 def nearest(name: str, known: Collection[str]) -> str:

@@ -39,7 +39,7 @@ def split(job: JobInfo) -> tuple[list[SubJob], dict[str, int]]:
             key = f"{job.key}/{policy.name}-{joined}" if joined else f"{job.key}/{policy.name}"
             sub = found.get(key)
             if sub is None:
-                index = int(values[0]) if values and values[0].isdigit() else 0
+                index = int(values[0]) if values and values[0].isascii() and values[0].isdigit() else 0
                 sub = found[key] = SubJob(
                     id=key,
                     family=policy.name,

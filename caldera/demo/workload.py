@@ -29,6 +29,7 @@ import msgspec
 import yaml
 
 from caldera.demo.tracker import Tracker
+from cluster.model import yaml_input
 from cluster.model.admission import (
     priority_class_problems,
     request_problems,
@@ -223,7 +224,7 @@ def load(path: str | None) -> Workload:
     except OSError as e:
         raise ValueError(f"workload {name}: {e.strerror}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_input.load(text)
     except yaml.YAMLError as e:
         raise ValueError(f"workload {name}: not YAML: {str(e).splitlines()[0]}") from None
     unknown = struct_unknown_fields(raw, Workload)  # every Struct, also those that let unknown keys pass

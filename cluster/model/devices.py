@@ -98,6 +98,7 @@ def card_resources(node: Node) -> Resources:
 
 _DEVICE_RESOURCES = frozenset({GPU_NUMBER, GPU_MEMORY, VGPU_NUMBER, GPU_MILLI})
 NO_CARDS = Resources()  # shared: a Resources is never changed in place
+MAX_CARDS = 64  # a node's cards tracked one by one; a node claiming more is tracked by its totals
 
 
 def node_allocatable(node: Node) -> Resources:
@@ -185,7 +186,7 @@ def pod_cards(pod: Pod, uuids: tuple[str, ...] = ()) -> Resources:
         for item in text.split(","):
             key, _, amount = item.strip().partition("=")
             card, _, dim = key.partition(".")
-            if not card.isdigit() or dim not in ("", "slots", "cores") or not amount.isdigit():
+            if not _whole_number(card) or dim not in ("", "slots", "cores") or not _whole_number(amount):
                 return Resources()
             out[card_resource(int(card), dim)] = out.get(card_resource(int(card), dim), 0) + int(amount)
         return Resources(out)
@@ -193,7 +194,7 @@ def pod_cards(pod: Pod, uuids: tuple[str, ...] = ()) -> Resources:
         return _vgpu_cards(annotations[VGPU_IDS], uuids)
     index = annotations.get(GPU_INDEX, "")
     ids = [s.strip() for s in index.split(",") if s.strip()]
-    if not ids or not all(s.isascii() and s.isdigit() for s in ids):
+    if not ids or not all(_whole_number(s) for s in ids):
         return Resources()
     memory = _limit(pod, GPU_MEMORY)
     if memory and len(ids) == 1:
@@ -208,7 +209,7 @@ def _vgpu_cards(text: str, uuids: tuple[str, ...]) -> Resources:
         if not entry.strip():
             continue
         parts = entry.split(",")
-        if len(parts) != 4 or parts[0] not in at or not all(x.isascii() and x.isdigit() for x in parts[2:]):
+        if len(parts) != 4 or parts[0] not in at or not all(_whole_number(x) for x in parts[2:]):
             return Resources()  # a card this node does not have, or not HAMi's format: none
         i = at[parts[0]]
         for name, amount in ((card_resource(i), int(parts[2])), (card_resource(i, "slots"), 1)):
@@ -313,9 +314,24 @@ def node_devices(node: Node) -> tuple[list[GpuDevice], list[Problem]]:
         return _vgpu(annotations[VGPU_REGISTER])
     number, memory = _count(allocatable.get(GPU_NUMBER), GPU_NUMBER), _count(allocatable.get(GPU_MEMORY), GPU_MEMORY)
     if number > 0 and memory > 0:
+        if number > MAX_CARDS:
+            return [], [_too_many(GPU_NUMBER, number)]
         return _gpushare(number, memory, annotations.get(GPU_UNHEALTHY, ""))
     whole = _count(allocatable.get(WHOLE_GPU), WHOLE_GPU)
+    if whole > MAX_CARDS:
+        return [], [_too_many(WHOLE_GPU, whole)] if GPU_MILLI in allocatable else []
     return [GpuDevice(index=i, sharing=Sharing.WHOLE) for i in range(whole)], []
+
+
+def _too_many(resource: str, count: int) -> Problem:
+    return Problem(
+        f"status.allocatable.{resource}",
+        f"{count} cards (at most {MAX_CARDS} are tracked one by one; this node's are not, its totals count)",
+    )
+
+
+def _whole_number(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _count(value: str | int | float | None, resource: str) -> int:
@@ -335,8 +351,10 @@ def _vgpu(register: str) -> tuple[list[GpuDevice], list[Problem]]:
         expected = "UUID,splitCount,memoryMiB,type,health,mode"
         if len(parts) != 6:
             return [], [Problem(field, f"card {i} {entry!r} has {len(parts)} fields (expected {expected})")]
+        if i >= MAX_CARDS:
+            return [], [Problem(field, f"more than {MAX_CARDS} cards (at most {MAX_CARDS} are tracked one by one)")]
         uuid, split, memory, kind, health, mode = (p.strip() for p in parts)
-        if not split.isdigit() or not memory.isdigit() or int(split) < 1:
+        if not _whole_number(split) or not _whole_number(memory) or int(split) < 1:
             return [], [
                 Problem(
                     field, f"card {i} {entry!r}: splitCount and memoryMiB must be whole numbers, splitCount at least 1"
@@ -363,7 +381,7 @@ def _vgpu(register: str) -> tuple[list[GpuDevice], list[Problem]]:
 
 def _gpushare(number: int, memory: int, unhealthy: str) -> tuple[list[GpuDevice], list[Problem]]:
     ids = [s.strip() for s in unhealthy.split(",") if s.strip()]
-    if not all(s.isdigit() for s in ids):
+    if not all(_whole_number(s) for s in ids):
         field = f"metadata.annotations.{GPU_UNHEALTHY}"
         return [], [Problem(field, f'{unhealthy!r} (expected card indexes separated by commas, e.g. "1,3")')]
     bad = {int(s) for s in ids}

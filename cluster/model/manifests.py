@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import msgspec
 import yaml
 
+from cluster.model import yaml_input
 from cluster.model.admission import (
     Registry,
     global_default_problems,
@@ -34,6 +35,7 @@ from cluster.model.admission import (
 )
 from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.decode import from_builtins, normalise
+from cluster.model.devices import node_devices
 from cluster.model.kinds import KINDS, ClusterObject, KubeObject
 from cluster.model.kubeflow import expand_training_job
 from cluster.model.kubeflow_api import MPIJob, PyTorchJob, TFJob
@@ -46,6 +48,7 @@ from cluster.model.pod_controllers import (
 )
 from cluster.model.queue_admission import mutated, queue_problems
 from cluster.model.schema import Findings, Problem, Reference, Schemas, Template, join
+from cluster.model.text import one_line
 from cluster.model.topology import HyperNode, hypernode_problems
 from cluster.model.unhonoured import unhonoured as _unhonoured
 from cluster.model.volcano import PodGroup, Queue
@@ -154,7 +157,7 @@ def _object_problems(obj: KubeObject | None) -> list[Problem]:
     if isinstance(obj, Pod):
         return pod_problems(obj)
     if isinstance(obj, Node):
-        return node_problems(obj)
+        return [*node_problems(obj), *node_devices(obj)[1]]  # its GPU cards' annotations and counts too
     if isinstance(obj, PriorityClass):
         return priority_class_problems(obj)
     if isinstance(obj, PodGroup):
@@ -262,7 +265,7 @@ def read_manifests(text: str, *, source: str = "") -> tuple[list[Manifest], list
     """
     at = f"{source}: " if source else ""
     try:
-        documents = list(yaml.safe_load_all(text))
+        documents = yaml_input.load_all(text)
     except yaml.YAMLError as exc:
         return [], [f"{at}invalid YAML: {' '.join(str(exc).split())}"]
     schemas = Schemas.bundled()
@@ -281,7 +284,7 @@ def read_manifests(text: str, *, source: str = "") -> tuple[list[Manifest], list
             errors += problems
             if manifest is not None:
                 manifests.append(manifest)
-    return manifests, errors
+    return manifests, [one_line(e) for e in errors]  # a field name may hold a newline
 
 
 def admit(manifests: Sequence[Manifest]) -> list[str]:
@@ -338,8 +341,8 @@ class ManifestErrors(ValueError):
     """Manifests refused: one line per refusal (``lines``), across all the files read."""
 
     def __init__(self, lines: Sequence[str]) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = list(lines)
+        self.lines = [one_line(line) for line in lines]
+        super().__init__("\n".join(self.lines))
 
 
 def expand(objects: Iterable[KubeObject], *, queues: Mapping[str, Queue] | None = None) -> list[ClusterObject]:

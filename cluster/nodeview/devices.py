@@ -41,6 +41,7 @@ from cluster.model.devices import (
     GPU_MEMORY,
     GPU_MILLI,
     GPU_NUMBER,
+    MAX_CARDS,
     NO_CARDS,
     VGPU_MEMORY,
     VGPU_NUMBER,
@@ -52,7 +53,6 @@ from cluster.model.devices import (
 from cluster.model.resources import Resources
 from cluster.nodeview.table import Mask, NodeTable
 
-MAX_CARDS = 64  # card indexes looked for on a node
 _GPU_RESOURCES = (WHOLE_GPU, GPU_MILLI, GPU_MEMORY, GPU_NUMBER, VGPU_NUMBER, VGPU_MEMORY)  # a device user names one
 
 Ints = npt.NDArray[np.int64]

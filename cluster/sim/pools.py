@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from cluster.model import yaml_input
 from cluster.model.core import Node
 from cluster.model.resources import DEFAULT_MAX_PODS, PODS, Resources
 
@@ -66,7 +67,10 @@ class PoolSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 def parse_pools(data: str | dict[str, Any]) -> list[NodePool]:
     """Pools from YAML text or already-parsed data; a bad field raises ValueError naming it."""
-    raw = yaml.safe_load(data) if isinstance(data, str) else data
+    try:
+        raw = yaml_input.load(data) if isinstance(data, str) else data
+    except yaml.YAMLError as e:
+        raise ValueError(f"node pools: invalid YAML: {' '.join(str(e).split())}") from None
     try:
         return msgspec.convert(raw, PoolSpec).pools
     except msgspec.ValidationError as e:

@@ -1,0 +1,374 @@
+"""Hostile input, fuzzed: what a user feeds caldera is refused in one line naming it, or taken whole.
+
+Each strategy starts from a valid input (a manifest of each kind, Volcano's Helm conf, a
+trace) and breaks one thing in it — a value replaced by another type, a huge or negative
+number, a huge exponent, unicode digits, deep nesting, a key dropped or added — then runs
+the parser the command runs. Accepted: the input is taken (and what the later steps do with
+it does not raise), or refused with the parser's error, each line one line. Anything else —
+another exception, a multi-line message — is a defect. A hang fails on the suite's timeout.
+The number of examples is bounded to keep ``make test`` short.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from batch_scheduler.conf import ConfError, parse_conf
+from batch_scheduler.registry import default_registry
+from caldera.commands.dry_run import load_objects
+from cluster.model.core import Node, Pod
+from cluster.model.devices import node_allocatable
+from cluster.model.manifests import ManifestErrors
+from cluster.model.quantity import MAX_INT64, QuantityError, parse_amount
+from cluster.sim.trace import read_nodes, read_pods, task_of, to_pod
+
+# Bounded for `make test`; CALDERA_FUZZ_EXAMPLES=5000 hunts longer.
+COUNT = int(os.environ.get("CALDERA_FUZZ_EXAMPLES", "120"))
+EXAMPLES = settings(max_examples=COUNT, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+ODD_TEXT = [
+    "1e16",
+    "1E400",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "-1",
+    "0.0000000001",
+    "1e-400",
+    "0x10",
+    "١٢",
+    "²",
+    "∞",
+    "nan",
+    "1Ki",
+    "1.5Pi",
+    "12345678901234567890Ei",
+    "",
+    " ",
+    "\u0000",
+    "a" * 300,
+]
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(ODD_TEXT),
+    st.text(max_size=10),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def paths(obj: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into a JSON-like tree, the root included."""
+    out = [at]
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out += paths(v, (*at, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out += paths(v, (*at, i))
+    return out
+
+
+@st.composite
+def broken(draw: st.DrawFn, base: Any) -> Any:
+    """``base`` with one thing broken at a random place (or left as it is, now and then)."""
+    obj = copy.deepcopy(base)
+    path = draw(st.sampled_from(paths(obj)[1:]))
+    parent = obj
+    for key in path[:-1]:
+        parent = parent[key]
+    key = path[-1]
+    action = draw(st.sampled_from(["replace", "replace", "replace", "delete", "add", "nest", "keep"]))
+    if action == "replace":
+        parent[key] = draw(VALUES)
+    elif action == "delete":
+        del parent[key]
+    elif action == "add" and isinstance(parent, dict):
+        parent[draw(st.text(min_size=1, max_size=8))] = draw(VALUES)
+    elif action == "nest":
+        value: Any = parent[key]
+        for _ in range(draw(st.integers(min_value=1, max_value=60))):
+            value = [value]
+        parent[key] = value
+    return obj
+
+
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "p",
+        "namespace": "default",
+        "labels": {"app": "x"},
+        "annotations": {"scheduling.volcano.sh/queue-name": "q", "volcano.sh/gpu-index": "0"},
+    },
+    "spec": {
+        "schedulerName": "volcano",
+        "priorityClassName": "high",
+        "nodeSelector": {"zone": "a"},
+        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]
+                }
+            }
+        },
+        "containers": [
+            {
+                "name": "c",
+                "image": "x",
+                "resources": {
+                    "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                    "limits": {"nvidia.com/gpu": "1", "volcano.sh/vgpu-memory": "1000"},
+                },
+            }
+        ],
+    },
+}
+NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {
+        "name": "n1",
+        "labels": {"zone": "a"},
+        "annotations": {"volcano.sh/node-vgpu-register": "GPU-a,10,16384,NVIDIA-A100,true,hami-core:"},
+    },
+    "spec": {"taints": [{"key": "gpu", "value": "x", "effect": "NoSchedule"}]},
+    "status": {
+        "allocatable": {
+            "cpu": "8",
+            "memory": "16Gi",
+            "pods": "110",
+            "nvidia.com/gpu": "1",
+            "volcano.sh/vgpu-number": "10",
+            "volcano.sh/vgpu-memory": "16384",
+            "volcano.sh/vgpu-cores": "100",
+        }
+    },
+}
+QUEUE = {
+    "apiVersion": "scheduling.volcano.sh/v1beta1",
+    "kind": "Queue",
+    "metadata": {"name": "q"},
+    "spec": {"weight": 1, "capability": {"cpu": "8"}, "deserved": {"cpu": "4"}, "parent": "root"},
+}
+PRIORITY = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100}
+PODGROUP = {
+    "apiVersion": "scheduling.volcano.sh/v1beta1",
+    "kind": "PodGroup",
+    "metadata": {"name": "g", "namespace": "default"},
+    "spec": {"minMember": 2, "queue": "q", "minResources": {"cpu": "2"}, "networkTopology": {"mode": "hard"}},
+}
+JOB = {
+    "apiVersion": "batch.volcano.sh/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "j", "namespace": "default"},
+    "spec": {
+        "minAvailable": 2,
+        "queue": "q",
+        "schedulerName": "volcano",
+        "tasks": [
+            {
+                "name": "t",
+                "replicas": 2,
+                "template": {
+                    "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}
+                },
+            }
+        ],
+    },
+}
+KINDS = {"Pod": POD, "Node": NODE, "Queue": QUEUE, "PodGroup": PODGROUP, "Job": JOB}
+
+
+def one_line(lines: list[str]) -> None:
+    assert lines and all(line and "\n" not in line for line in lines), lines
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@EXAMPLES
+@given(data=st.data())
+def test_a_broken_manifest_is_refused_in_one_line_or_taken_whole(
+    tmp_path: Path, kind: str, data: st.DataObject
+) -> None:
+    doc = data.draw(broken(KINDS[kind]))
+    others = [d for d in (NODE, QUEUE, PRIORITY) if d is not KINDS[kind]]
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump_all([*others, doc], allow_unicode=True))
+    try:
+        objects, _, warnings = load_objects([str(path)])
+    except ManifestErrors as e:
+        event("refused")
+        one_line(list(e.lines))
+        return
+    event("taken")
+    one_line(warnings) if warnings else None
+    for o in objects:  # what the dry run does next with them must not raise
+        if isinstance(o, Pod):
+            o.request()
+        elif isinstance(o, Node):
+            node_allocatable(o)
+
+
+CONF = """\
+actions: "enqueue, allocate, backfill, preempt, reclaim"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+    arguments: {overcommit-factor: 1.2}
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+    arguments: {binpack.weight: 10, binpack.cpu: 2, binpack.resources: nvidia.com/gpu, binpack.resources.nvidia.com/gpu: 5}
+  - name: deviceshare
+    arguments: {deviceshare.SchedulePolicy: fgd, deviceshare.FGDTypicalPods: "cpu=1,gpus=1,milli=500,share=1"}
+configurations:
+- name: enqueue
+  arguments: {overcommit-factor: 1.5}
+"""
+
+
+@EXAMPLES
+@given(data=st.data())
+def test_a_broken_scheduler_conf_is_refused_in_one_line_or_loads(data: st.DataObject) -> None:
+    conf = data.draw(broken(yaml.safe_load(CONF)))
+    try:
+        parse_conf(yaml.safe_dump(conf, allow_unicode=True), default_registry()).build()
+    except ConfError as e:
+        event("refused")
+        one_line([str(e)])
+        return
+    event("taken")
+
+
+NODES_CSV = "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,131072,4,T4\nn1,64000,262144,8,V100M16\n"
+PODS_CSV = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    "p0,4000,8192,1,500,,LS,Running,0,100,0\n"
+    "p1,8000,16384,2,1000,V100M16|V100M32,BE,Running,10,,10\n"
+)
+CELLS = st.one_of(st.sampled_from(ODD_TEXT), st.text(max_size=8), st.integers(-(2**70), 2**70).map(str))
+
+
+@st.composite
+def broken_csv(draw: st.DrawFn, text: str) -> str:
+    rows = [line.split(",") for line in text.strip().split("\n")]
+    r = draw(st.integers(min_value=0, max_value=len(rows) - 1))
+    c = draw(st.integers(min_value=0, max_value=len(rows[r]) - 1))
+    action = draw(st.sampled_from(["cell", "cell", "drop", "extra"]))
+    if action == "cell":
+        rows[r][c] = draw(CELLS).replace(",", ";").replace("\n", " ").replace("\r", " ")
+    elif action == "drop":
+        del rows[r][c]
+    else:
+        rows[r].append("x")
+    return "\n".join(",".join(row) for row in rows) + "\n"
+
+
+@EXAMPLES
+@given(data=st.data())
+def test_a_broken_trace_is_refused_in_one_line_or_read_whole(tmp_path: Path, data: st.DataObject) -> None:
+    nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    broken_nodes = data.draw(st.booleans())
+    nodes.write_text(data.draw(broken_csv(NODES_CSV)) if broken_nodes else NODES_CSV)
+    pods.write_text(PODS_CSV if broken_nodes else data.draw(broken_csv(PODS_CSV)))
+    try:
+        for n in read_nodes(nodes):
+            node_allocatable(n)
+        for tp in read_pods(pods):
+            task_of(tp)
+            to_pod(tp, "volcano").request()
+    except ValueError as e:
+        event("refused")
+        one_line([str(e)])
+        return
+    event("taken")
+
+
+QUANTITY = st.one_of(
+    st.sampled_from(ODD_TEXT),
+    st.text(alphabet="0123456789+-.eEkKMGTPiumn ١²", max_size=14),
+    st.builds(
+        lambda m, e, s: f"{m}e{e}{s}",
+        st.integers(-(10**30), 10**30),
+        st.integers(-500, 500),
+        st.sampled_from(["", "m", "Ki", "G"]),
+    ),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(2**80), 2**80),
+)
+
+
+@settings(max_examples=4 * COUNT, deadline=None)
+@given(value=QUANTITY, resource=st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "pods"]))
+def test_a_quantity_is_an_int64_amount_or_one_line_naming_the_field(value: Any, resource: str) -> None:
+    try:
+        amount = parse_amount(resource, value, field="spec.x")
+    except QuantityError as e:
+        assert str(e).startswith("spec.x: "), e
+        one_line([str(e)])
+        return
+    assert -MAX_INT64 - 1 <= amount <= MAX_INT64
+
+
+# The defects these strategies found, each pinned by its own case.
+
+
+def test_a_field_name_holding_a_newline_is_named_on_one_line() -> None:
+    from cluster.model.manifests import read_manifests
+
+    _, errors = read_manifests(yaml.safe_dump({**QUEUE, "sp\nec": 1}))
+    assert len(errors) == 1 and "sp\\nec" in errors[0] and "\n" not in errors[0], errors
+    with pytest.raises(ConfError) as e:
+        parse_conf('actions: "allocate"\ntiers: []\n"x\\ny": 1\n', default_registry())
+    assert "x\\ny" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_node_claiming_more_cards_than_are_tracked_does_not_enumerate_them(tmp_path: Path) -> None:
+    """2**51 GPUs on a node that shares them in thousandths once meant a list of 2**51 cards."""
+    (tmp_path / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,131072,2251799813685247,T4\n")
+    [node] = read_nodes(tmp_path / "nodes.csv")
+    assert not any(r.startswith("gpu.caldera.io/") for r in node_allocatable(node).names())
+    manifest = copy.deepcopy(NODE)
+    manifest["metadata"]["annotations"] = {}
+    manifest["status"]["allocatable"] = {"cpu": "8", "nvidia.com/gpu": "100000", "caldera.io/gpu-milli": "100000000"}
+    path = tmp_path / "n.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    with pytest.raises(ManifestErrors) as e:
+        load_objects([str(path)])
+    assert e.value.lines == [
+        f"{path}: document 0 (Node n1): status.allocatable.nvidia.com/gpu: 100000 cards (at most 64 are tracked "
+        "one by one; this node's are not, its totals count)"
+    ]
+
+
+def test_card_annotations_with_other_digits_are_no_cards() -> None:
+    from cluster.model.devices import CARDS_ANNOTATION, GPU_INDEX, pod_cards
+    from tests.builders import gpu_pod
+
+    for notes in ({CARDS_ANNOTATION: "²=500"}, {CARDS_ANNOTATION: "0=" + "9" * 5000}, {GPU_INDEX: "١"}):
+        pod = gpu_pod("p", limits={"volcano.sh/gpu-memory": 100}, annotations=notes, node="n1")
+        assert not pod_cards(pod), notes
