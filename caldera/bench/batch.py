@@ -34,6 +34,7 @@ from caldera._store import client
 from caldera.bench.runner import figures, positive_int, run_bench
 from cluster.model.core import Pod
 from cluster.model.sharding import ShardingMode
+from cluster.model.text import one_line
 from cluster.model.volcano import PodGroup, Queue
 from cluster.runtime.heap import HeapKeeper
 from cluster.sim.cluster import SimBindTarget, SimEvictor
@@ -211,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         load_conf(args.conf, default_registry(), "--conf")
     except ConfError as e:
-        print(f"caldera bench batch: error: {e}", file=sys.stderr)
+        print(f"caldera bench batch: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     return run_bench(
         args,

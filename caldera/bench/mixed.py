@@ -23,6 +23,7 @@ from caldera.demo.processes import Options
 from caldera.demo.run import run_system
 from caldera.demo.view import View
 from caldera.demo.workload import WorkloadDriver
+from cluster.model.text import one_line
 
 
 def add_parser(sub: Any) -> None:
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         w = workloads.load(args.workload)
     except ValueError as e:
-        print(f"caldera bench mixed: error: {e}", file=sys.stderr)
+        print(f"caldera bench mixed: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     return run_bench(
         args,

@@ -28,6 +28,7 @@ from caldera.bench.agent import AGENT, Run, place
 from caldera.bench.runner import figures, positive_int, run_bench
 from cluster.model.core import Node, Pod
 from cluster.model.resources import GPU
+from cluster.model.text import one_line
 from cluster.nodeview.devices import CardPolicy
 from cluster.sim.trace import GPU_MILLI, read_nodes, read_pods, to_pod
 from cluster.store.store import Store
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         nodes, pods = load(args.trace, args.trace_nodes)
     except (OSError, ValueError) as e:
-        print(f"caldera bench saturation: error: {e}", file=sys.stderr)
+        print(f"caldera bench saturation: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     return run_bench(
         args,

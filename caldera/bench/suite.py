@@ -37,6 +37,7 @@ from caldera.bench import trace as bench_trace
 from caldera.bench.runner import local_ray, measured
 from caldera.demo import workload as workloads
 from cluster.model.core import Node, Pod
+from cluster.model.text import one_line
 from cluster.runtime.flags import Parser
 
 if TYPE_CHECKING:
@@ -383,7 +384,7 @@ def run(args: argparse.Namespace) -> int:
             cards, tasks = bench_trace.load(args.trace, args.trace_nodes)
             trace = Trace(nodes=nodes, pods=pods, cards=cards, tasks=tasks)
         except (OSError, ValueError) as e:
-            print(f"caldera bench: error: {e}", file=sys.stderr)
+            print(f"caldera bench: error: {one_line(str(e))}", file=sys.stderr)
             return 2
     from rich.console import Console  # for the table and the progress lines only
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from caldera.bench.runner import positive_int
 from cluster.model.resources import CPU, GPU, MEMORY
+from cluster.model.text import one_line
 from cluster.nodeview.cards import Cards, Task
 from cluster.nodeview.fgd import Workload, typical_pods
 from cluster.nodeview.gpu_policies import policies
@@ -281,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
         typical_pods([], threshold=args.popularity)
         cluster, tasks = load(args.trace, args.trace_nodes, args.cpu_nodes)
     except (OSError, ValueError) as e:
-        print(f"caldera bench trace: error: {e}", file=sys.stderr)
+        print(f"caldera bench trace: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     report = measure(
         os.path.basename(args.trace),

@@ -46,6 +46,7 @@ from cluster.model.manifests import (
     read_manifests,
 )
 from cluster.model.sharding import ShardingMode
+from cluster.model.text import one_line
 from cluster.model.topology import HyperNode
 from cluster.model.unhonoured import notice
 from cluster.model.volcano import NodeShard, PodGroup, Queue
@@ -292,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{prog}: error: {line}", file=sys.stderr)
         return 2
     except (ValueError, ConfError, ConfigError) as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     for line in conf.warnings:  # e.g. a Volcano plugin caldera does not implement yet
         print(f"{prog}: warning: {line}", file=sys.stderr)

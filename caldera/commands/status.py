@@ -22,6 +22,7 @@ import msgspec
 from caldera._loop import run_loop
 from caldera._store import client
 from cluster.model.core import ResourceList
+from cluster.model.text import one_line
 from cluster.model.volcano import Queue
 from cluster.runtime import heartbeat
 from cluster.store.keys import Keys
@@ -238,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
         if args.top < 1:
             raise ValueError(f"--top: {args.top} (expected a positive integer)")
     except ValueError as e:
-        print(f"caldera status: error: {e}", file=sys.stderr)
+        print(f"caldera status: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     try:
         report = run_loop(once(args.redis_url, args.cluster, args.top))

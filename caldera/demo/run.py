@@ -43,6 +43,7 @@ from caldera.demo.view import Frame, View, summary
 from caldera.demo.workload import AGENT, VOLCANO, WorkloadDriver
 from cluster.model.devices import CARD_PREFIX, is_card_resource
 from cluster.model.resources import CPU, GPU, Resources
+from cluster.model.text import one_line
 from cluster.runtime import heartbeat
 from cluster.sim.cluster import SimCluster
 from cluster.store.audit import audit
@@ -349,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         driver = make_driver(args)
     except ValueError as e:
-        print(f"caldera demo: error: {e}", file=sys.stderr)
+        print(f"caldera demo: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     from rich.console import Console  # drawing needs rich; the rest of caldera does not
 

@@ -7,13 +7,14 @@ from typing import NoReturn
 
 from cluster.model.duration import parse_duration as go_duration
 from cluster.model.sharding import ShardingMode
+from cluster.model.text import one_line
 
 
 class Parser(argparse.ArgumentParser):
     """argparse that reports bad input in one line and exits 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")  # a value may hold a line break
 
 
 def parse_duration(text: str) -> float:

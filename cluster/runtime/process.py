@@ -26,6 +26,7 @@ import msgspec
 import uvloop
 from prometheus_client import CollectorRegistry
 
+from cluster.model.text import one_line
 from cluster.runtime import heartbeat
 from cluster.runtime.flags import parse_duration
 from cluster.runtime.logs import LogFormat, add_log_flags, configure, logger
@@ -183,7 +184,7 @@ def configs_or_none(
     try:
         return process_config(component, args, os.environ), build(args)
     except ValueError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)  # a value may hold a line break
         return None
 
 

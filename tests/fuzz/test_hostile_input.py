@@ -372,3 +372,66 @@ def test_card_annotations_with_other_digits_are_no_cards() -> None:
     for notes in ({CARDS_ANNOTATION: "²=500"}, {CARDS_ANNOTATION: "0=" + "9" * 5000}, {GPU_INDEX: "١"}):
         pod = gpu_pod("p", limits={"volcano.sh/gpu-memory": 100}, annotations=notes, node="n1")
         assert not pod_cards(pod), notes
+
+
+def _processes() -> dict[str, tuple[Any, Any]]:
+    from agent_scheduler import main as agent
+    from batch_scheduler import main as batch
+    from cluster.kube import mirror_main as mirror
+    from sharding import main as sharding
+
+    return {
+        "agent-scheduler": (agent.build_parser, agent.agent_config),
+        "batch-scheduler": (batch.build_parser, batch.parse_config),
+        "sharding": (sharding.build_parser, sharding.process_config),
+        "mirror": (mirror.build_parser, mirror.parse_config),
+    }
+
+
+FLAG_VALUES = st.one_of(
+    st.sampled_from([*ODD_TEXT, "/", "/dev/null", "/etc/passwd", "/nonexistent/x", "-1s", "1h", "10m5s", "0"]),
+    st.text(max_size=10),
+    st.integers(-(2**70), 2**70).map(str),
+)
+
+
+@pytest.mark.parametrize("component", ["agent-scheduler", "batch-scheduler", "mirror", "sharding"])
+@EXAMPLES
+@given(data=st.data())
+def test_a_bad_flag_value_is_one_line_and_exit_2_or_a_config(component: str, data: st.DataObject) -> None:
+    """Each process's flags, as its ``main`` reads them (the parser, then the config builders),
+    before anything starts: a value is taken, or refused in one line with exit 2."""
+    import contextlib
+    import io
+
+    from cluster.runtime.process import configs_or_none
+
+    build_parser, build = _processes()[component]
+    parser = build_parser(f"caldera {component}")
+    flags = [a for a in parser._actions if a.option_strings and a.nargs != 0 and a.dest != "help"]
+    chosen = data.draw(st.lists(st.sampled_from(flags), min_size=1, max_size=3, unique_by=lambda a: a.dest))
+    argv = [x for a in chosen for x in (a.option_strings[-1], data.draw(FLAG_VALUES))]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            configs = configs_or_none(parser.prog, component, parser.parse_args(argv), build)
+        except SystemExit as e:
+            assert e.code == 2, argv
+            configs = None
+    if configs is None:
+        lines = err.getvalue().strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"caldera {component}: error: "), (argv, lines)
+
+
+def test_a_flag_value_holding_a_line_break_is_named_on_one_line() -> None:
+    import subprocess
+    import sys
+
+    for argv in (
+        ["dry-run", "-f", "a\nb"],
+        ["mirror", "--redis-url-file", "a\x1eb"],
+        ["bench", "trace", "--trace", "x", "--trace-nodes", "a\u2028b"],
+    ):
+        r = subprocess.run([sys.executable, "-m", "caldera", *argv], capture_output=True, text=True, timeout=120)
+        lines = (r.stdout + r.stderr).strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and "error: " in lines[0], (argv, lines)
