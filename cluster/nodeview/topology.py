@@ -22,12 +22,12 @@ The parent links are checked for cycles before anything walks them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+import re2
 
 from cluster.model.core import ObjectMeta
 from cluster.model.topology import (
@@ -39,6 +39,7 @@ from cluster.model.topology import (
     LabelMatch,
     Member,
     MemberSelector,
+    node_pattern,
 )
 from cluster.nodeview.predicates import selector_mask
 from cluster.nodeview.table import Mask, NodeTable
@@ -172,8 +173,8 @@ def _picks(member: Member, table: NodeTable) -> Iterator[int]:
             yield row
     elif s.regex_match is not None:
         try:
-            pattern = re.compile(s.regex_match.pattern)
-        except re.error:
+            pattern = node_pattern(s.regex_match.pattern)
+        except re2.error:
             return  # Volcano: a pattern that does not compile adds nothing (the webhook refuses it)
         yield from (i for i in range(n) if pattern.search(table.names[i]))
     elif s.label_match is not None and not s.label_match.empty and not s.label_match.match_expressions:

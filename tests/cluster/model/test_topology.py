@@ -51,3 +51,20 @@ def test_a_network_topology_as_the_api_holds_it() -> None:
         "mode": "soft",
         "highestTierName": "rack",
     }
+
+
+def test_regex_members_match_as_go_does_in_linear_time() -> None:
+    """Volcano compiles regexMatch with Go's regexp (RE2). A backtracking engine takes time
+    exponential in the name on ``(a|a)*b`` — a HyperNode could stall the scheduler — and accepts
+    Perl's lookarounds, which Go's webhook refuses."""
+    from cluster.nodeview.topology import build
+    from tests.builders import hypernode, node, node_table
+
+    names = ["a" * 60, "a" * 59 + "b", "gpu-1"]
+    table = node_table([node(n) for n in names])
+    topology = build(table, [hypernode("slow", 1, regex="(a|a)*b"), hypernode("g", 1, regex="^gpu-[0-9]+$")])
+    picked = {d.name: [names[i] for i in d.rows.tolist()] for d in topology.domains.values()}
+    assert (picked["slow"], picked["g"]) == (["a" * 59 + "b"], ["gpu-1"])
+    perl = hn({"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "gpu-(?=1)"}}}]})
+    [problem] = hypernode_problems(perl)
+    assert problem.path == "spec.members[0].selector.regexMatch.pattern" and "does not compile" in problem.problem
