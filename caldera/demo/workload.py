@@ -83,11 +83,15 @@ class PriorityClassSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     value: int
 
 
+MAX_GANG = 10_000  # pods in one training job
+MAX_BURST = 100_000  # agent pods in one burst
+
+
 class PodShape(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What a class's pods look like; shared by training and agent classes."""
 
     name: str
-    every_s: Positive
+    every_s: Annotated[float, msgspec.Meta(ge=0.001)]  # at most 1,000 arrivals a second per class
     duration_s: tuple[Positive, Positive]
     tolerations: list[TolerationSpec] = []
     node_selector: dict[str, str] = {}
@@ -103,7 +107,7 @@ class TrainingClass(PodShape, frozen=True, kw_only=True, forbid_unknown_fields=T
     """Training jobs: a PodGroup of ``pods`` (drawn from the list) that starts with ``min_available`` of them."""
 
     queue: str
-    pods: list[Annotated[int, msgspec.Meta(ge=1)]]
+    pods: list[Annotated[int, msgspec.Meta(ge=1, le=MAX_GANG)]]
     min_available: Annotated[float, msgspec.Meta(gt=0, le=1)] = 1.0
     requests: Quantities
     # Each job's PodGroup networkTopology (mode, highestTierAllowed or highestTierName): its gang
@@ -124,7 +128,7 @@ class TrainingClass(PodShape, frozen=True, kw_only=True, forbid_unknown_fields=T
 class AgentClass(PodShape, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Agent pods: a burst of ``burst`` pods (low to high) every ``every_s``, each with one of ``requests``."""
 
-    burst: tuple[Annotated[int, msgspec.Meta(ge=1)], Annotated[int, msgspec.Meta(ge=1)]]
+    burst: tuple[Annotated[int, msgspec.Meta(ge=1, le=MAX_BURST)], Annotated[int, msgspec.Meta(ge=1, le=MAX_BURST)]]
     requests: list[Quantities]
 
     def __post_init__(self) -> None:

@@ -46,6 +46,9 @@ class SwitchSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
                 raise ValueError(f"switches.{name}: {value} (expected 1 or more)")
 
 
+MAX_POOL_NODES = 100_000  # nodes one pool builds (the largest clusters run ~65,000)
+
+
 class NodePool(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     count: int
@@ -56,8 +59,8 @@ class NodePool(msgspec.Struct, frozen=True, kw_only=True):
     switches: SwitchSpec | None = None  # label each node with its leaf and spine (LEAF_LABEL, SPINE_LABEL)
 
     def __post_init__(self) -> None:
-        if self.count < 0:
-            raise ValueError(f"pools[{self.name}].count: {self.count} is negative (expected 0 or more)")
+        if not 0 <= self.count <= MAX_POOL_NODES:
+            raise ValueError(f"pools[{self.name}].count: {self.count} (expected 0 to {MAX_POOL_NODES:,} nodes)")
         Resources.from_quantities(self.resources, field=f"pools[{self.name}].resources")
 
 

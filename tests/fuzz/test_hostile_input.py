@@ -435,3 +435,46 @@ def test_a_flag_value_holding_a_line_break_is_named_on_one_line() -> None:
         r = subprocess.run([sys.executable, "-m", "caldera", *argv], capture_output=True, text=True, timeout=120)
         lines = (r.stdout + r.stderr).strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and "error: " in lines[0], (argv, lines)
+
+
+@EXAMPLES
+@given(data=st.data())
+def test_a_broken_demo_workload_is_refused_in_one_line_or_bounded(tmp_path: Path, data: st.DataObject) -> None:
+    """The default workload with one thing broken: refused in one line, or a workload whose sizes
+    stay bounded (no pool, gang or burst that would build without end)."""
+    from importlib import resources
+
+    from caldera.demo import workload
+
+    base = yaml.safe_load(resources.files("caldera.demo").joinpath("workloads", workload.DEFAULT).read_text())
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(data.draw(broken(base)), allow_unicode=True))
+    try:
+        w = workload.load(str(path))
+    except ValueError as e:
+        event("refused")
+        one_line([str(e)])
+        return
+    event("taken")
+    assert sum(p.count for p in w.pools) <= 100_000 * len(w.pools)
+    assert all(max(c.pods) <= workload.MAX_GANG for c in w.training)
+    assert all(c.burst[1] <= workload.MAX_BURST and c.every_s >= 0.001 for c in w.agents)
+
+
+def test_a_workload_asking_for_a_trillion_nodes_or_pods_is_refused(tmp_path: Path) -> None:
+    """Before, a pool of 10**12 nodes or a gang of 10**12 pods was taken, and the demo set out to build them."""
+    from caldera.demo import workload
+
+    path = tmp_path / "w.yaml"
+    training = "training: [{name: t, queue: q, every_s: 1, pods: [%s], duration_s: [1, 2], requests: {cpu: 1}}]\n"
+    for text, needle in (
+        (
+            "pools: [{name: p, count: 1000000000000, resources: {cpu: 1}}]\n",
+            "pools[p].count: 1000000000000 (expected 0 to 100,000 nodes)",
+        ),
+        ("pools: [{name: p, count: 1, resources: {cpu: 1}}]\nqueues: [{name: q}]\n" + training % 10**12, "pods"),
+    ):
+        path.write_text(text)
+        with pytest.raises(ValueError) as e:
+            workload.load(str(path))
+        assert needle in str(e.value) and "\n" not in str(e.value), e.value
