@@ -199,7 +199,7 @@ def test_demo_replays_a_trace_with_pods_created_and_deleted_at_their_times(
         (
             "pools: [{name: a, count: 1, resources: {cpu: 2}}]\nagents: [{name: s, every_s: 0, burst: [1, 2], duration_s: [1, 2],"
             " requests: [{cpu: 1}]}]\n",
-            "Expected `float` > 0.0 - at `$.agents[0].every_s`",
+            "Expected `float` >= 0.001 - at `$.agents[0].every_s`",
         ),
         (
             "pools: [{name: a, count: 1, resources: {cpu: 2}}]\nspeed: 3\n",
