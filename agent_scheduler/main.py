@@ -61,14 +61,15 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
         help="with --gpu-policy fgd: the typical pods, e.g. 'cpu=4,gpus=1,milli=500,share=0.6; cpu=8,gpus=8,share=0.4' "
         "(default: learned from the pods placed)",
     )
+    fgd = FgdConfig()
     p.add_argument(
-        "--fgd-window", type=int, default=2000, help="with fgd: the last pods the typical pods are learned from"
+        "--fgd-window", type=int, default=fgd.window, help="with fgd: the last pods the typical pods are learned from"
     )
     p.add_argument(
         "--fgd-popularity",
         type=float,
-        default=95.0,
-        help="with fgd: the %% of those pods the typical shapes cover (default: 95)",
+        default=fgd.popularity,
+        help=f"with fgd: the %% of those pods the typical shapes cover (default: {fgd.popularity:g})",
     )
     p.add_argument("--fgd-gpu-pods-only", action="store_true", help="with fgd: leave CPU pods out of the typical pods")
     p.add_argument("--max-retries", type=int, default=3, help="conflict retries inside one worker call (default: 3)")
@@ -124,10 +125,19 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
 
 def fgd_config(args: argparse.Namespace) -> FgdConfig:
     """FGD's typical pods from the flags; ValueError naming a bad one (or one set without --gpu-policy fgd)."""
-    defaults = {"fgd_typical_pods": "", "fgd_window": 2000, "fgd_popularity": 95.0, "fgd_gpu_pods_only": False}
-    given = [k for k, v in defaults.items() if getattr(args, k) != v]
+    default = FgdConfig()
+    given = [
+        flag
+        for flag, changed in (
+            ("--fgd-typical-pods", bool(args.fgd_typical_pods)),
+            ("--fgd-window", args.fgd_window != default.window),
+            ("--fgd-popularity", args.fgd_popularity != default.popularity),
+            ("--fgd-gpu-pods-only", args.fgd_gpu_pods_only),
+        )
+        if changed
+    ]
     if given and args.gpu_policy != CardPolicy.FGD.value:
-        raise ValueError(f"--{given[0].replace('_', '-')}: set, but --gpu-policy is {args.gpu_policy!r} (expected fgd)")
+        raise ValueError(f"{given[0]}: set, but --gpu-policy is {args.gpu_policy!r} (expected fgd)")
     if args.fgd_window < 1:
         raise ValueError(f"--fgd-window: {args.fgd_window} (expected a positive integer)")
     if not 0 < args.fgd_popularity <= 100:

@@ -33,7 +33,7 @@ from batch_scheduler.framework import SessionView
 from batch_scheduler.plugin_set import PluginSet
 from batch_scheduler.tasks import TaskInfo
 from cluster.model.resources import Resources
-from cluster.nodeview.devices import Need, card_fit, idle_cards, tracks_cards
+from cluster.nodeview.devices import Need, card_fit, idle_cards, needed_cards
 from cluster.nodeview.fit import fitting
 from cluster.nodeview.shard import preference_penalty
 from cluster.nodeview.table import Mask
@@ -138,7 +138,7 @@ class Chooser:
         value = self._values(task, allowed, None)
         return _Template(
             task=task,
-            need=need if (need := task.need) is None or not need.whole or tracks_cards(ssn.columns) else None,
+            need=needed_cards(ssn.columns, task.need),
             allowed=allowed,
             value=value,
             seen=len(self.changes),

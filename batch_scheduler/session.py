@@ -32,7 +32,7 @@ from batch_scheduler.vector import Vector
 from cluster.model.core import Pod
 from cluster.model.devices import is_card_resource
 from cluster.model.resources import Resources
-from cluster.nodeview.devices import CardPolicy, Need, card_need, choose_cards, tracks_cards
+from cluster.nodeview.devices import CardPolicy, Need, card_need, choose_cards, needed_cards
 from cluster.nodeview.fgd_score import FgdScore
 from cluster.nodeview.fit import fits_once_freed, resources_fit
 from cluster.nodeview.pod_affinity import PlacedPods, Verdict, constrained, pod_rules
@@ -105,7 +105,6 @@ class Session:
         self.evictions: list[TaskInfo] = []
         self.tiers: PluginSet = conf.build()
         self.card_policy: CardPolicy = conf.card_policy()
-        self._cards = tracks_cards(inp.columns)  # else whole cards are held by the node totals alone
         self._fgd = next(  # deviceshare's, with SchedulePolicy: fgd
             (f for tier in self.tiers.tiers for p in tier if isinstance(f := getattr(p, "fgd", None), FgdScore)), None
         )
@@ -118,8 +117,8 @@ class Session:
     def place(self, task: TaskInfo, node: str, sign: int) -> None:
         """Take the task's request on the node (+1) — and the GPU cards it picks there — or give it back (−1)."""
         if sign > 0:
-            need = task.need
-            if need is not None and (self._cards or not need.whole):
+            need = needed_cards(self.columns, task.need)
+            if need is not None:
                 row = self.columns.index[node]
                 picked = choose_cards(self.columns, row, need, self.card_policy, self._fgd_card(task, row, need))
                 if picked is None:  # the chooser fitted the cards as they are: a bug if reached

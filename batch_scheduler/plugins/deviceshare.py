@@ -93,15 +93,16 @@ class DeviceShareArguments(Arguments, frozen=True, kw_only=True):
         given = [name for name in FGD_ARGUMENTS if name in arguments]
         if given and policy is not CardPolicy.FGD:
             raise ValueError(f"{given[0]}: set, but {POLICY} is {text!r} (FGD's arguments need {POLICY}: fgd)")
-        popularity = number(arguments, FGD_POPULARITY, 95.0)
+        default = FgdConfig()
+        popularity = number(arguments, FGD_POPULARITY, default.popularity)
         if not 0 < popularity <= 100:
             raise ValueError(f"{FGD_POPULARITY}: {arguments[FGD_POPULARITY]!r} (expected a percentage in (0, 100])")
-        window = number(arguments, FGD_WINDOW, 2000, minimum=1)
+        window = number(arguments, FGD_WINDOW, default.window, minimum=1)
         if window != int(window):
             raise ValueError(f"{FGD_WINDOW}: {arguments[FGD_WINDOW]!r} (expected a whole number of pods >= 1)")
         fgd = FgdConfig(
             popularity=popularity,
-            include_cpu=flag(arguments, FGD_CPU, True),
+            include_cpu=flag(arguments, FGD_CPU, default.include_cpu),
             window=int(window),
             typical=parse_typical_pods(arguments[FGD_TYPICAL], FGD_TYPICAL) if FGD_TYPICAL in arguments else (),
         )

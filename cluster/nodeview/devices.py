@@ -154,28 +154,36 @@ def tracks_cards(table: NodeTable) -> bool:
     return bool(_card_rows(table)[0])
 
 
+def needed_cards(table: NodeTable, need: Need | None) -> Need | None:
+    """``need`` as a decision on ``table`` must meet it: none for whole cards where no node tracks
+    its cards one by one (the node totals hold them)."""
+    return None if need is not None and need.whole and not tracks_cards(table) else need
+
+
+def _node_cards(table: NodeTable, node: int) -> tuple[list[int], list[int], list[int]] | None:
+    """The node's cards (indexes), each one's room and what is used of it, as lists; None for a node
+    whose cards are not tracked one by one."""
+    present, room, _, _ = _card_rows(table)
+    if not present:
+        return None
+    caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
+    return (present, caps, used) if any(c > 0 for c in caps) else None
+
+
 def idle_cards(table: NodeTable, node: int) -> int | None:
     """How many of the node's cards nothing is on (a whole-card ask's room); None for a node whose
     cards are not tracked one by one (only whole cards there: its totals say it all)."""
-    _, room, _, _ = _card_rows(table)
-    if not len(room):  # no node tracks cards
-        return None
-    caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
-    if not any(c > 0 for c in caps):
-        return None
-    return sum(1 for c, u in zip(caps, used) if c > 0 and u == 0)
+    cards = _node_cards(table, node)
+    return None if cards is None else sum(1 for c, u in zip(cards[1], cards[2]) if c > 0 and u == 0)
 
 
 def _whole_cards(table: NodeTable, node: int, count: int) -> Resources | None:
     """``count`` idle cards of the node, lowest index first, each taken whole (the common ask, without arrays)."""
-    present, room, _, _ = _card_rows(table)
-    if not present:
-        return NO_CARDS
-    caps, used = table.allocatable[room, node].tolist(), table.allocated[room, node].tolist()
-    if not any(c > 0 for c in caps):
+    cards = _node_cards(table, node)
+    if cards is None:
         return NO_CARDS  # not tracked one by one there: the node's totals hold it
     taken: dict[str, int] = {}
-    for i, size, u in zip(present, caps, used):
+    for i, size, u in zip(*cards):
         if len(taken) == count:
             break
         if size > 0 and u == 0:
@@ -261,7 +269,7 @@ def card_fit(table: NodeTable, need: Need, among: Mask | None = None, rows: npt.
     asks met in turn."""
     width = len(table) if rows is None else len(rows)
     mask = np.ones(width, dtype=np.bool_) if among is None else among.copy()
-    if not _card_rows(table)[0]:  # no node tracks cards: whole cards fit on the totals, shares nowhere
+    if not tracks_cards(table):  # whole cards fit on the totals, shares nowhere
         return mask if need.whole else np.zeros(width, dtype=np.bool_)
     cards = CardRows(table, nodes=rows)
     untracked = ~cards.tracked() if need.whole else None

@@ -217,7 +217,8 @@ def test_a_broken_manifest_is_refused_in_one_line_or_taken_whole(
         one_line(list(e.lines))
         return
     event("taken")
-    one_line(warnings) if warnings else None
+    if warnings:
+        one_line(warnings)
     for o in objects:  # what the dry run does next with them must not raise
         if isinstance(o, Pod):
             o.request()

@@ -25,26 +25,18 @@ def pods() -> str:
     return "\n".join(rows) + "\n"
 
 
-def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_path: Path) -> None:
+def on_trace(tmp_path: Path, pods_csv: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``caldera ARGS --trace … --trace-nodes …`` on NODES and ``pods_csv`` written under ``tmp_path``."""
     (tmp_path / "nodes.csv").write_text(NODES)
-    (tmp_path / "pods.csv").write_text(pods())
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "caldera",
-            "bench",
-            "--quick",
-            "--json",
-            "--trace",
-            str(tmp_path / "pods.csv"),
-            "--trace-nodes",
-            str(tmp_path / "nodes.csv"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    (tmp_path / "pods.csv").write_text(pods_csv)
+    trace = ["--trace", str(tmp_path / "pods.csv"), "--trace-nodes", str(tmp_path / "nodes.csv")]
+    return subprocess.run(
+        [sys.executable, "-m", "caldera", *args, *trace], capture_output=True, text=True, timeout=timeout
     )
+
+
+def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_path: Path) -> None:
+    r = on_trace(tmp_path, pods(), "bench", "--quick", "--json")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     out = json.loads(r.stdout)
     benches = out["benches"]
@@ -82,24 +74,9 @@ def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_pat
 
 
 def test_bench_trace_refuses_a_malformed_trace_in_one_line(tmp_path: Path) -> None:
-    (tmp_path / "nodes.csv").write_text(NODES)
-    (tmp_path / "pods.csv").write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,x,0\n")
+    malformed = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,x,0\n"
     for args in (["bench", "trace"], ["bench", "saturation"], ["bench"]):
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "caldera",
-                *args,
-                "--trace",
-                str(tmp_path / "pods.csv"),
-                "--trace-nodes",
-                str(tmp_path / "nodes.csv"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        r = on_trace(tmp_path, malformed, *args, timeout=60)
         out = (r.stdout + r.stderr).strip()
         assert r.returncode == 2 and len(out.splitlines()) == 1 and "num_gpu" in out and "line 2" in out, out
 
@@ -130,28 +107,7 @@ def test_bench_topology_reports_the_best_tier_share_free_leaves_and_the_session_
 
 
 def test_bench_saturation_with_fgd_runs_the_trace_through_the_agent_schedulers_fgd(tmp_path: Path) -> None:
-    (tmp_path / "nodes.csv").write_text(NODES)
-    (tmp_path / "pods.csv").write_text(pods())
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "caldera",
-            "bench",
-            "saturation",
-            "--fgd",
-            "--workers",
-            "1",
-            "--json",
-            "--trace",
-            str(tmp_path / "pods.csv"),
-            "--trace-nodes",
-            str(tmp_path / "nodes.csv"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    r = on_trace(tmp_path, pods(), "bench", "saturation", "--fgd", "--workers", "1", "--json")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     fgd = json.loads(r.stdout)["fgd"]
     # the 8 half-card shares pair up on 4 cards, then 4-GPU pods take the idle nodes until one fits nowhere
