@@ -1,7 +1,8 @@
 """A private redis-server on a free loopback port, started and stopped by handle.
 
 Used by ``caldera demo``/``bench``/``dry-run`` when no ``--redis-url`` is given, and by the
-tests. Persistence is off: the state is scratch.
+tests, which may also start it with an ACL file (its users, the ``default`` one off) and with
+TLS only (``--port 0``). Persistence is off: the state is scratch.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from cluster.store.client import wait_until_up
+from cluster.store.client import TlsFiles, wait_until_up
 
 
 class RedisUnavailable(RuntimeError):
@@ -35,21 +36,38 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """``with RedisServer() as server: server.url`` — a redis-server that is gone afterwards."""
+    """``with RedisServer() as server: server.url`` — a redis-server that is gone afterwards.
 
-    def __init__(self, *, binary: str = "redis-server", timeout: float = 10.0) -> None:
+    ``aclfile``: the server's users (``redis-server --aclfile``). ``tls``: serve TLS only, on
+    :attr:`port`, with that certificate, requiring clients' certificates from that CA.
+    """
+
+    def __init__(
+        self,
+        *,
+        binary: str = "redis-server",
+        timeout: float = 10.0,
+        aclfile: str | None = None,
+        tls: TlsFiles | None = None,
+    ) -> None:
         path = shutil.which(binary)
         if path is None:
             raise RedisUnavailable(
                 "redis-server not found on PATH: install it (Debian: apt-get install redis-server) or pass --redis-url"
             )
         self.port = free_port()
+        self.tls = tls
         self._dir = tempfile.TemporaryDirectory(prefix="caldera-redis-")
+        listen = ["--port", str(self.port)]
+        if tls is not None:
+            listen = ["--port", "0", "--tls-port", str(self.port)]
+            listen += ["--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca]
+        if aclfile is not None:
+            listen += ["--aclfile", aclfile]
         self.process = subprocess.Popen(
             [
                 path,
-                "--port",
-                str(self.port),
+                *listen,
                 "--bind",
                 "127.0.0.1",
                 "--save",
@@ -68,14 +86,18 @@ class RedisServer:
             preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + timeout
-        if not wait_until_up("127.0.0.1", self.port, deadline=deadline, alive=lambda: self.process.poll() is None):
+        up = wait_until_up(
+            "127.0.0.1", self.port, deadline=deadline, alive=lambda: self.process.poll() is None, tls=tls
+        )
+        if not up:
             err = self.process.stderr.read().decode() if self.process.stderr else ""
             self.stop()
             raise RedisUnavailable(f"redis-server did not start on port {self.port}: {err.strip()}")
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        """The server's URL, without credentials or TLS files (``rediss://`` when it serves TLS)."""
+        return f"{'rediss' if self.tls is not None else 'redis'}://127.0.0.1:{self.port}/0"
 
     def stop(self) -> None:
         if self.process.poll() is None:

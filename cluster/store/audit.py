@@ -23,7 +23,7 @@ def _text(v: bytes | str) -> str:
 async def audit(store: Store) -> list[str]:  # noqa: C901 (one check per invariant, in turn)
     """Every violation of the invariant, one line each; empty when the store is sound."""
     script = Script("cluster.store", "audit_dump")
-    raw_nodes, raw_pods, raw_bynode, raw_pending = await script.call(
+    raw_nodes, raw_pods, raw_bynode, raw_pending = await script.call_read_only(
         store.client, [store.keys.rv], [store.keys.prefix, 0]
     )
     problems: list[str] = []

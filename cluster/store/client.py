@@ -8,9 +8,11 @@ that only ``cluster/store`` and ``binder`` import the library (a test checks it)
 from __future__ import annotations
 
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import TypeAlias
 
+import msgspec
 import redis
 import redis.asyncio as aioredis
 
@@ -19,21 +21,62 @@ StoreError = redis.RedisError
 """Any error the client raises talking to Redis (connection lost, timeout, a script error)."""
 
 
+AuthError = redis.AuthenticationError
+"""The store refused the URL's user and password (or the URL gives none and the store wants them)."""
+
+
+class TlsFiles(msgspec.Struct, frozen=True, kw_only=True):
+    """A TLS endpoint's certificate and key (PEM files), and the CA its peers' certificates chain to."""
+
+    cert: str
+    key: str
+    ca: str
+
+
 def connect(url: str) -> Client:
-    """A client of the store at ``url`` (redis://, rediss:// or unix://); connects on first use."""
+    """A client of the store at ``url`` (redis://, rediss:// or unix://); connects on first use.
+
+    The URL carries everything: ``user:password@``, and for ``rediss://`` the TLS files as
+    query parameters (``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile``, ``ssl_cert_reqs``,
+    ``ssl_check_hostname``), which redis-py's ``from_url`` passes to its TLS connection."""
     return aioredis.Redis.from_url(url)
 
 
-def wait_until_up(host: str, port: int, *, deadline: float, alive: Callable[[], bool] | None = None) -> bool:
+def redacted(url: str) -> str:
+    """``url`` fit for a message: its password replaced by ``***`` (user, host and the rest kept)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
+
+
+def wait_until_up(
+    host: str,
+    port: int,
+    *,
+    deadline: float,
+    alive: Callable[[], bool] | None = None,
+    tls: TlsFiles | None = None,
+) -> bool:
     """Ping a local redis-server until it answers (True) or ``deadline`` (monotonic) passes (False).
 
-    When ``alive`` returns False (the server exited) the wait gives up at once.
+    Any answer counts, a refusal to an unauthenticated client too (a server whose ``default``
+    user is off). With ``tls`` the ping goes over TLS, presenting ``tls.cert`` as the client's
+    certificate. When ``alive`` returns False (the server exited) the wait gives up at once.
     """
-    client = redis.Redis(host=host, port=port)
+    if tls is None:
+        client = redis.Redis(host=host, port=port)
+    else:
+        client = redis.Redis(
+            host=host, port=port, ssl=True, ssl_certfile=tls.cert, ssl_keyfile=tls.key, ssl_ca_certs=tls.ca
+        )
     try:
         while True:
             try:
                 client.ping()
+                return True
+            except (redis.AuthenticationError, redis.exceptions.NoPermissionError):
                 return True
             except redis.ConnectionError:
                 if (alive is not None and not alive()) or time.monotonic() > deadline:

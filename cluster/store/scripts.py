@@ -43,6 +43,11 @@ class Script:
 
         return await run_loaded(client, [self], once)
 
+    async def call_read_only(self, client: aioredis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """Run a read-only script sent whole (EVAL_RO): Redis refuses any write in it, and a
+        read-only user needs neither SCRIPT LOAD nor a write permission on the routing key."""
+        return await client.eval_ro(self.source, len(keys), *keys, *args)
+
 
 async def run_loaded(client: aioredis.Redis, scripts: Sequence[Script], call: Callable[[], Awaitable[T]]) -> T:
     """Run ``call``; when Redis answers NOSCRIPT (restarted, flushed) load the scripts and run it again.
