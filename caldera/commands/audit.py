@@ -7,15 +7,17 @@ import sys
 from typing import Any
 
 from caldera._loop import run_loop
-from caldera._store import client
+from caldera._store import client, store_failure, store_url
+from cluster.runtime.process import add_redis_flags
 from cluster.store.audit import audit
+from cluster.store.client import StoreError
 from cluster.store.keys import Keys
 from cluster.store.store import Store
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("audit", help="check that no node is over-committed and no pod is bound twice")
-    p.add_argument("--redis-url", required=True, help="the store, e.g. redis://127.0.0.1:6379/0")
+    add_redis_flags(p)
     p.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
     p.set_defaults(run=run)
 
@@ -31,7 +33,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"caldera audit: error: --cluster: {e}", file=sys.stderr)
         return 2
-    problems = run_loop(check(args.redis_url, keys.cluster))
+    url = store_url("caldera audit", args)
+    if url is None:
+        return 2
+    try:
+        problems = run_loop(check(url, keys.cluster))
+    except (OSError, StoreError) as e:
+        print(store_failure("caldera audit", url, e), file=sys.stderr)
+        return 1
     for line in problems:
         print(line)
     if problems:

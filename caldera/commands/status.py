@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from caldera._loop import run_loop
-from caldera._store import client
+from caldera._store import client, store_failure, store_url
 from cluster.model.core import ResourceList
 from cluster.model.text import one_line
 from cluster.model.volcano import Queue
 from cluster.runtime import heartbeat
+from cluster.runtime.process import add_redis_flags
+from cluster.store.client import StoreError
 from cluster.store.keys import Keys
 from cluster.store.store import Store
 
@@ -76,7 +78,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("status", help="shards, queues, processes, and why the top pending jobs wait")
-    p.add_argument("--redis-url", required=True, help="the store, e.g. redis://127.0.0.1:6379/0")
+    add_redis_flags(p)
     p.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
     p.add_argument("-o", "--output", default="table", choices=["table", "json"], help="table or json (default: table)")
     p.add_argument("--top", type=int, default=10, help="pending jobs shown (default: 10)")
@@ -241,10 +243,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"caldera status: error: {one_line(str(e))}", file=sys.stderr)
         return 2
+    url = store_url("caldera status", args)
+    if url is None:
+        return 2
     try:
-        report = run_loop(once(args.redis_url, args.cluster, args.top))
-    except OSError as e:
-        print(f"caldera status: error: --redis-url {args.redis_url}: {e}", file=sys.stderr)
+        report = run_loop(once(url, args.cluster, args.top))
+    except (OSError, StoreError) as e:
+        print(store_failure("caldera status", url, e), file=sys.stderr)
         return 1
     if args.output == "json":
         print(json.dumps(msgspec.to_builtins(report)))
@@ -259,4 +264,4 @@ def run(args: argparse.Namespace) -> int:
     with Live(render(report), console=console, refresh_per_second=1) as live:
         while True:
             time.sleep(2)
-            live.update(render(run_loop(once(args.redis_url, args.cluster, args.top))))
+            live.update(render(run_loop(once(url, args.cluster, args.top))))

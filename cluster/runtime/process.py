@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import ipaddress
 import os
 import signal
 import socket
@@ -31,7 +32,7 @@ from cluster.runtime import heartbeat
 from cluster.runtime.flags import parse_duration
 from cluster.runtime.logs import LogFormat, add_log_flags, configure, logger
 from cluster.runtime.serving import HttpEndpoint
-from cluster.store.client import Client, connect
+from cluster.store.client import Client, StoreError, connect, redacted
 from cluster.store.keys import Keys
 from cluster.store.lease import RedisLease
 
@@ -42,7 +43,8 @@ REDIS_URL_FILE_ENV = "CALDERA_REDIS_URL_FILE"
 T = TypeVar("T")
 
 
-def add_common_flags(parser: argparse.ArgumentParser) -> None:
+def add_redis_flags(parser: argparse.ArgumentParser) -> None:
+    """``--redis-url`` and ``--redis-url-file``, read by :func:`resolve_redis_url` (processes and commands)."""
     parser.add_argument(
         "--redis-url",
         default=None,
@@ -55,12 +57,22 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         help=f"read the store's URL from this file, e.g. a mounted Secret, so a password never sits on "
         f"the command line (default: ${REDIS_URL_FILE_ENV})",
     )
+
+
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    add_redis_flags(parser)
     parser.add_argument("--cluster", default="default", help="cluster name in the store (default: default)")
     parser.add_argument(
         "--metrics-port",
         type=int,
         default=8080,
         help="port of /metrics and /healthz; 0 picks a free one (default: 8080)",
+    )
+    parser.add_argument(
+        "--metrics-address",
+        default="0.0.0.0",
+        help="the IP address /metrics and /healthz listen on: 0.0.0.0 (every IPv4 address), :: (every "
+        "address), or one of this host's, e.g. 127.0.0.1 for this host only (default: 0.0.0.0)",
     )
     parser.add_argument(
         "--leader-elect",
@@ -150,12 +162,26 @@ def resolve_redis_url(args: argparse.Namespace, environ: Mapping[str, str]) -> s
     return url
 
 
+def metrics_endpoint(args: argparse.Namespace) -> tuple[str, int]:
+    """``--metrics-address`` and ``--metrics-port``, checked (ValueError naming the flag)."""
+    try:
+        address = str(ipaddress.ip_address(args.metrics_address))
+    except ValueError:
+        raise ValueError(
+            f"--metrics-address: {args.metrics_address!r} is not an IP address (expected e.g. 0.0.0.0, 127.0.0.1 or ::)"
+        ) from None
+    if not 0 <= args.metrics_port <= 65535:
+        raise ValueError(f"--metrics-port: {args.metrics_port} (expected 0 to 65535; 0 picks a free port)")
+    return address, args.metrics_port
+
+
 class ProcessConfig(msgspec.Struct, frozen=True, kw_only=True):
     """What :func:`run_process` needs, from the flags every process shares."""
 
     component: str
     redis_url: str = DEFAULT_REDIS_URL
     cluster: str = "default"
+    metrics_address: str = "0.0.0.0"
     metrics_port: int = 8080
     lease: LeaseConfig = LeaseConfig()
     log_level: str = "info"
@@ -165,11 +191,13 @@ class ProcessConfig(msgspec.Struct, frozen=True, kw_only=True):
 def process_config(component: str, args: argparse.Namespace, environ: Mapping[str, str]) -> ProcessConfig:
     """The shared flags, checked (ValueError with one line)."""
     Keys(args.cluster)
+    address, port = metrics_endpoint(args)
     return ProcessConfig(
         component=component,
         redis_url=resolve_redis_url(args, environ),
         cluster=args.cluster,
-        metrics_port=args.metrics_port,
+        metrics_address=address,
+        metrics_port=port,
         lease=lease_config(args),
         log_level=args.log_level,
         log_format=LogFormat(args.log_format),
@@ -225,12 +253,14 @@ async def run_process(
     build: Callable[[Deps], Component],
     *,
     elect: Elect | None = None,
-) -> None:
+) -> int:
     """Connect, serve /metrics and /healthz, take the lease if asked, run the component until SIGTERM/SIGINT.
 
     The component acts only while ``deps.leading()`` (checked before each decision, so a lost
     lease stops it at once). A heartbeat with ``component.stats()`` goes to the store every
-    few seconds (``caldera status``).
+    few seconds (``caldera status``). A store that cannot be reached or refuses the URL's
+    user is one error line naming the URL without its password, exit 1; a metrics address
+    that cannot be bound, one line naming the flags, exit 2. Otherwise 0 after SIGTERM.
     """
     configure(config.component, config.log_level, config.log_format)
     log = logger(config.component)
@@ -240,6 +270,13 @@ async def run_process(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     client = connect(config.redis_url)
+    try:
+        await client.ping()
+    except (OSError, StoreError) as e:
+        # redis-py's messages name the host and port, never the password; the URL is redacted.
+        log.error("the store at %s: %s", redacted(config.redis_url), one_line(str(e) or type(e).__name__))
+        await client.aclose()
+        return 1
     holder = f"{socket.gethostname()}-{os.getpid()}"
     lease: Lease | None = None
     settings = config.lease
@@ -252,8 +289,20 @@ async def run_process(
                 client, keys.lease(name), holder, ttl=settings.duration, renew_every=settings.retry_period
             )
     leading = (lambda: lease.leading) if lease is not None else (lambda: True)
-    endpoint = HttpEndpoint(registry, healthy=lambda: not stop.is_set(), port=config.metrics_port)
-    log.info("serving /metrics and /healthz on port %d", endpoint.port)
+    try:
+        endpoint = HttpEndpoint(
+            registry, healthy=lambda: not stop.is_set(), host=config.metrics_address, port=config.metrics_port
+        )
+    except OSError as e:
+        log.error(
+            "--metrics-address %s --metrics-port %d: cannot listen there: %s",
+            config.metrics_address,
+            config.metrics_port,
+            e.strerror or e,
+        )
+        await client.aclose()
+        return 2
+    log.info("serving /metrics and /healthz on %s port %d", config.metrics_address, endpoint.port)
     try:
         component = build(Deps(client=client, keys=keys, leading=leading, holder=holder))
         async with asyncio.TaskGroup() as tg:
@@ -267,6 +316,7 @@ async def run_process(
     finally:
         endpoint.close()
         await client.aclose()
+    return 0
 
 
 Build = Callable[[Deps], Component]
@@ -284,12 +334,11 @@ def launch(
     make: Make[T],
 ) -> int:
     """A process's ``main``: its flags into configs (2 after one line on a bad value), then
-    :func:`run_process` on uvloop until SIGTERM; 0."""
+    :func:`run_process` on uvloop until SIGTERM; its exit status."""
     configs = configs_or_none(prog, component, parser.parse_args(argv), parse)
     if configs is None:
         return 2
     process, config = configs
     registry = CollectorRegistry()
     build, elect = make(process, config, registry)
-    uvloop.run(run_process(process, registry, build, elect=elect))
-    return 0
+    return uvloop.run(run_process(process, registry, build, elect=elect))

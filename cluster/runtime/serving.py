@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -15,8 +16,13 @@ class _Quiet(WSGIRequestHandler):
         pass
 
 
+class _Server6(WSGIServer):
+    address_family = socket.AF_INET6
+
+
 class HttpEndpoint:
-    """Serves in a daemon thread; ``port=0`` picks a free port (see ``.port``)."""
+    """Serves in a daemon thread on ``host`` (an IPv4 or IPv6 address); ``port=0`` picks a free
+    port (see ``.port``). OSError when the address cannot be bound."""
 
     def __init__(
         self, registry: CollectorRegistry, healthy: Callable[[], bool], *, host: str = "0.0.0.0", port: int = 0
@@ -34,7 +40,8 @@ class HttpEndpoint:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"not found\n"]
 
-        self._server: WSGIServer = make_server(host, port, app, handler_class=_Quiet)
+        server_class = _Server6 if ":" in host else WSGIServer
+        self._server: WSGIServer = make_server(host, port, app, server_class=server_class, handler_class=_Quiet)
         self.port = self._server.server_port
         self._thread = threading.Thread(target=self._server.serve_forever, name="http-endpoint", daemon=True)
         self._thread.start()

@@ -1,13 +1,22 @@
-"""Where a process finds its store: the flag, the environment, or a file (a mounted Secret)."""
+"""Where a process finds its store: the flag, the environment, or a file (a mounted Secret); and what\nit says when the store refuses it or cannot be reached."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cluster.runtime.process import DEFAULT_REDIS_URL, resolve_redis_url
+from cluster.runtime.redis_server import RedisServer, free_port
+from cluster.store.acl import Role, acl_file
+from cluster.store.keys import Keys
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def args(url: str | None = None, path: str | None = None) -> argparse.Namespace:
@@ -46,3 +55,38 @@ def test_a_password_in_a_bad_url_is_not_echoed(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as e:
         resolve_redis_url(args(path=str(secret)), {})
     assert "s3cret" not in str(e.value) and "(hidden)" in str(e.value)
+
+
+def _run(*args: str, url_file: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CALDERA_REDIS_URL_FILE": str(url_file)}
+    return subprocess.run(
+        [sys.executable, "-m", "caldera", *args], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT
+    )
+
+
+def test_a_store_that_refuses_the_password_or_cannot_be_reached_is_one_line_without_the_password(
+    tmp_path: Path,
+) -> None:
+    passwords = {role: secrets.token_hex(8) for role in Role}
+    aclfile = tmp_path / "users.acl"
+    aclfile.write_text(acl_file(Keys("default"), passwords))
+    wrong = "Wr0ngPassw0rd" + secrets.token_hex(4)
+    with RedisServer(aclfile=str(aclfile)) as server:
+        cases = [
+            (f"redis://caldera-sharding:{wrong}@127.0.0.1:{server.port}/0", "invalid username-password pair"),
+            (f"redis://caldera-sharding:{wrong}@127.0.0.1:{free_port()}/0", "Connection refused"),
+        ]
+        for url, reason in cases:
+            url_file = tmp_path / "url"
+            url_file.write_text(url + "\n")
+            shown = url.replace(wrong, "***")
+            for prog, args in (
+                ("sharding", ("sharding", "--metrics-port", "0")),
+                ("caldera status", ("status",)),
+                ("caldera audit", ("audit",)),
+            ):
+                r = _run(*args, url_file=url_file)
+                lines = (r.stdout + r.stderr).strip().splitlines()
+                assert r.returncode == 1, (args, lines)
+                assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: the store at {shown}: "), lines
+                assert reason in lines[0] and wrong not in lines[0], lines
