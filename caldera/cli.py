@@ -9,7 +9,7 @@ from agent_scheduler.main import main as agent_main
 from batch_scheduler.main import main as batch_main
 from caldera._loop import sigterm_as_ctrl_c
 from caldera.bench import suite as bench
-from caldera.commands import audit, dry_run, status
+from caldera.commands import audit, dry_run, redis_acl, status
 from caldera.demo import run as demo
 from cluster.kube.mirror_main import main as mirror_main
 from cluster.runtime.flags import Parser
@@ -30,6 +30,7 @@ def build_parser() -> Parser:
     bench.add_parser(sub)
     demo.add_parser(sub)
     dry_run.add_parser(sub)
+    redis_acl.add_parser(sub)
     status.add_parser(sub)
     # Process subcommands own their flags; main() hands them the rest of the command line.
     for name, help_text in PROCESSES.items():
