@@ -230,10 +230,10 @@ def test_deployment_runs_its_process(rendered: list[Obj], process: str) -> None:
         assert get["path"] == "/healthz" and get["port"] in ("metrics", 8080), f"{probe}: {get}"
     resources = container["resources"]
     assert set(resources["requests"]) >= {"cpu", "memory"} and set(resources["limits"]) >= {"cpu", "memory"}
-    _assert_reads_redis_url_from_secret(pod, container)
+    _assert_reads_redis_url_from_secret(pod, container, f"{process}.url")
 
 
-def _assert_reads_redis_url_from_secret(pod: Obj, container: Obj) -> None:
+def _assert_reads_redis_url_from_secret(pod: Obj, container: Obj, key: str) -> None:
     env = {e["name"]: e for e in container.get("env", [])}
     assert "CALDERA_REDIS_URL" not in env, "the URL (and its password) would sit in the pod spec"
     assert not any(a.startswith(("--redis-url", "redis://", "rediss://")) for a in container["args"]), (
@@ -248,7 +248,7 @@ def _assert_reads_redis_url_from_secret(pod: Obj, container: Obj) -> None:
         assert secret["secretName"] == REDIS_SECRET
         item = path[len(mount["mountPath"].rstrip("/")) + 1 :]
         keys = {i["path"]: i["key"] for i in secret.get("items", [])}
-        assert keys.get(item) == "url", f"{path} is not the Secret's url key"
+        assert keys.get(item) == key, f"{path} is not the Secret's {key} key"
         mode = secret.get("defaultMode", 0o644)
         assert mode & stat.S_IRGRP and not mode & stat.S_IROTH, "readable by the pod's fsGroup, by no one else"
         return
