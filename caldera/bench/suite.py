@@ -34,6 +34,7 @@ from caldera.bench import saturation as bench_saturation
 from caldera.bench import sharding as bench_sharding
 from caldera.bench import topology as bench_topology
 from caldera.bench import trace as bench_trace
+from caldera.bench.chaos import command as bench_chaos
 from caldera.bench.runner import local_ray, measured
 from caldera.demo import workload as workloads
 from cluster.model.core import Node, Pod
@@ -93,6 +94,7 @@ def add_parser(sub: Any) -> None:
         bench_saturation,
         bench_trace,
         bench_topology,
+        bench_chaos,
     ):
         bench.add_parser(benches)
 

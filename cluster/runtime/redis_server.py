@@ -96,14 +96,22 @@ class RedisServer:
     def restart(self, *, keep_data: bool, down_s: float = 0.0) -> None:
         """Kill the server (SIGKILL: no last save) and start it again on the same port after
         ``down_s`` seconds: with its append-only file when ``keep_data`` (and ``appendonly``), else empty."""
+        self.kill()
+        time.sleep(down_s)
+        self.start_again(keep_data=keep_data)
+
+    def kill(self) -> None:
+        """SIGKILL the server (no last save); :meth:`start_again` brings it back on the same port."""
         self._end(signal.SIGKILL)
+
+    def start_again(self, *, keep_data: bool) -> None:
+        """Start a killed server again: from its append-only file when ``keep_data``, else empty."""
         if not keep_data:
             for entry in os.scandir(self._dir.name):
                 if entry.is_dir():
                     shutil.rmtree(entry.path)
                 else:
                     os.unlink(entry.path)
-        time.sleep(down_s)
         self.process = self._start()
 
     def _end(self, sig: signal.Signals) -> None:
