@@ -40,7 +40,11 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
 
 # -- the processes ---------------------------------------------------------------------------
 
-READY = {"sharding": "serving", "batch-scheduler": "batch-scheduler: serving", "agent-scheduler": "workers ready"}
+READY = {
+    "sharding": "serving",
+    "batch-scheduler": "batch-scheduler: serving volcano",
+    "agent-scheduler": "workers ready",
+}
 READY_TIMEOUT_S = {"sharding": 60.0, "batch-scheduler": 60.0, "agent-scheduler": 120.0}
 
 

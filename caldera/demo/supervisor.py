@@ -169,14 +169,15 @@ class Supervisor:
             self._spawn(child)
 
     def wait_ready(self, name: str, timeout: float) -> None:
-        """Until ``name`` serves; RuntimeError with its last lines if it exits first or ``timeout`` passes."""
+        """Until ``name`` has served (its start-up succeeded); RuntimeError with its last lines if it exits first
+        or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
                 child = self._children[name]
                 if child.state is State.STARTING:
                     self._check(child, self.clock())  # no restart from here: see the class's docstring
-                if child.state is State.SERVING:
+                if child.served:
                     return
                 if child.state is State.FAILED:
                     tail = child.output().strip().splitlines()[-5:]
@@ -240,16 +241,16 @@ class Supervisor:
     def _check(self, child: _Child, now: float) -> None:
         assert child.proc is not None
         code = child.proc.poll()
+        if child.state is State.STARTING and child.needle in child.output():  # it served, if only briefly
+            child.state, child.serving_since, child.served = State.SERVING, now, True
+            if child.pending is not None:
+                done = self.restarts[child.pending]
+                self.restarts[child.pending] = msgspec.structs.replace(
+                    done, ready_after_s=round(now - child.died_at, 1)
+                )
+                child.pending = None
         if code is None:
-            if child.state is State.STARTING and child.needle in child.output():
-                child.state, child.serving_since, child.served = State.SERVING, now, True
-                if child.pending is not None:
-                    done = self.restarts[child.pending]
-                    self.restarts[child.pending] = msgspec.structs.replace(
-                        done, ready_after_s=round(now - child.died_at, 1)
-                    )
-                    child.pending = None
-            elif child.state is State.SERVING and now - child.serving_since >= self.backoff.reset_after_s:
+            if child.state is State.SERVING and now - child.serving_since >= self.backoff.reset_after_s:
                 child.deaths = 0
             return
         empty_session(child.proc.pid)  # what it started, before another run starts more
