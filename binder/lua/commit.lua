@@ -17,6 +17,12 @@
 -- commit if it still fits (a resolved conflict); coarse: any version move is a conflict.
 -- gang: check every placement first, apply nothing unless all pass.
 local sched, mode, hard, gang = ARGV[3], ARGV[4], ARGV[5] == '1', ARGV[6] == '1'
+-- Only a binder commits: a caller whose Redis user may not write the binding set (the mirror,
+-- the sharding controller, status: cluster/store/acl.py) is refused before anything is
+-- written, since the writes a script made before an error are not undone.
+if not redis.acl_check_cmd('ZADD', P .. 'binding:' .. sched, '0', '') then
+  return redis.error_reply('NOPERM this user may not commit placements (no write access to ' .. P .. 'binding:*)')
+end
 local placements = {}
 for i = 7, #ARGV, 5 do
   placements[#placements + 1] = {
@@ -99,6 +105,16 @@ local function check(p)
   return {3, 'insufficient ' .. table.concat(short, ',')}, false
 end
 
+-- The commit's time in ms (Redis's clock): when each pod entered its scheduler's binding set.
+local NOW = nil
+local function now_ms()
+  if not NOW then
+    local t = redis.call('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return NOW
+end
+
 local function apply(p, res)
   local key = pod_key(p.uid)
   if not before[p.node] then before[p.node] = redis.call('HGET', node_key(p.node), 'version') end
@@ -108,6 +124,8 @@ local function apply(p, res)
   local sched_of = redis.call('HGET', key, 'sched')
   redis.call('ZREM', P .. 'pending:' .. sched_of, p.uid)
   redis.call('HDEL', P .. 'reasons:' .. sched_of, p.uid)
+  -- Committed, not yet bound in the cluster: left here until the bind step says it is.
+  redis.call('ZADD', P .. 'binding:' .. sched_of, now_ms(), p.uid)
   changed('pod', p.uid)
   res[2] = RV
 end

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
@@ -27,7 +26,8 @@ from agent_scheduler.worker import WorkerConfig
 from binder.commit import Binder
 from caldera._store import client
 from caldera.bench.binders import VersionOnlyBinder
-from caldera.bench.runner import figures, positive_int, run_bench
+from caldera.bench.runner import MAX_NODES, MAX_PODS, MAX_WORKERS, figures, positive_int, run_bench
+from caldera.flag_config import checked, from_flags, number, redis_url
 from cluster.model.core import Node, Pod
 from cluster.nodeview.devices import CardPolicy
 from cluster.sim.pods import make_pod
@@ -56,9 +56,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--nodes", type=positive_int, default=5000)
     p.add_argument("--pods", type=positive_int, default=10000)
     p.add_argument("--workers", type=positive_int, default=2)
-    p.add_argument("--rate", type=float, default=0.0, help="pods/s to submit at; 0 = one burst (default: 0)")
+    p.add_argument("--rate", type=number, default=0.0, help="pods/s to submit at; 0 = one burst (default: 0)")
     p.add_argument(
-        "--fill", type=float, default=0.8, help="share of the cluster's cpu the pods take together (default: 0.8)"
+        "--fill", type=number, default=0.8, help="share of the cluster's cpu the pods take together (default: 0.8)"
     )
     p.add_argument("--batch-size", type=positive_int, default=256)
     p.add_argument("--inflight", type=positive_int, default=2, help="batches in flight per worker (default: 2)")
@@ -66,6 +66,33 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--skip-baselines", action="store_true", help="measure only the W-worker fine-binder run")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+
+
+class AgentBench(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench agent``'s flags, checked."""
+
+    nodes: Annotated[int, msgspec.Meta(ge=1, le=MAX_NODES, description=f"1 to {MAX_NODES:,} nodes")] = 5000
+    pods: Annotated[int, msgspec.Meta(ge=1, le=MAX_PODS, description=f"1 to {MAX_PODS:,} pods")] = 10000
+    workers: Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS, description=f"1 to {MAX_WORKERS} workers")] = 2
+    rate: Annotated[float, msgspec.Meta(ge=0, le=1e6, description="0 (one burst) to 1,000,000 pods/s")] = 0.0
+    fill: Annotated[float, msgspec.Meta(gt=0, le=1, description="a share in (0, 1]")] = 0.8
+    batch_size: Annotated[int, msgspec.Meta(ge=1, le=100_000, description="1 to 100,000 pods")] = 256
+    inflight: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 batches")] = 2
+    redis_url: str | None = None
+    skip_baselines: bool = False
+    json: bool = False
+
+    def __post_init__(self) -> None:
+        if self.fill * self.nodes * 16 / self.pods > 16:
+            raise ValueError(
+                f"--pods {self.pods}: too few to fill {self.fill:g} of {self.nodes} nodes' cpu with pods that fit "
+                f"a 16-cpu node (expected at least {int(self.fill * self.nodes) + 1})"
+            )
+
+
+def config(args: argparse.Namespace) -> AgentBench:
+    """The flags checked (ValueError naming the flag); nothing started."""
+    return from_flags(AgentBench, args, redis_url=redis_url("--redis-url", args.redis_url))
 
 
 async def submit(store: Store, pods: list[Any], rate: float, created: dict[str, float], size: int = 1000) -> None:
@@ -89,7 +116,7 @@ async def submit(store: Store, pods: list[Any], rate: float, created: dict[str, 
         await asyncio.sleep(0.005)
 
 
-async def one_run(url: str, args: argparse.Namespace, name: str, workers: int, coarse: bool) -> Run:
+async def one_run(url: str, args: AgentBench, name: str, workers: int, coarse: bool) -> Run:
     nodes = pool_nodes(NodePool(name="n", count=args.nodes, resources={"cpu": 16, "memory": "64Gi", "pods": 110}))
     cpu = max(1, int(args.fill * args.nodes * 16000 / args.pods))
     pods = [
@@ -200,7 +227,7 @@ async def place(
         )
 
 
-async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
+async def measure(url: str, args: AgentBench) -> dict[str, Any]:
     main = await one_run(url, args, "main", args.workers, False)
     report: dict[str, Any] = {
         "nodes": args.nodes,
@@ -224,20 +251,9 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.fill <= 1 or args.rate < 0:
-        print(
-            f"caldera bench agent: error: --fill {args.fill} must be in (0, 1] and --rate {args.rate} ≥ 0",
-            file=sys.stderr,
-        )
-        return 2
-    if args.fill * args.nodes * 16 / args.pods > 16:
-        need = int(args.fill * args.nodes) + 1
-        print(
-            f"caldera bench agent: error: --pods {args.pods}: too few to fill {args.fill:g} of {args.nodes} nodes' cpu "
-            f"with pods that fit a 16-cpu node (expected at least {need})",
-            file=sys.stderr,
-        )
+    bench = checked("caldera bench agent", args, config)
+    if bench is None:
         return 2
     return run_bench(
-        args, lambda url: measure(url, args), figures(32), ok=lambda report: report["audit"] == "ok", ray=True
+        bench, lambda url: measure(url, bench), figures(32), ok=lambda report: report["audit"] == "ok", ray=True
     )

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
@@ -31,10 +30,10 @@ from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
 from batch_scheduler.registry import default_registry
 from batch_scheduler.session_input import SessionConfig
 from caldera._store import client
-from caldera.bench.runner import figures, positive_int, run_bench
+from caldera.bench.runner import MAX_NODES, MAX_PODS, figures, positive_int, run_bench
+from caldera.flag_config import checked, from_flags, number, redis_url, whole
 from cluster.model.core import Pod
 from cluster.model.sharding import ShardingMode
-from cluster.model.text import one_line
 from cluster.model.volcano import PodGroup, Queue
 from cluster.runtime.heap import HeapKeeper
 from cluster.sim.cluster import SimBindTarget, SimEvictor
@@ -79,12 +78,37 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--nodes", type=positive_int, default=5000)
     p.add_argument("--pending", type=positive_int, default=10000)
     p.add_argument("--sessions", type=positive_int, default=6, help="sessions measured per run (default: 6)")
-    p.add_argument("--free", type=float, default=0.05, help="share of GPUs free at each steady session (default: 0.05)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--free", type=number, default=0.05, help="share of GPUs free at each steady session (default: 0.05)"
+    )
+    p.add_argument("--seed", type=whole, default=1)
     p.add_argument("--conf", default=None, help="scheduler conf to run (default: Volcano's Helm-chart conf)")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+
+
+class BatchBench(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench batch``'s flags, checked."""
+
+    nodes: Annotated[int, msgspec.Meta(ge=1, le=MAX_NODES, description=f"1 to {MAX_NODES:,} nodes")] = 5000
+    pending: Annotated[int, msgspec.Meta(ge=1, le=MAX_PODS, description=f"1 to {MAX_PODS:,} pods")] = 10000
+    sessions: Annotated[int, msgspec.Meta(ge=1, le=10_000, description="1 to 10,000 sessions")] = 6
+    free: Annotated[float, msgspec.Meta(gt=0, le=0.5, description="a share in (0, 0.5]")] = 0.05
+    seed: Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1, description="a 64-bit integer")] = 1
+    conf: str | None = None
+    redis_url: str | None = None
+    json: bool = False
+
+
+def config(args: argparse.Namespace) -> BatchBench:
+    """The flags checked, the conf loaded once to check it (ValueError naming the flag); nothing started."""
+    bench = from_flags(BatchBench, args, redis_url=redis_url("--redis-url", args.redis_url))
+    try:
+        load_conf(bench.conf, default_registry(), "--conf")
+    except ConfError as e:
+        raise ValueError(str(e)) from None
+    return bench
 
 
 class Workload:
@@ -121,7 +145,7 @@ def simulated(store: Store, conf: SchedulerConf, heap: HeapKeeper) -> tuple[Batc
     return scheduler, Informer(store, KINDS, block_ms=50, count=50000)
 
 
-async def one_run(url: str, args: argparse.Namespace, name: str, free: float) -> Run:
+async def one_run(url: str, args: BatchBench, name: str, free: float) -> Run:
     async with client(url) as c:
         store = Store(c, Keys(f"bench-batch-{name}"))
         nodes = pool_nodes(NodePool(name="gpu", count=args.nodes, resources=NODE))
@@ -189,7 +213,7 @@ async def one_run(url: str, args: argparse.Namespace, name: str, free: float) ->
         )
 
 
-async def measure(url: str, args: argparse.Namespace) -> Report:
+async def measure(url: str, args: BatchBench) -> Report:
     steady = await one_run(url, args, "steady", args.free)
     burst = await one_run(url, args, "burst", 0.5)
     return Report(
@@ -206,17 +230,12 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.free <= 0.5:
-        print(f"caldera bench batch: error: --free: {args.free} (expected a share in (0, 0.5])", file=sys.stderr)
-        return 2
-    try:
-        load_conf(args.conf, default_registry(), "--conf")
-    except ConfError as e:
-        print(f"caldera bench batch: error: {one_line(str(e))}", file=sys.stderr)
+    bench = checked("caldera bench batch", args, config)
+    if bench is None:
         return 2
     return run_bench(
-        args,
-        lambda url: measure(url, args),
+        bench,
+        lambda url: measure(url, bench),
         figures(20),
         ok=lambda report: report.steady.audit == report.burst.audit == "ok",
     )

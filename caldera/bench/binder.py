@@ -14,9 +14,8 @@ import argparse
 import asyncio
 import random
 import socket
-import sys
 import time
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlparse
 
 import hiredis
@@ -25,7 +24,8 @@ import msgspec
 from binder.commit import Binder
 from binder.results import Committed, Placement
 from caldera._store import client
-from caldera.bench.runner import positive_int, run_bench
+from caldera.bench.runner import MAX_NODES, MAX_PODS, positive_int, run_bench
+from caldera.flag_config import checked, from_flags, redis_url
 from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.store.keys import Keys
@@ -60,6 +60,26 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--repeat", type=positive_int, default=2, help="runs of each kind; the best is kept (default: 2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+
+
+class BinderBench(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench binder``'s flags, checked."""
+
+    redis_url: str | None = None
+    pods: Annotated[int, msgspec.Meta(ge=8, le=MAX_PODS, description=f"8 to {MAX_PODS:,} pods")] = 20000
+    nodes: Annotated[int, msgspec.Meta(ge=1, le=MAX_NODES, description=f"1 to {MAX_NODES:,} nodes")] = 1000
+    pipeline: Annotated[int, msgspec.Meta(ge=1, le=100_000, description="1 to 100,000 calls")] = 100
+    repeat: Annotated[int, msgspec.Meta(ge=1, le=100, description="1 to 100 runs")] = 2
+    json: bool = False
+
+    def __post_init__(self) -> None:
+        if self.pods % 8:
+            raise ValueError(f"--pods {self.pods}: expected a multiple of 8, the gang size")
+
+
+def config(args: argparse.Namespace) -> BinderBench:
+    """The flags checked (ValueError naming the flag); nothing started."""
+    return from_flags(BinderBench, args, redis_url=redis_url("--redis-url", args.redis_url))
 
 
 async def prepare(store: Store, nodes: int, pods: int, gang: int, rng: random.Random) -> list[list[Placement]]:
@@ -130,7 +150,7 @@ async def through_binder(binder: Binder, calls: list[list[Placement]], gang: boo
     return time.perf_counter() - start, committed
 
 
-async def measure(url: str, args: argparse.Namespace, gang_size: int) -> Figures:
+async def measure(url: str, args: BinderBench, gang_size: int) -> Figures:
     gang = gang_size > 1
     best_binder = best_ceiling = float("inf")
     commits = 0
@@ -160,7 +180,7 @@ async def measure(url: str, args: argparse.Namespace, gang_size: int) -> Figures
     )
 
 
-async def measure_both(url: str, args: argparse.Namespace) -> Report:
+async def measure_both(url: str, args: BinderBench) -> Report:
     """Single pods and gangs of 8; the top-level figures are the workload with the lower ratio."""
     single = await measure(url, args, 1)
     gang8 = await measure(url, args, 8)
@@ -177,13 +197,10 @@ async def measure_both(url: str, args: argparse.Namespace) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.pods % 8:
-        print(
-            f"caldera bench binder: error: --pods: {args.pods} (expected a multiple of 8, the gang size)",
-            file=sys.stderr,
-        )
+    bench = checked("caldera bench binder", args, config)
+    if bench is None:
         return 2
-    return run_bench(args, lambda url: measure_both(url, args), table)
+    return run_bench(bench, lambda url: measure_both(url, bench), table)
 
 
 def table(report: Report) -> str:

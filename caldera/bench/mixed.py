@@ -10,33 +10,55 @@ nodes moved between shards, conflicts and the audit.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
-from caldera.bench.runner import figures, run_bench
+from caldera.bench.runner import MAX_WORKERS, figures, run_bench
 from caldera.demo import workload as workloads
+from caldera.demo.config import WEEK_S
 from caldera.demo.processes import Options
 from caldera.demo.run import run_system
 from caldera.demo.view import View
 from caldera.demo.workload import WorkloadDriver
-from cluster.model.text import one_line
+from caldera.flag_config import checked, from_flags, redis_url, seconds, whole
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("mixed", help="the demo's workload without the view: both schedulers, the sharding controller")
-    p.add_argument("--duration", type=float, default=30.0, help="seconds of load (default: 30)")
+    p.add_argument(
+        "--duration",
+        type=seconds,
+        default="30s",
+        help="how long the load runs: 90s, 30m or plain seconds (default: 30s)",
+    )
     p.add_argument(
         "--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)"
     )
-    p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--workers", type=whole, default=2, help="agent scheduler workers (default: 2)")
+    p.add_argument("--seed", type=whole, default=1)
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+
+
+class MixedBench(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench mixed``'s flags, checked."""
+
+    duration: Annotated[float, msgspec.Meta(gt=0, le=WEEK_S, description="a duration above 0 and at most 7 days")]
+    workload: str | None = None
+    workers: Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS, description=f"1 to {MAX_WORKERS} workers")] = 2
+    seed: Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1, description="a 64-bit integer")] = 1
+    redis_url: str | None = None
+    json: bool = False
+
+
+def config(args: argparse.Namespace) -> tuple[MixedBench, workloads.Workload]:
+    """The flags checked and the workload read (ValueError naming the flag or the field); nothing started."""
+    bench = from_flags(MixedBench, args, redis_url=redis_url("--redis-url", args.redis_url))
+    return bench, workloads.load(bench.workload)
 
 
 async def measure(url: str, w: workloads.Workload, duration: float, workers: int, seed: int) -> dict[str, Any]:
@@ -50,26 +72,28 @@ async def measure(url: str, w: workloads.Workload, duration: float, workers: int
     report = msgspec.to_builtins(outcome.report)
     return {
         k: report[k]
-        for k in ("duration_s", "cluster", "schedulers", "jobs", "shards", "conflicts", "tracebacks", "audit")
+        for k in (
+            "duration_s",
+            "cluster",
+            "schedulers",
+            "jobs",
+            "shards",
+            "conflicts",
+            "tracebacks",
+            "restarts",
+            "audit",
+        )
     }
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration <= 0 or args.workers < 1:
-        print(
-            f"caldera bench mixed: error: --duration {args.duration:g}, --workers {args.workers} "
-            "(expected a positive duration and at least one worker)",
-            file=sys.stderr,
-        )
+    checked_flags = checked("caldera bench mixed", args, config)
+    if checked_flags is None:
         return 2
-    try:
-        w = workloads.load(args.workload)
-    except ValueError as e:
-        print(f"caldera bench mixed: error: {one_line(str(e))}", file=sys.stderr)
-        return 2
+    bench, w = checked_flags
     return run_bench(
-        args,
-        lambda url: measure(url, w, args.duration, args.workers, args.seed),
+        bench,
+        lambda url: measure(url, w, bench.duration, bench.workers, bench.seed),
         figures(12),
-        ok=lambda report: report["audit"] == "ok" and not report["tracebacks"],
+        ok=lambda report: report["audit"] == "ok" and not report["tracebacks"] and not report["restarts"],
     )

@@ -16,6 +16,7 @@ import msgspec
 
 from caldera.bench.agent import AGENT, Run, place
 from caldera.bench.runner import run_bench
+from caldera.flag_config import checked, from_flags, redis_url
 from cluster.sim.pods import make_pod
 from cluster.sim.pools import NodePool, pool_nodes
 
@@ -46,6 +47,17 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+class PeerBench(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench peer``'s flags, checked (its shape is Volcano's, fixed)."""
+
+    redis_url: str | None = None
+    json: bool = False
+
+
+def config(args: argparse.Namespace) -> PeerBench:
+    return from_flags(PeerBench, args, redis_url=redis_url("--redis-url", args.redis_url))
+
+
 async def measure(url: str, jobs: int = JOBS) -> Report:
     nodes = pool_nodes(NodePool(name="n", count=NODES, resources={"cpu": 16, "memory": "64Gi", "pods": 110}))
     pods = [
@@ -67,7 +79,10 @@ async def measure(url: str, jobs: int = JOBS) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_bench(args, measure, line, ok=lambda report: report.audit == "ok", ray=True)
+    bench = checked("caldera bench peer", args, config)
+    if bench is None:
+        return 2
+    return run_bench(bench, measure, line, ok=lambda report: report.audit == "ok", ray=True)
 
 
 def line(report: Report) -> str:

@@ -8,7 +8,7 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -18,15 +18,29 @@ from caldera._store import redis_url
 R = TypeVar("R")
 
 
+MAX_NODES = 100_000  # a bench cluster's nodes (the upper bounds keep a typo from building without end)
+MAX_PODS = 1_000_000
+MAX_WORKERS = 64
+
+
 def positive_int(text: str) -> int:
-    """argparse type: a whole number of at least 1."""
+    """argparse type: a whole number of at least 1, in decimal digits."""
     try:
-        value = int(text)
+        value = int(text) if text.strip().isascii() else 0
     except ValueError:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} (expected a positive integer)")
     return value
+
+
+class Output(Protocol):
+    """What :func:`run_bench` reads of a bench's config."""
+
+    @property
+    def redis_url(self) -> str | None: ...
+    @property
+    def json(self) -> bool: ...
 
 
 def measured(redis: str | None, measure: Callable[[str], Coroutine[Any, Any, R]], *, ray: bool = False) -> R:
@@ -52,7 +66,7 @@ def local_ray() -> Iterator[None]:
 
 
 def run_bench(
-    args: argparse.Namespace,
+    args: Output,
     measure: Callable[[str], Coroutine[Any, Any, R]],
     text: Callable[[R], str],
     *,

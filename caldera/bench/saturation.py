@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from agent_scheduler.core import ScoreKind
 from agent_scheduler.loop import AgentLoop
 from caldera.bench.agent import AGENT, Run, place
-from caldera.bench.runner import figures, positive_int, run_bench
+from caldera.bench.runner import MAX_WORKERS, figures, positive_int, run_bench
+from caldera.flag_config import checked, from_flags, readable_file, redis_url
 from cluster.model.core import Node, Pod
 from cluster.model.resources import GPU
-from cluster.model.text import one_line
 from cluster.nodeview.devices import CardPolicy
 from cluster.sim.trace import GPU_MILLI, read_nodes, read_pods, to_pod
 from cluster.store.store import Store
@@ -71,6 +70,30 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+
+
+class SaturationBench(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench saturation``'s flags, checked."""
+
+    trace: str
+    trace_nodes: str
+    workers: Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS, description=f"1 to {MAX_WORKERS} workers")] = 2
+    fgd: bool = False
+    redis_url: str | None = None
+    json: bool = False
+
+
+def config(args: argparse.Namespace) -> tuple[SaturationBench, list[Node], list[Pod]]:
+    """The flags checked and the trace read (ValueError naming the flag or the file); nothing started."""
+    bench = from_flags(
+        SaturationBench,
+        args,
+        trace=readable_file("--trace", args.trace),
+        trace_nodes=readable_file("--trace-nodes", args.trace_nodes),
+        redis_url=redis_url("--redis-url", args.redis_url),
+    )
+    nodes, pods = load(bench.trace, bench.trace_nodes)
+    return bench, nodes, pods
 
 
 def load(pods_csv: str, nodes_csv: str) -> tuple[list[Node], list[Pod]]:
@@ -142,14 +165,13 @@ async def measure(url: str, name: str, nodes: list[Node], pods: list[Pod], worke
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        nodes, pods = load(args.trace, args.trace_nodes)
-    except (OSError, ValueError) as e:
-        print(f"caldera bench saturation: error: {one_line(str(e))}", file=sys.stderr)
+    checked_flags = checked("caldera bench saturation", args, config)
+    if checked_flags is None:
         return 2
+    bench, nodes, pods = checked_flags
     return run_bench(
-        args,
-        lambda url: measure(url, os.path.basename(args.trace), nodes, pods, args.workers, args.fgd),
+        bench,
+        lambda url: measure(url, os.path.basename(bench.trace), nodes, pods, bench.workers, bench.fgd),
         figures(16),
         ok=lambda report: (
             report.binpack.audit == report.least_allocated.audit == "ok"

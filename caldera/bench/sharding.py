@@ -9,15 +9,15 @@ Beside it, in the same run, the pure policy alone (``policy_ms_p50``) — the fl
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
 
 from caldera._store import client
 from caldera.bench.runner import positive_int, run_bench
+from caldera.flag_config import checked, from_flags, number, redis_url
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.store.feed import Informer
 from cluster.store.keys import Keys, Kind
@@ -43,13 +43,28 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--nodes", type=positive_int, default=20000, help="nodes in the cluster (default: 20000)")
     p.add_argument("--syncs", type=positive_int, default=30, help="syncs measured (default: 30)")
     p.add_argument(
-        "--churn", type=float, default=0.05, help="share of nodes whose load changes between syncs (default: 0.05)"
+        "--churn", type=number, default=0.05, help="share of nodes whose load changes between syncs (default: 0.05)"
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
 
-async def measure(url: str, args: argparse.Namespace) -> Report:
+class ShardingBench(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench sharding``'s flags, checked."""
+
+    redis_url: str | None = None
+    nodes: Annotated[int, msgspec.Meta(ge=2, le=1_000_000, description="2 to 1,000,000 nodes")] = 20000
+    syncs: Annotated[int, msgspec.Meta(ge=1, le=100_000, description="1 to 100,000 syncs")] = 30
+    churn: Annotated[float, msgspec.Meta(gt=0, le=1, description="a share in (0, 1]")] = 0.05
+    json: bool = False
+
+
+def config(args: argparse.Namespace) -> ShardingBench:
+    """The flags checked (ValueError naming the flag); nothing started."""
+    return from_flags(ShardingBench, args, redis_url=redis_url("--redis-url", args.redis_url))
+
+
+async def measure(url: str, args: ShardingBench) -> Report:
     rng = np.random.default_rng(0)
     async with client(url) as c:
         store = Store(c, Keys("bench-sharding"))
@@ -98,10 +113,10 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.churn <= 1:
-        print(f"caldera bench sharding: error: --churn: {args.churn} (expected a share in (0, 1])", file=sys.stderr)
+    bench = checked("caldera bench sharding", args, config)
+    if bench is None:
         return 2
-    return run_bench(args, lambda url: measure(url, args), line)
+    return run_bench(bench, lambda url: measure(url, bench), line)
 
 
 def line(report: Report) -> str:

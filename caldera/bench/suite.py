@@ -18,10 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -34,10 +33,12 @@ from caldera.bench import saturation as bench_saturation
 from caldera.bench import sharding as bench_sharding
 from caldera.bench import topology as bench_topology
 from caldera.bench import trace as bench_trace
+from caldera.bench.chaos import command as bench_chaos
 from caldera.bench.runner import local_ray, measured
 from caldera.demo import workload as workloads
+from caldera.demo.config import WEEK_S
+from caldera.flag_config import checked, from_flags, readable_file, redis_url, seconds
 from cluster.model.core import Node, Pod
-from cluster.model.text import one_line
 from cluster.runtime.flags import Parser
 
 if TYPE_CHECKING:
@@ -75,7 +76,12 @@ def add_parser(sub: Any) -> None:
         help="an OpenB-format pods CSV for the trace bench (default: the trace bench is skipped)",
     )
     p.add_argument("--trace-nodes", default=None, help="its nodes CSV")
-    p.add_argument("--mixed-duration", type=float, default=30.0, help="seconds of the mixed bench's load (default: 30)")
+    p.add_argument(
+        "--mixed-duration",
+        type=seconds,
+        default="30s",
+        help="how long the mixed bench's load runs: 90s, 30m or plain seconds (default: 30s)",
+    )
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument(
         "--quick", action="store_true", help="tiny sizes: checks that the suite runs; the figures mean little"
@@ -93,8 +99,37 @@ def add_parser(sub: Any) -> None:
         bench_saturation,
         bench_trace,
         bench_topology,
+        bench_chaos,
     ):
         bench.add_parser(benches)
+
+
+class Suite(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench``'s own flags, checked."""
+
+    trace: str | None = None
+    trace_nodes: str | None = None
+    mixed_duration: Annotated[
+        float, msgspec.Meta(gt=0, le=WEEK_S, description="a duration above 0 and at most 7 days")
+    ] = 30.0
+    redis_url: str | None = None
+    quick: bool = False
+    json: bool = False
+
+    def __post_init__(self) -> None:
+        if bool(self.trace) != bool(self.trace_nodes):
+            raise ValueError("--trace and --trace-nodes go together (a pods CSV and its nodes CSV)")
+
+
+def config(args: argparse.Namespace) -> tuple[Suite, Trace | None]:
+    """The flags checked and the trace read, if one is given (ValueError naming the flag or the file)."""
+    suite = from_flags(Suite, args, redis_url=redis_url("--redis-url", args.redis_url))
+    if not (suite.trace and suite.trace_nodes):
+        return suite, None
+    pods_csv, nodes_csv = readable_file("--trace", suite.trace), readable_file("--trace-nodes", suite.trace_nodes)
+    nodes, pods = bench_saturation.load(pods_csv, nodes_csv)
+    cards, tasks = bench_trace.load(pods_csv, nodes_csv)
+    return suite, Trace(nodes=nodes, pods=pods, cards=cards, tasks=tasks)
 
 
 def defaults(module: Any, name: str, *argv: str) -> argparse.Namespace:
@@ -102,6 +137,11 @@ def defaults(module: Any, name: str, *argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     module.add_parser(parser.add_subparsers())
     return parser.parse_args([name, *argv])
+
+
+def configured(module: Any, name: str, *argv: str) -> Any:
+    """The bench's checked config with ``argv`` (see :func:`defaults`)."""
+    return module.config(defaults(module, name, *argv))
 
 
 def ratio(a: float, b: float) -> str:
@@ -260,9 +300,7 @@ def saturation_rows(r: Any) -> list[Row]:
     ]
 
 
-async def measure(
-    url: str, args: argparse.Namespace, trace: Trace | None, progress: Callable[[str], None]
-) -> dict[str, Any]:
+async def measure(url: str, args: Suite, trace: Trace | None, progress: Callable[[str], None]) -> dict[str, Any]:
     """Every bench in turn: ``{name: {"report": …, "rows": […], "seconds": …}}``."""
     out: dict[str, Any] = {}
 
@@ -283,8 +321,8 @@ async def measure(
 
     async def both_batches() -> tuple[Any, Any]:
         return (
-            await bench_batch.measure(url, defaults(bench_batch, "batch", *flags("batch"))),
-            await bench_batch.measure(url, defaults(bench_batch, "batch", "--nodes", "1000", *flags("batch-small"))),
+            await bench_batch.measure(url, configured(bench_batch, "batch", *flags("batch"))),
+            await bench_batch.measure(url, configured(bench_batch, "batch", "--nodes", "1000", *flags("batch-small"))),
         )
 
     async def one(x: Any) -> tuple[Any]:
@@ -292,18 +330,18 @@ async def measure(
 
     await bench(
         "binder",
-        lambda: one(bench_binder.measure_both(url, defaults(bench_binder, "binder", *flags("binder")))),
+        lambda: one(bench_binder.measure_both(url, configured(bench_binder, "binder", *flags("binder")))),
         binder_rows,
     )
     await bench(
         "sharding",
-        lambda: one(bench_sharding.measure(url, defaults(bench_sharding, "sharding", *flags("sharding")))),
+        lambda: one(bench_sharding.measure(url, configured(bench_sharding, "sharding", *flags("sharding")))),
         sharding_rows,
     )
     await bench("batch", both_batches, batch_rows)
     await bench(
         "topology",
-        lambda: one(bench_topology.measure(url, defaults(bench_topology, "topology", *flags("topology")))),
+        lambda: one(bench_topology.measure(url, configured(bench_topology, "topology", *flags("topology")))),
         topology_rows,
     )
     mixed = defaults(
@@ -316,16 +354,18 @@ async def measure(
     )
     with local_ray():  # after mixed: its agent scheduler process starts its own
         await bench(
-            "agent", lambda: one(bench_agent.measure(url, defaults(bench_agent, "agent", *flags("agent")))), agent_rows
+            "agent",
+            lambda: one(bench_agent.measure(url, configured(bench_agent, "agent", *flags("agent")))),
+            agent_rows,
         )
         await bench("peer", lambda: one(bench_peer.measure(url, jobs=2 if args.quick else bench_peer.JOBS)), peer_rows)
         if trace is not None:
             nodes, pods = trace.nodes, trace.pods
-            files = ("--trace", args.trace, "--trace-nodes", args.trace_nodes)
+            files = ("--trace", args.trace or "", "--trace-nodes", args.trace_nodes or "")
             workers = defaults(bench_saturation, "saturation", *files).workers
             await bench(
                 "saturation",
-                lambda: one(bench_saturation.measure(url, os.path.basename(args.trace), nodes, pods, workers)),
+                lambda: one(bench_saturation.measure(url, os.path.basename(args.trace or ""), nodes, pods, workers)),
                 saturation_rows,
             )
     if trace is not None:
@@ -334,7 +374,7 @@ async def measure(
         async def fragmentation() -> tuple[Any]:
             return (
                 bench_trace.measure(
-                    os.path.basename(args.trace),
+                    os.path.basename(args.trace or ""),
                     trace.cards,
                     trace.tasks,
                     seeds=frag.seeds,
@@ -365,43 +405,26 @@ def table(results: dict[str, Any], seconds: float) -> Table:
 
 
 def run(args: argparse.Namespace) -> int:
-    if bool(args.trace) != bool(args.trace_nodes):
-        print(
-            "caldera bench: error: --trace and --trace-nodes go together (a pods CSV and its nodes CSV)",
-            file=sys.stderr,
-        )
+    checked_flags = checked("caldera bench", args, config)
+    if checked_flags is None:
         return 2
-    if args.mixed_duration <= 0:
-        print(
-            f"caldera bench: error: --mixed-duration {args.mixed_duration:g} (expected a positive number of seconds)",
-            file=sys.stderr,
-        )
-        return 2
-    trace = None
-    if args.trace:
-        try:
-            nodes, pods = bench_saturation.load(args.trace, args.trace_nodes)
-            cards, tasks = bench_trace.load(args.trace, args.trace_nodes)
-            trace = Trace(nodes=nodes, pods=pods, cards=cards, tasks=tasks)
-        except (OSError, ValueError) as e:
-            print(f"caldera bench: error: {one_line(str(e))}", file=sys.stderr)
-            return 2
+    suite, trace = checked_flags
     from rich.console import Console  # for the table and the progress lines only
 
-    console = Console(stderr=args.json)
+    console = Console(stderr=suite.json)
     if not console.is_terminal:
-        console = Console(stderr=args.json, width=150)
+        console = Console(stderr=suite.json, width=150)
     started = time.monotonic()
 
     def progress(name: str) -> None:
         console.print(f"bench {name}…", highlight=False)
 
-    results = measured(args.redis_url, lambda url: measure(url, args, trace, progress))
-    seconds = time.monotonic() - started
-    if args.json:
-        print(json.dumps({"seconds": round(seconds, 1), "cores": os.cpu_count(), "benches": results}))
+    results = measured(suite.redis_url, lambda url: measure(url, suite, trace, progress))
+    took = time.monotonic() - started
+    if suite.json:
+        print(json.dumps({"seconds": round(took, 1), "cores": os.cpu_count(), "benches": results}))
     else:
-        console.print(table(results, seconds))
+        console.print(table(results, took))
     return 0 if all(a == "ok" for a in audits(results)) else 1
 
 

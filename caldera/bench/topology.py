@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
@@ -33,7 +32,8 @@ from batch_scheduler.conf import parse_conf
 from batch_scheduler.registry import default_registry
 from caldera._store import client
 from caldera.bench.batch import simulated
-from caldera.bench.runner import figures, positive_int, run_bench
+from caldera.bench.runner import MAX_NODES, figures, positive_int, run_bench
+from caldera.flag_config import checked, from_flags, number, redis_url, whole
 from cluster.model.core import ObjectMeta
 from cluster.model.topology import ExactMatch, HyperNode, HyperNodeSpec, Member, MemberSelector, NetworkTopologySpec
 from cluster.runtime.heap import HeapKeeper
@@ -86,13 +86,34 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--nodes", type=positive_int, default=4096)
     p.add_argument("--leaf", type=positive_int, default=8, help="nodes per leaf switch (default: 8)")
     p.add_argument("--spine", type=positive_int, default=16, help="leaves per spine (default: 16)")
-    p.add_argument("--busy", type=float, default=0.3, help="share of nodes another scheduler holds (default: 0.3)")
-    p.add_argument("--demand", type=float, default=0.5, help="share of the free nodes the gangs ask for (default: 0.5)")
+    p.add_argument("--busy", type=number, default=0.3, help="share of nodes another scheduler holds (default: 0.3)")
+    p.add_argument(
+        "--demand", type=number, default=0.5, help="share of the free nodes the gangs ask for (default: 0.5)"
+    )
     p.add_argument("--rounds", type=positive_int, default=3, help="rounds of each variant, alternating (default: 3)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=whole, default=1)
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+
+
+class TopologyBench(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench topology``'s flags, checked."""
+
+    nodes: Annotated[int, msgspec.Meta(ge=1, le=MAX_NODES, description=f"1 to {MAX_NODES:,} nodes")] = 4096
+    leaf: Annotated[int, msgspec.Meta(ge=1, le=10_000, description="1 to 10,000 nodes")] = 8
+    spine: Annotated[int, msgspec.Meta(ge=1, le=10_000, description="1 to 10,000 leaves")] = 16
+    busy: Annotated[float, msgspec.Meta(ge=0, lt=1, description="a share in [0, 1)")] = 0.3
+    demand: Annotated[float, msgspec.Meta(ge=0, lt=1, description="a share in [0, 1)")] = 0.5
+    rounds: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 rounds")] = 3
+    seed: Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1, description="a 64-bit integer")] = 1
+    redis_url: str | None = None
+    json: bool = False
+
+
+def config(args: argparse.Namespace) -> TopologyBench:
+    """The flags checked (ValueError naming the flag); nothing started."""
+    return from_flags(TopologyBench, args, redis_url=redis_url("--redis-url", args.redis_url))
 
 
 def hypernodes(names: list[str], leaf: int, spine: int) -> list[HyperNode]:
@@ -123,7 +144,7 @@ def hypernodes(names: list[str], leaf: int, spine: int) -> list[HyperNode]:
     return out
 
 
-def workload(args: argparse.Namespace) -> tuple[set[int], list[int]]:
+def workload(args: TopologyBench) -> tuple[set[int], list[int]]:
     """The busy nodes, and the gang sizes in job order (the same for both variants)."""
     rng = random.Random(args.seed)
     busy = set(rng.sample(range(args.nodes), round(args.busy * args.nodes)))
@@ -134,14 +155,14 @@ def workload(args: argparse.Namespace) -> tuple[set[int], list[int]]:
     return busy, sizes
 
 
-def tiers_of(rows: list[int], args: argparse.Namespace) -> int:
+def tiers_of(rows: list[int], args: TopologyBench) -> int:
     """The lowest tier holding every one of the nodes: 1 one leaf, 2 one spine, 3 the root."""
     if len({r // args.leaf for r in rows}) == 1:
         return 1
     return 2 if len({r // (args.leaf * args.spine) for r in rows}) == 1 else 3
 
 
-def score(placements: list[list[int]], busy: set[int], args: argparse.Namespace) -> tuple[float, float]:
+def score(placements: list[list[int]], busy: set[int], args: TopologyBench) -> tuple[float, float]:
     """(best-tier share, free-leaf share), replaying the placements in job order from the start."""
     free = np.ones(args.nodes, dtype=np.bool_)
     free[list(busy)] = False
@@ -159,7 +180,7 @@ def score(placements: list[list[int]], busy: set[int], args: argparse.Namespace)
     return (round(best / placed, 4) if placed else 0.0), round(float(np.mean(leaves == sizes)), 4)
 
 
-async def one_run(url: str, args: argparse.Namespace, name: str, topology: bool) -> Run:
+async def one_run(url: str, args: TopologyBench, name: str, topology: bool) -> Run:
     async with client(url) as c:
         store = Store(c, Keys(f"bench-topology-{name}"))
         nodes = pool_nodes(NodePool(name="gpu", count=args.nodes, resources=NODE))
@@ -222,7 +243,7 @@ async def one_run(url: str, args: argparse.Namespace, name: str, topology: bool)
         )
 
 
-async def measure(url: str, args: argparse.Namespace) -> Report:
+async def measure(url: str, args: TopologyBench) -> Report:
     with_topology: list[Run] = []
     without: list[Run] = []
     for r in range(args.rounds):
@@ -248,13 +269,12 @@ async def measure(url: str, args: argparse.Namespace) -> Report:
 
 
 def run(args: argparse.Namespace) -> int:
-    for flag, value in (("--busy", args.busy), ("--demand", args.demand)):
-        if not 0 <= value < 1:
-            print(f"caldera bench topology: error: {flag}: {value} (expected a share in [0, 1))", file=sys.stderr)
-            return 2
+    bench = checked("caldera bench topology", args, config)
+    if bench is None:
+        return 2
     return run_bench(
-        args,
-        lambda url: measure(url, args),
+        bench,
+        lambda url: measure(url, bench),
         figures(24),
         ok=lambda report: all(r.audit == "ok" for r in [*report.rounds, *report.rounds_without]),
     )

@@ -31,18 +31,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
 
 from caldera.bench.runner import positive_int
+from caldera.flag_config import checked, from_flags, number, readable_file, writable_file
 from cluster.model.resources import CPU, GPU, MEMORY
-from cluster.model.text import one_line
 from cluster.nodeview.cards import Cards, Task
 from cluster.nodeview.fgd import Workload, typical_pods
 from cluster.nodeview.gpu_policies import policies
@@ -90,18 +89,57 @@ def add_parser(sub: Any) -> None:
         help="keep the trace's CPU-only nodes (default: GPU nodes only, the paper's cluster)",
     )
     p.add_argument("--seeds", type=positive_int, default=3, help="shuffles per policy, seeds 42, 43, … (default: 3)")
-    p.add_argument("--tuning", type=float, default=1.3, help="work asked, × the cluster's GPUs (default: 1.3)")
+    p.add_argument("--tuning", type=number, default=1.3, help="work asked, × the cluster's GPUs (default: 1.3)")
     p.add_argument(
         "--popularity",
-        type=float,
+        type=number,
         default=95.0,
         help="FGD's typical pods: the %% of pods their shapes cover (default: 95)",
     )
     p.add_argument("--policies", default="", help="comma-separated policy names (default: all)")
-    p.add_argument("--processes", type=positive_int, default=os.cpu_count() or 1, help="replays run at once")
+    p.add_argument(
+        "--processes", type=positive_int, default=min(os.cpu_count() or 1, MAX_PROCESSES), help="replays run at once"
+    )
     p.add_argument("--png", default="", help="write the curves to this PNG")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+
+
+MAX_PROCESSES = 64
+
+
+class TraceBench(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera bench trace``'s flags, checked."""
+
+    trace: str
+    trace_nodes: str
+    cpu_nodes: bool = False
+    seeds: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 seeds")] = 3
+    tuning: Annotated[float, msgspec.Meta(ge=1, le=10, description="1 to 10 × the cluster's GPUs")] = 1.3
+    popularity: Annotated[float, msgspec.Meta(gt=0, le=100, description="a percentage in (0, 100]")] = 95.0
+    policies: list[str] = []  # the policies' names; empty: all
+    processes: Annotated[int, msgspec.Meta(ge=1, le=MAX_PROCESSES, description=f"1 to {MAX_PROCESSES} processes")] = 1
+    png: str = ""
+    json: bool = False
+
+
+def config(args: argparse.Namespace) -> tuple[TraceBench, Cards, list[Task]]:
+    """The flags checked and the trace read (ValueError naming the flag or the file); nothing started or written."""
+    names = [n.strip() for n in args.policies.split(",") if n.strip()] or list(POLICIES)
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown:
+        raise ValueError(f"--policies {unknown[0]}: expected some of {', '.join(POLICIES)}")
+    if args.png:
+        writable_file("--png", args.png)
+    bench = from_flags(
+        TraceBench,
+        args,
+        trace=readable_file("--trace", args.trace),
+        trace_nodes=readable_file("--trace-nodes", args.trace_nodes),
+        policies=names,
+    )
+    cluster, tasks = load(bench.trace, bench.trace_nodes, bench.cpu_nodes)
+    return bench, cluster, tasks
 
 
 def cluster_of(path: str, cpu_nodes: bool = False) -> Cards:
@@ -264,39 +302,23 @@ def plot(report: Report, path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    names = [n.strip() for n in args.policies.split(",") if n.strip()] or list(POLICIES)
-    unknown = [n for n in names if n not in POLICIES]
-    if unknown:
-        print(
-            f"caldera bench trace: error: --policies {unknown[0]} (expected some of {', '.join(POLICIES)})",
-            file=sys.stderr,
-        )
+    checked_flags = checked("caldera bench trace", args, config)
+    if checked_flags is None:
         return 2
-    if not 1.0 <= args.tuning <= 10.0:
-        print(
-            f"caldera bench trace: error: --tuning {args.tuning:g} (expected 1 to 10 × the cluster's GPUs)",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        typical_pods([], threshold=args.popularity)
-        cluster, tasks = load(args.trace, args.trace_nodes, args.cpu_nodes)
-    except (OSError, ValueError) as e:
-        print(f"caldera bench trace: error: {one_line(str(e))}", file=sys.stderr)
-        return 2
+    bench, cluster, tasks = checked_flags
     report = measure(
-        os.path.basename(args.trace),
+        os.path.basename(bench.trace),
         cluster,
         tasks,
-        seeds=args.seeds,
-        tuning=args.tuning,
-        popularity=args.popularity,
-        names=names,
-        processes=args.processes,
-        cpu_nodes=args.cpu_nodes,
+        seeds=bench.seeds,
+        tuning=bench.tuning,
+        popularity=bench.popularity,
+        names=bench.policies,
+        processes=bench.processes,
+        cpu_nodes=bench.cpu_nodes,
     )
-    if args.png:
-        plot(report, args.png)
-        report.figure = args.png
+    if bench.png:
+        plot(report, bench.png)
+        report.figure = bench.png
     print(msgspec.json.encode(report).decode() if args.json else text(report))
     return 0

@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -36,6 +36,7 @@ from batch_scheduler.session_input import SessionConfig
 from binder.commit import Binder
 from caldera._loop import run_loop
 from caldera._store import client
+from caldera.flag_config import from_flags, whole
 from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.kinds import ClusterObject
 from cluster.model.manifests import (
@@ -61,6 +62,7 @@ from cluster.store.store import Put, Store
 from sharding.config import (
     DEFAULT_SCHEDULER_CONFIGS,
     ConfigError,
+    ShardConfig,
     parse_scheduler_configs,
 )
 from sharding.controller import ControllerConfig, ShardingController
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
 
 AGENT = "agent-scheduler"
 BATCH = "volcano"
+MAX_ROUNDS = 10_000
 
 
 class PodResult(msgspec.Struct, frozen=True):
@@ -119,8 +122,44 @@ def add_parser(sub: Any) -> None:
     )
     add_sharding_mode(p, "how both schedulers use their shards (default: soft)")
     p.add_argument("-o", "--output", default="table", choices=["table", "json"], help="table or json (default: table)")
-    p.add_argument("--max-rounds", type=int, default=20, help="most scheduling rounds (default: 20)")
+    p.add_argument("--max-rounds", type=whole, default=20, help="most scheduling rounds (default: 20)")
     p.set_defaults(run=run)
+
+
+class DryRunConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """``caldera dry-run``'s flags, checked."""
+
+    max_rounds: Annotated[int, msgspec.Meta(ge=1, le=MAX_ROUNDS, description=f"1 to {MAX_ROUNDS:,} rounds")] = 20
+    sharding_mode: ShardingMode = ShardingMode.SOFT
+    output: str = "table"
+
+
+class DryRun(msgspec.Struct, frozen=True, kw_only=True):
+    """What the dry run places: the flags, the files' objects and conf, checked; and what to warn about."""
+
+    config: DryRunConfig
+    objects: list[ClusterObject]
+    conf: SchedulerConf
+    configs: list[ShardConfig]  # the sharding controller's bands
+    warnings: list[str]
+
+
+def config(args: argparse.Namespace) -> DryRun:
+    """The flags checked, the files read and checked; ManifestErrors (a line per refusal) or ValueError (one line).
+    Starts nothing, writes nothing."""
+    flags = from_flags(DryRunConfig, args)
+    objects, skipped, unhonoured = load_objects(args.filename)
+    try:
+        conf = load_conf(args.conf, default_registry())
+        configs = parse_scheduler_configs(args.scheduler_configs)
+    except (ConfError, ConfigError) as e:
+        raise ValueError(str(e)) from None
+    warnings = [*conf.warnings, *unhonoured]  # a Volcano plugin caldera does not implement yet; a field it ignores
+    if skipped:
+        warnings.append(
+            f"skipped {len(skipped)} object(s) of kinds caldera does not schedule: {', '.join(sorted(set(skipped)))}"
+        )
+    return DryRun(config=flags, objects=objects, conf=conf, configs=configs, warnings=warnings)
 
 
 def load_objects(paths: Sequence[str]) -> tuple[list[ClusterObject], list[str], list[str]]:
@@ -283,40 +322,28 @@ def print_table(result: DryRunResult, console: Console) -> None:
 def run(args: argparse.Namespace) -> int:
     prog = "caldera dry-run"
     try:
-        if args.max_rounds < 1:
-            raise ValueError(f"--max-rounds: {args.max_rounds} (expected a positive integer)")
-        objects, skipped, unhonoured = load_objects(args.filename)
-        conf = load_conf(args.conf, default_registry())
-        configs = parse_scheduler_configs(args.scheduler_configs)
+        dry = config(args)
     except ManifestErrors as e:
         for line in e.lines:
             print(f"{prog}: error: {line}", file=sys.stderr)
         return 2
-    except (ValueError, ConfError, ConfigError) as e:
+    except ValueError as e:
         print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)
         return 2
-    for line in conf.warnings:  # e.g. a Volcano plugin caldera does not implement yet
+    for line in dry.warnings:
         print(f"{prog}: warning: {line}", file=sys.stderr)
-    for line in unhonoured:  # e.g. "Pod ns/p: spec.affinity.podAntiAffinity is not honoured by caldera yet ..."
-        print(f"{prog}: warning: {line}", file=sys.stderr)
-    if skipped:
-        print(
-            f"{prog}: warning: skipped {len(skipped)} object(s) of kinds caldera does not schedule: "
-            f"{', '.join(sorted(set(skipped)))}",
-            file=sys.stderr,
-        )
     with RedisServer() as server:
         result = run_loop(
             simulate(
-                objects,
-                conf,
-                ControllerConfig(configs=configs, event_trigger=False),
-                ShardingMode(args.sharding_mode),
-                args.max_rounds,
+                dry.objects,
+                dry.conf,
+                ControllerConfig(configs=dry.configs, event_trigger=False),
+                dry.config.sharding_mode,
+                dry.config.max_rounds,
                 server.url,
             )
         )
-    if args.output == "json":
+    if dry.config.output == "json":
         sys.stdout.write(json.dumps(msgspec.to_builtins(result)) + "\n")
     else:
         # Piped output is not cut to 80 columns: names and reasons stay on one line each.

@@ -1,18 +1,17 @@
-"""The demo's processes: the sharding controller and both schedulers as OS processes, each logging to a file."""
+"""The demo's processes: the sharding controller and both schedulers as supervised OS processes, each logging to a file."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Protocol
 
 import msgspec
 
+from caldera.demo.resources import default_period
+from caldera.demo.supervisor import Supervisor
 from cluster.sim.pools import LEAF_LABEL, SPINE_LABEL
 from cluster.store.keys import Keys
 
@@ -32,66 +31,50 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     duration: float
     workers: int = 2
     out: Path = Path(".")
+    sample_every: float | None = None  # the resource sampler's period; None: caldera.demo.resources.default_period
+
+    @property
+    def sample_every_s(self) -> float:
+        return self.sample_every if self.sample_every is not None else default_period(self.duration)
 
 
 # -- the processes ---------------------------------------------------------------------------
 
-
-class Child:
-    """One caldera process, its output in a log file."""
-
-    def __init__(self, name: str, args: list[str], logs: Path) -> None:
-        self.name = name
-        self.log = logs / f"{name}.log"
-        env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-        with self.log.open("w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "caldera", name, *args],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-            )
-
-    def wait_ready(self, needle: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if needle in self.log.read_text(errors="replace"):
-                return
-            if self.proc.poll() is not None:
-                tail = self.log.read_text(errors="replace").strip().splitlines()[-5:]
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: {' | '.join(tail)}")
-            time.sleep(0.1)
-        raise RuntimeError(f"{self.name} not ready after {timeout:.0f}s (see {self.log})")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def traceback(self) -> bool:
-        return self.log.exists() and "Traceback" in self.log.read_text(errors="replace")
+READY = {
+    "sharding": "serving",
+    "batch-scheduler": "batch-scheduler: serving volcano",
+    "agent-scheduler": "workers ready",
+}
+READY_TIMEOUT_S = {"sharding": 60.0, "batch-scheduler": 60.0, "agent-scheduler": 120.0}
 
 
-def start_processes(children: list[Child], url: str, keys: Keys, driver: Driver, options: Options, logs: Path) -> None:
-    """Start the three processes into ``children`` (the caller stops them, even when this fails) and wait until they serve."""
+def start_processes(supervisor: Supervisor, url: str, keys: Keys, driver: Driver, options: Options) -> None:
+    """Start the three processes under ``supervisor`` (the caller stops them, even when this fails); call
+    :func:`wait_ready` next."""
     common = ["--redis-url", url, "--cluster", keys.cluster, "--metrics-port", "0"]
-    children.append(
-        Child(
-            "sharding",
-            [*common, "--scheduler-configs", driver.sharding, "--shard-sync-period", "5s", "--min-dwell", "20s"],
-            logs,
-        )
-    )
     switches = f"{LEAF_LABEL},{SPINE_LABEL}"  # the HyperNodes of pools with switches
-    children.append(
-        Child("batch-scheduler", [*common, "--schedule-period", "500ms", "--hypernode-labels", switches], logs)
-    )
-    children.append(Child("agent-scheduler", [*common, "--workers", str(options.workers)], logs))
-    children[0].wait_ready("serving", 60)
-    children[1].wait_ready("batch-scheduler: serving", 60)
-    children[2].wait_ready("workers ready", 120)
+    flags = {
+        "sharding": [
+            *common,
+            "--scheduler-configs",
+            driver.sharding,
+            "--shard-sync-period",
+            "5s",
+            "--min-dwell",
+            "20s",
+        ],
+        "batch-scheduler": [*common, "--schedule-period", "500ms", "--hypernode-labels", switches],
+        "agent-scheduler": [*common, "--workers", str(options.workers)],
+    }
+    for name, args in flags.items():
+        supervisor.start(name, [sys.executable, "-m", "caldera", name, *args], ready=READY[name])
+
+
+def wait_ready(supervisor: Supervisor) -> None:
+    """Until every process serves; RuntimeError naming the one that did not."""
+    for name in supervisor.names():
+        supervisor.wait_ready(name, READY_TIMEOUT_S[name])
+
+
+def demo_env() -> dict[str, str]:
+    return {**os.environ, "RAY_AUTH_MODE": "disabled"}

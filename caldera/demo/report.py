@@ -1,6 +1,9 @@
-"""The demo's report: what it achieved, as ``demo-report.json`` and a chart, ``demo-report.png``.
+"""The demo's report: what it achieved, as ``demo-report.json`` and charts, ``demo-report.png`` and
+``demo-resources.png``.
 
-The report is the run's totals (:class:`Report`) and its samples, each a JSON key of the file.
+The report is the run's totals (:class:`Report`: with each restart of a process and each
+process's growth after the warm-up), its samples, the processes' resources and the audits
+during the run (caldera.demo.resources), each a JSON key of the file.
 The demo samples every couple of seconds (pods bound and their latency per scheduler,
 shard sizes, cpu and GPUs allocated per shard); the report is those samples and the totals.
 The chart has four panels over time: throughput per scheduler, latency percentiles per
@@ -14,6 +17,9 @@ from pathlib import Path
 
 import msgspec
 
+from caldera.demo.resources import AuditSample, Growth, Usage
+from caldera.demo.resources import chart as resources_chart
+from caldera.demo.supervisor import Restart
 from caldera.demo.workload import AGENT, VOLCANO
 
 
@@ -70,10 +76,14 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     conflicts: ConflictFigures
     tracebacks: list[str]  # the processes that logged one
     audit: str | list[str]  # "ok", or one line per violation
+    restarts: list[Restart] = []  # each death of a process, restarted by the demo
+    audits_failed: int = 0  # audits during the run that found violations
+    growth: list[Growth] = []  # per process, RSS and open files after the warm-up (caldera.demo.resources)
 
     @property
     def ok(self) -> bool:
-        return self.audit == "ok" and not self.tracebacks
+        """A clean run: the audits clean (at the end and during), no traceback, no process died."""
+        return self.audit == "ok" and not self.tracebacks and not self.restarts and not self.audits_failed
 
 
 class Sample(msgspec.Struct):
@@ -92,14 +102,22 @@ def gap(value: float | None) -> float:
     return float("nan") if value is None else value
 
 
-def write(out: Path, report: Report, samples: list[Sample]) -> tuple[Path, Path]:
-    """Write the JSON (totals and samples) and the chart; returns their paths."""
+def write(
+    out: Path, report: Report, samples: list[Sample], usage: list[Usage], audits: list[AuditSample]
+) -> list[Path]:
+    """Write the JSON (totals, samples, resources, audits) and the charts; returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
-    json_path, png_path = out / "demo-report.json", out / "demo-report.png"
-    figures = {**msgspec.to_builtins(report), "samples": msgspec.to_builtins(samples)}
+    json_path, png_path, resources_path = out / "demo-report.json", out / "demo-report.png", out / "demo-resources.png"
+    figures = {
+        **msgspec.to_builtins(report),
+        "samples": msgspec.to_builtins(samples),
+        "resources": msgspec.to_builtins(usage),
+        "audits": msgspec.to_builtins(audits),
+    }
     json_path.write_text(json.dumps(figures, indent=2) + "\n")
     chart(png_path, samples)
-    return json_path, png_path
+    resources_chart(resources_path, usage)
+    return [json_path, png_path, resources_path]
 
 
 def chart(path: Path, samples: list[Sample]) -> None:

@@ -19,15 +19,14 @@ import argparse
 import asyncio
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from caldera._loop import run_loop
 from caldera._store import client, redis_url
-from caldera.demo import workload as workloads
-from caldera.demo.processes import Child, Driver, Options, start_processes
+from caldera.demo import config as flags
+from caldera.demo.processes import Driver, Options, demo_env, start_processes, wait_ready
 from caldera.demo.report import (
     ConflictFigures,
     Conflicts,
@@ -38,12 +37,14 @@ from caldera.demo.report import (
     Shards,
     write,
 )
+from caldera.demo.resources import AuditSample, Sampler, Usage, growth
+from caldera.demo.supervisor import Supervisor
 from caldera.demo.tracker import Tracker
-from caldera.demo.view import Frame, View, summary
-from caldera.demo.workload import AGENT, VOLCANO, WorkloadDriver
+from caldera.demo.view import Frame, View, growth_table, summary, told
+from caldera.demo.workload import AGENT, VOLCANO
+from caldera.flag_config import checked
 from cluster.model.devices import CARD_PREFIX, is_card_resource
 from cluster.model.resources import CPU, GPU, Resources
-from cluster.model.text import one_line
 from cluster.runtime import heartbeat
 from cluster.sim.cluster import SimCluster
 from cluster.store.audit import audit
@@ -53,35 +54,7 @@ from cluster.store.store import Store
 if TYPE_CHECKING:
     from rich.console import Console
 
-SAMPLE_EVERY_S = 2.0
-
-
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("demo", help="run the whole system on a simulated cluster, live, and report")
-    p.add_argument("--duration", type=float, default=60.0, help="seconds of load (default: 60)")
-    p.add_argument(
-        "--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)"
-    )
-    p.add_argument("--trace", default=None, help="replay this OpenB-format pods CSV instead of a workload")
-    p.add_argument("--trace-nodes", default=None, help="the trace's nodes CSV (with --trace)")
-    p.add_argument(
-        "--speedup",
-        type=float,
-        default=0.0,
-        help="trace seconds per second; 0 = fit the trace into 90%% of --duration (default: 0)",
-    )
-    p.add_argument(
-        "--trace-schedulers",
-        default=None,
-        help="QOS=SCHEDULER,...,*=SCHEDULER for trace pods (default: LS=agent-scheduler,*=volcano)",
-    )
-    p.add_argument("--workers", type=int, default=2, help="agent scheduler workers (default: 2)")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument(
-        "--out", default=".", help="folder for demo-report.json, demo-report.png and demo-logs/ (default: .)"
-    )
-    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
-    p.set_defaults(run=run)
+SAMPLE_EVERY_S = 2.0  # the throughput and shard samples (the resource sampler: --sample-every)
 
 
 # -- watching the cluster --------------------------------------------------------------------
@@ -164,7 +137,9 @@ def queue_rows(tracker: Tracker, monitor: Monitor, names: list[str]) -> dict[str
     return rows
 
 
-def frame(tracker: Tracker, monitor: Monitor, driver: Driver, t: float, duration: float) -> Frame:
+def frame(
+    tracker: Tracker, monitor: Monitor, driver: Driver, supervisor: Supervisor, t: float, duration: float
+) -> Frame:
     lately = tracker.lately()
     conflicts = monitor.conflicts()
     agent_queue = monitor.figures.get("agent-scheduler", {}).get("queue")  # urgent, active, backoff and in flight
@@ -192,6 +167,7 @@ def frame(tracker: Tracker, monitor: Monitor, driver: Driver, t: float, duration
         shards=monitor.shards,
         moves=monitor.moves,
         completed=tracker.completed,
+        restarts=[told(r) for r in supervisor.restarts],
     )
 
 
@@ -201,24 +177,28 @@ def frame(tracker: Tracker, monitor: Monitor, driver: Driver, t: float, duration
 class Outcome(msgspec.Struct, kw_only=True):
     report: Report
     samples: list[Sample]
+    usage: list[Usage]
+    audits: list[AuditSample]
     interrupted: bool
 
 
 async def run_system(url: str, make_driver: Any, options: Options, view: View) -> Outcome:
-    """Start the processes, drive the load for ``options.duration``, stop everything, audit; the figures."""
-    children: list[Child] = []
+    """Start the processes, drive the load for ``options.duration``, stop everything, audit; the figures.
+
+    The processes are supervised: one that dies is restarted (caldera.demo.supervisor), and
+    named in the view, the summary and the report."""
+    logs = options.out / "demo-logs"
+    supervisor = Supervisor(logs, env=demo_env())
     try:
-        return await _run_system(url, make_driver, options, view, children)
+        return await _run_system(url, make_driver, options, view, supervisor)
     finally:
-        for child in children:
-            await asyncio.to_thread(child.stop)
+        await asyncio.to_thread(supervisor.stop_all)
 
 
-async def _run_system(url: str, make_driver: Any, options: Options, view: View, children: list[Child]) -> Outcome:
+async def _run_system(url: str, make_driver: Any, options: Options, view: View, supervisor: Supervisor) -> Outcome:
     keys = Keys("demo")
     tracker = Tracker([AGENT, VOLCANO])
-    logs = options.out / "demo-logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = supervisor.logs
     async with client(url) as c:
         store = Store(c, keys)
         driver: Driver = make_driver(store, tracker)
@@ -227,26 +207,31 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
             f"cluster: {driver.describe()}; starting the sharding controller, the batch scheduler and the agent "
             f"scheduler ({options.workers} Ray workers) as their own processes (logs in {logs})…"
         )
-        await asyncio.to_thread(start_processes, children, url, keys, driver, options, logs)
+        start_processes(supervisor, url, keys, driver, options)  # here: a child dies with the thread that started it
+        await asyncio.to_thread(wait_ready, supervisor)
         monitor = Monitor(store, keys)
         await monitor.poll()
         view.say("shards at start: " + ", ".join(f"{k or 'unowned'} {v}" for k, v in monitor.start_sizes.items()))
         stop = asyncio.Event()
         sim = SimCluster(store)
+        sampler = Sampler(store)
+        started = time.monotonic()
+        supervisor.epoch = started  # deaths are told in seconds of the run
         tasks = [
             asyncio.create_task(sim.run()),
             asyncio.create_task(driver.run(stop)),
             asyncio.create_task(tracker.watch(store, stop)),
             asyncio.create_task(monitor.run(stop)),
+            asyncio.create_task(supervisor.watch(stop)),
+            asyncio.create_task(sampler.run(stop, supervisor, started, options.sample_every_s)),
         ]
         samples: list[Sample] = []
         interrupted = False
-        started = time.monotonic()
         try:
             with view:
                 next_sample = started + SAMPLE_EVERY_S
                 while (now := time.monotonic()) - started < options.duration:
-                    view.show(frame(tracker, monitor, driver, now - started, options.duration))
+                    view.show(frame(tracker, monitor, driver, supervisor, now - started, options.duration))
                     if now >= next_sample:
                         next_sample += SAMPLE_EVERY_S
                         samples.append(sample(tracker, monitor, now - started))
@@ -262,8 +247,7 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
             await monitor.poll()  # the heartbeats, before the processes stop
             stop.set()
             sim.stop()
-            for child in children:
-                await asyncio.to_thread(child.stop)
+            await asyncio.to_thread(supervisor.stop_all)
             _, stuck = await asyncio.wait(tasks, timeout=10)
             for t in stuck:
                 t.cancel()
@@ -286,10 +270,13 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
             volcano=conflicts[VOLCANO],
             from_heartbeats_of=sorted(n for n, f in monitor.figures.items() if "conflicts" in f),
         ),
-        tracebacks=[c.name for c in children if c.traceback()],
+        tracebacks=supervisor.tracebacks(),
         audit=problems if problems else "ok",
+        restarts=list(supervisor.restarts),
+        audits_failed=sum(not a.ok for a in sampler.audits),
+        growth=growth(sampler.usage),
     )
-    return Outcome(report=report, samples=samples, interrupted=interrupted)
+    return Outcome(report=report, samples=samples, usage=sampler.usage, audits=sampler.audits, interrupted=interrupted)
 
 
 def sample(tracker: Tracker, monitor: Monitor, t: float) -> Sample:
@@ -317,46 +304,27 @@ def fragment_gpus(allocatable: Resources, allocated: Resources) -> float:
     return total
 
 
-def make_driver(args: argparse.Namespace) -> Any:
-    """A function of (store, tracker) giving the driver the flags ask for; ValueError on bad input."""
-    if args.trace or args.trace_nodes:
-        if not (args.trace and args.trace_nodes):
-            raise ValueError("--trace and --trace-nodes go together (a pods CSV and its nodes CSV)")
-        from caldera.demo.replay import TraceDriver, load_trace
-
-        trace = load_trace(args.trace, args.trace_nodes, args.trace_schedulers, args.speedup, args.duration)
-        return lambda store, tracker: TraceDriver(trace, store, tracker)
-    w = workloads.load(args.workload)
-    return lambda store, tracker: WorkloadDriver(w, store, tracker, seed=args.seed, duration=args.duration)
+def add_parser(sub: Any) -> None:
+    flags.add_parser(sub, run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration <= 0 or args.workers < 1 or args.speedup < 0:
-        print(
-            f"caldera demo: error: --duration {args.duration:g}, --workers {args.workers}, --speedup {args.speedup:g} "
-            "(expected a positive duration, at least one worker, a speedup of 0 or more)",
-            file=sys.stderr,
-        )
+    parsed = checked("caldera demo", args, flags.parse)
+    if parsed is None:
         return 2
-    if (args.trace or args.trace_nodes) and args.workload:
-        print(
-            "caldera demo: error: --workload and --trace: give one (a workload description or a trace to replay)",
-            file=sys.stderr,
-        )
-        return 2
-    if args.trace_schedulers and not args.trace:
-        print("caldera demo: error: --trace-schedulers needs --trace", file=sys.stderr)
-        return 2
+    config, driver = parsed
     try:
-        driver = make_driver(args)
-    except ValueError as e:
-        print(f"caldera demo: error: {one_line(str(e))}", file=sys.stderr)
+        config.out.mkdir(parents=True, exist_ok=True)  # before anything starts: a folder that cannot be made stops here
+    except OSError as e:
+        print(f"caldera demo: error: --out {config.out}: {e.strerror or e}", file=sys.stderr)
         return 2
     from rich.console import Console  # drawing needs rich; the rest of caldera does not
 
     console = Console()
-    options = Options(duration=args.duration, workers=args.workers, out=Path(args.out))
-    with redis_url(args.redis_url) as url:
+    options = Options(
+        duration=config.duration, workers=config.workers, out=config.out, sample_every=config.sample_every_s
+    )
+    with redis_url(config.redis_url) as url:
         return run_loop(demo(url, driver, options, console))
 
 
@@ -373,11 +341,13 @@ async def demo(url: str, driver: Any, options: Options, console: Console) -> int
         return 130
     report = outcome.report
     console.print(summary(report))
+    if report.growth:
+        console.print(growth_table(report))
     for problem in (report.audit if report.audit != "ok" else [])[:20]:
         console.print(problem, highlight=False)
-    json_path, png_path = await asyncio.to_thread(write, options.out, report, outcome.samples)
+    paths = await asyncio.to_thread(write, options.out, report, outcome.samples, outcome.usage, outcome.audits)
     console.print(f"caldera audit: {'ok' if report.audit == 'ok' else 'violations (above)'}")
-    console.print(f"report: {json_path} and {png_path}")
+    console.print(f"report: {', '.join(str(p) for p in paths)}")
     if outcome.interrupted:
         return 130
     return 0 if report.ok else 1

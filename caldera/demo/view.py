@@ -4,7 +4,9 @@ On a terminal the view is a ``rich`` Live display: per scheduler (pods/s and lat
 lately, totals, queue depth, conflicts), per Volcano queue (weight, capability, jobs
 started/running/waiting, GPUs allocated and deserved), per shard (nodes, cpu and GPU
 allocated) and shard moves. When stdout is not a terminal (a log, CI) it prints one plain
-line every two seconds instead. At the end, :func:`summary` is the run's report as a table.
+line every two seconds instead. At the end, :func:`summary` is the run's report as a table. A process that died is
+named on a line of its own above the tables while the run lasts (and at the end of each
+plain line), and in the summary: when, how, and when it served again.
 
 ``rich`` is imported where it draws, so that importing this module (as ``caldera bench
 mixed`` does, with a view that shows nothing) does not load it.
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from caldera.demo.report import Report
+    from caldera.demo.supervisor import Restart
 
 GPU = "nvidia.com/gpu"
 
@@ -39,6 +42,14 @@ class Frame(msgspec.Struct, kw_only=True):
     shards: dict[str, dict[str, float]]  # per shard: nodes, cpu and gpu shares allocated
     moves: int
     completed: int
+    restarts: list[str] = []  # one line per death of a process (see told)
+
+
+def told(r: Restart) -> str:
+    """A death and the restart after it, in words."""
+    died = f"{r.process} died at {r.at_s:,.1f} s ({r.how}{', after a traceback' if r.traceback else ''})"
+    back = f"serving again {r.ready_after_s:,.1f} s later" if r.ready_after_s is not None else "not serving again yet"
+    return f"{died}, restarted: {back}"
 
 
 def ms(value: float | None) -> str:
@@ -78,7 +89,10 @@ def render(frame: Frame) -> Group:
             f"{s['queue']:,}" if s.get("queue") is not None else "—",
             f"{s.get('resolved', 0):,} / {s.get('conflicts', 0):,}",
         )
-    parts: list[Any] = [head, sched]
+    parts: list[Any] = [head]
+    for restart in frame.restarts:
+        parts.append(Text(restart, style="bold red"))
+    parts.append(sched)
     if frame.queues:
         queues = Table(title="Volcano queues (batch scheduler)", title_justify="left")
         for col in (
@@ -127,9 +141,10 @@ def line(frame: Frame) -> str:
     )
     jobs = " ".join(f"{name} {q['started']}/{q['waiting']}" for name, q in frame.queues.items())
     shards = " ".join(f"{name or 'unowned'} {int(s['nodes'])}" for name, s in frame.shards.items())
+    restarts = f"  restarts: {'; '.join(frame.restarts)}" if frame.restarts else ""
     return (
         f"t={frame.t:5.1f}s  {scheds}  jobs started/waiting {jobs or '—'}  shards {shards}  moves {frame.moves}"
-        f"  finished {frame.completed:,}"
+        f"  finished {frame.completed:,}{restarts}"
     )
 
 
@@ -197,5 +212,26 @@ def summary(report: Report) -> Table:
     table.add_row("nodes moved between shards", f"{shards.moves:,}")
     table.add_row("pods run to completion", f"{report.pods_completed:,}")
     table.add_row("processes that logged a traceback", ", ".join(report.tracebacks) or "none")
+    table.add_row("processes that died (each restarted)", "; ".join(told(r) for r in report.restarts) or "none")
+    if report.audits_failed:
+        table.add_row("audits during the run that found violations", f"{report.audits_failed:,}")
     table.add_row("audit", "ok" if report.audit == "ok" else f"{len(report.audit)} violations")
+    return table
+
+
+def growth_table(report: Report) -> Table:
+    """Each process's RSS and open files from the end of the warm-up to the end (caldera.demo.resources)."""
+    from rich.table import Table
+
+    table = Table(title="caldera demo: resources after the warm-up (first 20% of the run), medians of 3 samples")
+    for col in ("process", "RSS MiB", "growth", "open files", "growth "):
+        table.add_column(col, justify="left" if col == "process" else "right")
+    for g in report.growth:
+        table.add_row(
+            g.process,
+            f"{g.rss_mb[0]:,.0f} → {g.rss_mb[1]:,.0f}",
+            f"{g.rss_pct:+.1f}%",
+            f"{g.fds[0]:,.0f} → {g.fds[1]:,.0f}",
+            f"{g.fds_pct:+.1f}%",
+        )
     return table

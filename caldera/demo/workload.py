@@ -12,7 +12,8 @@ queue's (whole extended resources, names a container may request), weights and p
 kept in Volcano's and Kubernetes' ranges.
 
 Arrivals are Poisson with the class's mean gap ``every_s``, its rate scaled by the ramp:
-at time ``t`` of the run, jobs and bursts arrive ``ramp(t)`` times as often.
+at time ``t`` of the run, jobs and bursts arrive ``ramp(t)`` times as often, and
+``rate`` (``caldera demo --rate``) times more again.
 """
 
 from __future__ import annotations
@@ -263,11 +264,14 @@ def arrivals(rng: random.Random, every_s: float, ramp: Ramp, duration: float, st
 class WorkloadDriver:
     """Submits a workload's jobs and bursts at their arrival times, and tells the tracker."""
 
-    def __init__(self, workload: Workload, store: Store, tracker: Tracker, *, seed: int, duration: float) -> None:
+    def __init__(
+        self, workload: Workload, store: Store, tracker: Tracker, *, seed: int, duration: float, rate: float = 1.0
+    ) -> None:
         self.workload, self.store, self.tracker = workload, store, tracker
         self.sharding = workload.sharding
         self.rng = random.Random(seed)
         self.duration = duration
+        self.rate = rate  # times every class's arrival rate (``caldera demo --rate``)
         self.serial = 0
 
     def describe(self) -> str:
@@ -287,7 +291,7 @@ class WorkloadDriver:
         """Until ``stop``: every 100 ms, submit what arrived since the last round."""
         w = self.workload
         streams: list[tuple[PodShape, Iterator[float]]] = [
-            (c, arrivals(self.rng, c.every_s, w.ramp, self.duration)) for c in [*w.training, *w.agents]
+            (c, arrivals(self.rng, c.every_s / self.rate, w.ramp, self.duration)) for c in [*w.training, *w.agents]
         ]
         due = [next(s) for _, s in streams]
         started = time.monotonic()

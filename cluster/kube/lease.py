@@ -165,3 +165,14 @@ def kube_elect(connection: KubeConnection) -> Elect:
         )
 
     return elect
+
+
+def lease_holder(api: k8s.ApiClient, name: str, namespace: str) -> str:
+    """Who holds the Lease now ('' for nobody, or no such Lease)."""
+    try:
+        lease = k8s.CoordinationV1Api(api).read_namespaced_lease(name, namespace, _request_timeout=(5, 10))
+    except ApiException as e:
+        if e.status == 404:
+            return ""
+        raise
+    return str((lease.spec.holder_identity if lease.spec is not None else "") or "")

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
+import logging
 import os
 import signal
 import socket
@@ -32,7 +34,7 @@ from cluster.runtime import heartbeat
 from cluster.runtime.flags import parse_duration
 from cluster.runtime.logs import LogFormat, add_log_flags, configure, logger
 from cluster.runtime.serving import HttpEndpoint
-from cluster.store.client import Client, StoreError, connect, redacted
+from cluster.store.client import STORE_DOWN, AuthError, Client, Outage, StoreError, connect, redacted
 from cluster.store.keys import Keys
 from cluster.store.lease import RedisLease
 
@@ -216,6 +218,11 @@ def configs_or_none(
         return None
 
 
+class Fatal(Exception):
+    """A component cannot go on (its message says why, in one line): the process exits 1, for
+    whatever runs it (a Deployment, the demo) to start it again."""
+
+
 class Lease(Protocol):
     """Leader election: ``leading`` is true only while this process may act."""
 
@@ -247,6 +254,31 @@ Elect = Callable[[LeaseConfig, str, str], Lease]
 """Builds a lease: (settings, lease name, holder) -> Lease. Default: a key in the store."""
 
 
+async def _store_answers(client: Client, url: str, log: logging.Logger, stop: asyncio.Event) -> bool:
+    """Ping the store until it answers (True). A store that cannot be reached is waited for, as
+    every loop waits out an outage, until ``stop`` (False); one that refuses the URL's user is one
+    error line (False). Lines name the URL without its password; redis-py's messages name the
+    host and port only."""
+    where = f"the store at {redacted(url)}"
+    outage = Outage(log, where, first=0.5)
+    while not stop.is_set():
+        try:
+            await client.ping()
+            outage.ok()
+            return True
+        except AuthError as e:  # a ConnectionError to redis-py, but no outage: a wrong user or password
+            log.error("%s: %s", where, one_line(str(e) or type(e).__name__))
+            return False
+        except STORE_DOWN as e:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(outage.failed(e)):
+                    await stop.wait()
+        except StoreError as e:  # refused: the user may not even PING
+            log.error("%s: %s", where, one_line(str(e) or type(e).__name__))
+            return False
+    return False
+
+
 async def run_process(
     config: ProcessConfig,
     registry: CollectorRegistry,
@@ -258,9 +290,10 @@ async def run_process(
 
     The component acts only while ``deps.leading()`` (checked before each decision, so a lost
     lease stops it at once). A heartbeat with ``component.stats()`` goes to the store every
-    few seconds (``caldera status``). A store that cannot be reached or refuses the URL's
-    user is one error line naming the URL without its password, exit 1; a metrics address
-    that cannot be bound, one line naming the flags, exit 2. Otherwise 0 after SIGTERM.
+    few seconds (``caldera status``). A store that cannot be reached is waited for (one
+    warning line); one that refuses the URL's user is one error line naming the URL without
+    its password, exit 1; a metrics address that cannot be bound, one line naming the
+    flags, exit 2. Otherwise 0 after SIGTERM.
     """
     configure(config.component, config.log_level, config.log_format)
     log = logger(config.component)
@@ -270,13 +303,9 @@ async def run_process(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     client = connect(config.redis_url)
-    try:
-        await client.ping()
-    except (OSError, StoreError) as e:
-        # redis-py's messages name the host and port, never the password; the URL is redacted.
-        log.error("the store at %s: %s", redacted(config.redis_url), one_line(str(e) or type(e).__name__))
+    if not await _store_answers(client, config.redis_url, log, stop):
         await client.aclose()
-        return 1
+        return 0 if stop.is_set() else 1
     holder = f"{socket.gethostname()}-{os.getpid()}"
     lease: Lease | None = None
     settings = config.lease
@@ -334,11 +363,21 @@ def launch(
     make: Make[T],
 ) -> int:
     """A process's ``main``: its flags into configs (2 after one line on a bad value), then
-    :func:`run_process` on uvloop until SIGTERM; its exit status."""
+    :func:`run_process` on uvloop until SIGTERM; its exit status — 1 after one line when a
+    component raised :class:`Fatal`."""
     configs = configs_or_none(prog, component, parser.parse_args(argv), parse)
     if configs is None:
         return 2
     process, config = configs
     registry = CollectorRegistry()
     build, elect = make(process, config, registry)
-    return uvloop.run(run_process(process, registry, build, elect=elect))
+    fatal: BaseExceptionGroup[Fatal] | None = None
+    status = 0
+    try:
+        status = uvloop.run(run_process(process, registry, build, elect=elect))
+    except* Fatal as group:
+        fatal = group
+    if fatal is not None:
+        print(f"{prog}: error: {one_line(str(fatal.exceptions[0]))}", file=sys.stderr, flush=True)
+        return 1
+    return status

@@ -2,12 +2,13 @@
 
 Used by ``caldera demo``/``bench``/``dry-run`` when no ``--redis-url`` is given, and by the
 tests, which may also start it with an ACL file (its users, the ``default`` one off) and with
-TLS only (``--port 0``). Persistence is off: the state is scratch.
+TLS only (``--port 0``). Persistence is off unless asked for: the state is scratch.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import signal
 import socket
@@ -40,6 +41,9 @@ class RedisServer:
 
     ``aclfile``: the server's users (``redis-server --aclfile``). ``tls``: serve TLS only, on
     :attr:`port`, with that certificate, requiring clients' certificates from that CA.
+    ``appendonly``: keep an append-only file (fsync every second, Redis's default) in the
+    server's folder, so that :meth:`restart` with ``keep_data`` comes back with what it held —
+    the fault benches restart it both ways.
     """
 
     def __init__(
@@ -47,6 +51,7 @@ class RedisServer:
         *,
         binary: str = "redis-server",
         timeout: float = 10.0,
+        appendonly: bool = False,
         aclfile: str | None = None,
         tls: TlsFiles | None = None,
     ) -> None:
@@ -55,25 +60,33 @@ class RedisServer:
             raise RedisUnavailable(
                 "redis-server not found on PATH: install it (Debian: apt-get install redis-server) or pass --redis-url"
             )
+        self.binary = path
+        self.timeout = timeout
+        self.appendonly = appendonly
+        self.aclfile = aclfile
         self.port = free_port()
         self.tls = tls
         self._dir = tempfile.TemporaryDirectory(prefix="caldera-redis-")
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
         listen = ["--port", str(self.port)]
-        if tls is not None:
+        if self.tls is not None:
+            tls = self.tls
             listen = ["--port", "0", "--tls-port", str(self.port)]
             listen += ["--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca]
-        if aclfile is not None:
-            listen += ["--aclfile", aclfile]
-        self.process = subprocess.Popen(
+        if self.aclfile is not None:
+            listen += ["--aclfile", self.aclfile]
+        process = subprocess.Popen(
             [
-                path,
+                self.binary,
                 *listen,
                 "--bind",
                 "127.0.0.1",
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes" if self.appendonly else "no",
                 "--dir",
                 self._dir.name,
                 "--daemonize",
@@ -85,23 +98,48 @@ class RedisServer:
             stderr=subprocess.PIPE,
             preexec_fn=_die_with_parent,
         )
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + self.timeout
         up = wait_until_up(
-            "127.0.0.1", self.port, deadline=deadline, alive=lambda: self.process.poll() is None, tls=tls
+            "127.0.0.1", self.port, deadline=deadline, alive=lambda: process.poll() is None, tls=self.tls
         )
         if not up:
-            err = self.process.stderr.read().decode() if self.process.stderr else ""
-            self.stop()
+            err = process.stderr.read().decode() if process.stderr else ""
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            self._dir.cleanup()
             raise RedisUnavailable(f"redis-server did not start on port {self.port}: {err.strip()}")
+        return process
 
     @property
     def url(self) -> str:
         """The server's URL, without credentials or TLS files (``rediss://`` when it serves TLS)."""
         return f"{'rediss' if self.tls is not None else 'redis'}://127.0.0.1:{self.port}/0"
 
-    def stop(self) -> None:
+    def restart(self, *, keep_data: bool, down_s: float = 0.0) -> None:
+        """Kill the server (SIGKILL: no last save) and start it again on the same port after
+        ``down_s`` seconds: with its append-only file when ``keep_data`` (and ``appendonly``), else empty."""
+        self.kill()
+        time.sleep(down_s)
+        self.start_again(keep_data=keep_data)
+
+    def kill(self) -> None:
+        """SIGKILL the server (no last save); :meth:`start_again` brings it back on the same port."""
+        self._end(signal.SIGKILL)
+
+    def start_again(self, *, keep_data: bool) -> None:
+        """Start a killed server again: from its append-only file when ``keep_data``, else empty."""
+        if not keep_data:
+            for entry in os.scandir(self._dir.name):
+                if entry.is_dir():
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+        self.process = self._start()
+
+    def _end(self, sig: signal.Signals) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
+            self.process.send_signal(sig)
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -109,6 +147,9 @@ class RedisServer:
                 self.process.wait()
         if self.process.stderr:
             self.process.stderr.close()
+
+    def stop(self) -> None:
+        self._end(signal.SIGTERM)
         self._dir.cleanup()
 
     def __enter__(self) -> RedisServer:

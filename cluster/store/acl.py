@@ -3,10 +3,11 @@
 Each process connects as its own user, allowed the commands its code sends and writes to
 the keys its scripts write, nothing else. Redis 7 checks every ``redis.call`` inside a
 script against the user that called the script, so running a script gives a user no key it
-lacks: the mirror may call the binder's commit script, but the script's write of
-``binding:<scheduler>`` (a key only the binder writes) is refused, and so is the sharding
-controller's write of a pod, and any write of ``caldera status``/``audit``'s read-only user.
-Every user reads every key of its cluster (an informer lists whatever it follows).
+lacks: the mirror may call the binder's commit script, but it may not write
+``binding:<scheduler>`` (a key only the binder writes), which the script checks before its
+first write (a script's writes before an error are not undone); the sharding controller's
+write of a pod is refused, and so is any write of ``caldera status``/``audit``'s read-only
+user. Every user reads every key of its cluster (an informer lists whatever it follows).
 
 The commands a script runs are read from its Lua source, so a script that starts using a
 new command grants it to the users that run the script; the keys come from
@@ -30,19 +31,22 @@ from cluster.store.keys import Keys, Kind
 # binder/lua: named here, not imported, since cluster never imports binder. Every write
 # script runs the prelude's version() and publish() (INCR, XADD) and its accounting.
 _PRELUDE = (("cluster.store", "prelude"),)
-_OBSERVED = tuple(("cluster.store", n) for n in ("upsert_node", "delete_node", "upsert_pod", "delete_pod"))
+_OBSERVED = tuple(("cluster.store", n) for n in ("upsert_node", "delete_node", "upsert_pod", "delete_pod", "new_epoch"))
 _OBJECTS = (("cluster.store", "put_objects"),)
-_BINDER = (("binder", "commit"), ("binder", "release"))
+_BINDER = (("binder", "commit"), ("binder", "release"), ("binder", "unbound"))
 _SIM_BIND = (("cluster.store", "pod_nodes"),)  # binding in the simulator reads where pods went
 
 # What the code sends itself, outside scripts.
 _CONNECT = ("ping", "select")  # a health check; SELECT for a URL naming a database other than 0
 _READ = ("get", "smembers", "hget", "hgetall", "zrange", "xread")  # Store's reads; the informer's feed
+_HEAD = ("multi", "exec")  # Store.head: the epoch and the version read together (the informers)
 _CALL = ("evalsha", "script|load")  # Script.call: by SHA, loaded again after a NOSCRIPT
 _BEAT = ("hset", "hdel")  # heartbeat: the process's field of `processes`, removed on exit
 _LEASE = ("set", "eval", "get", "pexpire", "del")  # RedisLease: SET NX PX; renew and give up by script
 _REASONS = ("hset", "hdel")  # Store.set_reasons / clear_reasons
 _LISTS = ("rpush", "blpop", "del")  # the agent workers' inbox and outbox lists
+_BOUND = ("zrem",)  # Binder.bound: a bound pod leaves its scheduler's binding set
+_RESTARTS = ("info",)  # the mirror tells a restarted Redis by its run_id (INFO server)
 _STATUS = ("scan",)  # caldera status finds the schedulers' pending indexes
 _AUDIT = ("eval_ro",)  # caldera audit's consistent read, sent whole: no script is loaded
 
@@ -112,9 +116,9 @@ def grants(keys: Keys) -> list[Grant]:
     every = keys.prefix + "*"
     # Every write script takes a version (INCR rv), appends to the feed, and reads the epoch
     # (creating it when missing).
-    versioned = [keys.rv, keys.feed, keys.prefix + "epoch"]
+    versioned = [keys.rv, keys.feed, keys.epoch]
     allocations = [keys.node("*"), keys.pod("*"), keys.bound_to("*"), keys.pending("*"), keys.reasons("*")]
-    binding = keys.prefix + "binding:*"  # the binder's committed-but-unconfirmed pods, per scheduler
+    binding = keys.binding("*")  # the binder's committed-but-unbound pods, per scheduler
     observed_kinds = (Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS, Kind.HYPERNODE, Kind.NAMESPACE)
     status_kinds = (Kind.PODGROUP, Kind.QUEUE, Kind.HYPERNODE)  # the batch scheduler writes their status
 
@@ -142,12 +146,13 @@ def grants(keys: Keys) -> list[Grant]:
         ],
         Role.READONLY: [],
     }
-    writer = (*_CONNECT, *_READ, *_CALL, *_BEAT, *_LEASE)
+    writer = (*_CONNECT, *_READ, *_HEAD, *_CALL, *_BEAT, *_LEASE)
+    binder = (*_PRELUDE, *_BINDER, *_SIM_BIND)
     commands: dict[Role, tuple[str, ...]] = {
-        Role.MIRROR: _commands(writer, scripts=(*_PRELUDE, *_OBSERVED, *_OBJECTS)),
+        Role.MIRROR: _commands(writer, _RESTARTS, scripts=(*_PRELUDE, *_OBSERVED, *_OBJECTS)),
         Role.SHARDING: _commands(writer, scripts=(*_PRELUDE, *_OBJECTS)),
-        Role.BATCH_SCHEDULER: _commands(writer, _REASONS, scripts=(*_PRELUDE, *_BINDER, *_OBJECTS, *_SIM_BIND)),
-        Role.AGENT_SCHEDULER: _commands(writer, _REASONS, _LISTS, scripts=(*_PRELUDE, *_BINDER, *_SIM_BIND)),
+        Role.BATCH_SCHEDULER: _commands(writer, _REASONS, _BOUND, scripts=(*binder, *_OBJECTS)),
+        Role.AGENT_SCHEDULER: _commands(writer, _REASONS, _BOUND, _LISTS, scripts=binder),
         Role.READONLY: _commands(_CONNECT, _READ, _STATUS, _AUDIT, scripts=[("cluster.store", "audit_dump")]),
     }
     return [

@@ -37,6 +37,7 @@ async def test_audit_passes_a_sound_store_and_names_every_violation(store: Store
 
 def test_bad_flags_exit_2_with_one_line() -> None:
     for args, needle in [
+        (["audit"], "--redis-url"),
         (["audit", "--redis-url", "http://127.0.0.1:1"], "--redis-url: 'http://127.0.0.1:1' is not a Redis URL"),
         (["audit", "--redis-url-file", "/nonexistent/url"], "--redis-url-file: /nonexistent/url"),
         (["redis-acl", "--cluster", "a:b"], "--cluster"),

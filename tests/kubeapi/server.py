@@ -17,6 +17,7 @@ import kubernetes
 import kubernetes_asyncio
 from aiohttp import web
 
+from .faults import Faults
 from .objects import ObjectStore
 from .resources import RESOURCES, Resource
 from .routes import API
@@ -33,15 +34,22 @@ class KubeAPIServer:
         bookmark_interval: float = 1.0,
         watch_timeout: float = 1800.0,
         seed: int = 0,
+        faults: Faults | None = None,
     ) -> None:
         """``port=0`` picks a free port. ``bookmark_interval``: seconds between BOOKMARKs on a watch that asked
         for them (the real server: about a minute). ``watch_timeout``: how long a watch without
-        ``timeoutSeconds`` lasts. ``seed``: for generated names."""
+        ``timeoutSeconds`` lasts. ``seed``: for generated names. ``faults``: latency and failing
+        bindings to switch on (:mod:`.faults`; hand the same one to a restarted server)."""
         self.store = store if store is not None else ObjectStore()
         self.host = host
         self.port = port
         self.api = API(
-            self.store, resources, bookmark_interval=bookmark_interval, watch_timeout=watch_timeout, seed=seed
+            self.store,
+            resources,
+            bookmark_interval=bookmark_interval,
+            watch_timeout=watch_timeout,
+            seed=seed,
+            faults=faults,
         )
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

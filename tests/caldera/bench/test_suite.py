@@ -102,7 +102,7 @@ def test_bench_topology_reports_the_best_tier_share_free_leaves_and_the_session_
         timeout=60,
     )
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
-        "caldera bench topology: error: --busy: 1.5 (expected a share in [0, 1))"
+        "caldera bench topology: error: --busy 1.5: expected a share in [0, 1)"
     ]
 
 

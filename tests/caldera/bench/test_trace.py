@@ -102,9 +102,9 @@ def test_the_text_report_ranks_the_policies(tmp_path: Path) -> None:
 
 def test_bad_flags_are_refused_in_one_line(tmp_path: Path) -> None:
     for flags, needle in (
-        (["--policies", "fgd,tetris"], "--policies tetris (expected some of random, dot-product"),
-        (["--tuning", "0.5"], "--tuning 0.5 (expected 1 to 10"),
-        (["--popularity", "0"], "popularityThreshold 0"),
+        (["--policies", "fgd,tetris"], "--policies tetris: expected some of random, dot-product"),
+        (["--tuning", "0.5"], "--tuning 0.5: expected 1 to 10"),
+        (["--popularity", "0"], "--popularity 0.0: expected a percentage in (0, 100]"),
     ):
         r = bench(tmp_path, mixed_pods(), *flags)
         out = (r.stdout + r.stderr).strip()

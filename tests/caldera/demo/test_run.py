@@ -282,3 +282,50 @@ def test_sigterm_stops_the_demo_and_everything_it_started_and_writes_the_report_
     report = json.loads((tmp_path / "demo-report.json").read_text())
     assert report["audit"] == "ok" and report["samples"] and 0 < report["duration_s"] < 60
     assert (tmp_path / "demo-report.png").stat().st_size > 0
+
+
+def test_a_scheduler_killed_mid_run_is_restarted_named_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    """As a new user tried it: ``kill -9`` of the batch scheduler in the middle of ``caldera demo`` once left
+    its pods pending to the end while the summary said nothing. Now it is restarted, binds again, and its
+    death is in the summary and the report; the agent scheduler killed too leaves no Ray process behind."""
+    (tmp_path / "small.yaml").write_text(SMALL)
+    proc = caldera_demo(
+        "--duration", "45", "--workload", str(tmp_path / "small.yaml"), "--out", str(tmp_path), "--sample-every", "5s"
+    )
+    seen: set[int] = set()
+    out = ""
+    try:
+        deadline = time.monotonic() + 150
+        while "shards at start" not in out:
+            assert time.monotonic() < deadline and proc.poll() is None, out
+            out += proc.stdout.readline()  # type: ignore[union-attr]
+        time.sleep(6)  # some load placed
+        kids = psutil.Process(proc.pid).children(recursive=True)
+        seen |= {c.pid for c in kids}
+
+        own = {c.cmdline()[3]: c for c in psutil.Process(proc.pid).children() if c.cmdline()[1:3] == ["-m", "caldera"]}
+        own["batch-scheduler"].kill()
+        own["agent-scheduler"].kill()  # Ray's agents, orphaned, must not outlive the demo
+        rest, later = run_watching_children(proc, 200)
+        out += rest
+        seen |= later
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, out  # a process died: not a clean run
+    assert_all_gone(seen)
+    report = json.loads((tmp_path / "demo-report.json").read_text())
+    died = {r["process"]: r for r in report["restarts"]}
+    assert set(died) == {"batch-scheduler", "agent-scheduler"}, report["restarts"]
+    batch = died["batch-scheduler"]
+    assert batch["how"] == "SIGKILL" and batch["traceback"] is False and 5 < batch["at_s"] < 20
+    assert batch["ready_after_s"] is not None and batch["ready_after_s"] < 20
+    back = batch["at_s"] + batch["ready_after_s"]
+    assert any(s["pods_per_s"]["volcano"] > 0 for s in report["samples"] if s["t"] > back), "nothing bound after"
+    assert any(s["pods_per_s"]["agent-scheduler"] > 0 for s in report["samples"] if s["t"] > back + 15)
+    assert report["audit"] == "ok" and all(a["ok"] for a in report["audits"]) and report["tracebacks"] == []
+    assert "batch-scheduler died at" in out and "SIGKILL" in out and "serving again" in out, out
+    log = (tmp_path / "demo-logs" / "batch-scheduler.log").read_text()
+    assert (
+        "----- supervisor: batch-scheduler restarted at" in log and log.count("batch-scheduler: serving volcano") == 2
+    )

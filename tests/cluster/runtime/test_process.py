@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -64,29 +65,56 @@ def _run(*args: str, url_file: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_store_that_refuses_the_password_or_cannot_be_reached_is_one_line_without_the_password(
+def test_a_store_that_refuses_the_password_or_cannot_be_reached_is_named_without_the_password(
     tmp_path: Path,
 ) -> None:
+    """A refusal is one error line and exit 1 (process, status, audit); an unreachable store is one
+    line too: exit 1 for the commands, and a warning for a process, which waits for it until SIGTERM."""
     passwords = {role: secrets.token_hex(8) for role in Role}
     aclfile = tmp_path / "users.acl"
     aclfile.write_text(acl_file(Keys("default"), passwords))
     wrong = "Wr0ngPassw0rd" + secrets.token_hex(4)
+    url_file = tmp_path / "url"
     with RedisServer(aclfile=str(aclfile)) as server:
-        cases = [
-            (f"redis://caldera-sharding:{wrong}@127.0.0.1:{server.port}/0", "invalid username-password pair"),
-            (f"redis://caldera-sharding:{wrong}@127.0.0.1:{free_port()}/0", "Connection refused"),
-        ]
-        for url, reason in cases:
-            url_file = tmp_path / "url"
-            url_file.write_text(url + "\n")
-            shown = url.replace(wrong, "***")
-            for prog, args in (
-                ("sharding", ("sharding", "--metrics-port", "0")),
-                ("caldera status", ("status",)),
-                ("caldera audit", ("audit",)),
-            ):
-                r = _run(*args, url_file=url_file)
-                lines = (r.stdout + r.stderr).strip().splitlines()
-                assert r.returncode == 1, (args, lines)
-                assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: the store at {shown}: "), lines
-                assert reason in lines[0] and wrong not in lines[0], lines
+        refused = f"redis://caldera-sharding:{wrong}@127.0.0.1:{server.port}/0"
+        url_file.write_text(refused + "\n")
+        for prog, args in (
+            ("sharding", ("sharding", "--metrics-port", "0")),
+            ("caldera status", ("status",)),
+            ("caldera audit", ("audit",)),
+        ):
+            r = _run(*args, url_file=url_file)
+            lines = (r.stdout + r.stderr).strip().splitlines()
+            assert r.returncode == 1, (args, lines)
+            shown = refused.replace(wrong, "***")
+            assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: the store at {shown}: "), lines
+            assert "invalid username-password pair" in lines[0] and wrong not in lines[0], lines
+    unreachable = f"redis://caldera-sharding:{wrong}@127.0.0.1:{free_port()}/0"
+    url_file.write_text(unreachable + "\n")
+    shown = unreachable.replace(wrong, "***")
+    for prog, args in (("caldera status", ("status",)), ("caldera audit", ("audit",))):
+        r = _run(*args, url_file=url_file)
+        lines = (r.stdout + r.stderr).strip().splitlines()
+        assert r.returncode == 1 and len(lines) == 1, (args, lines)
+        assert lines[0].startswith(f"{prog}: error: the store at {shown}: ") and "Connection refused" in lines[0]
+    env = {**os.environ, "CALDERA_REDIS_URL_FILE": str(url_file)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "caldera", "sharding", "--metrics-port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith(f"sharding: warning: the store at {shown}: the store does not answer ("), line
+        assert "Connection refused" in line and wrong not in line
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and wrong not in out + err, (out, err)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -239,6 +239,28 @@ async def test_the_sharding_controller_cannot_write_a_pod(acl_redis: AclRedis, s
     assert await stores[Role.READONLY].owners() == {"n1": "volcano"}
 
 
+async def test_the_mirror_cannot_run_the_binders_scripts(acl_redis: AclRedis, stores: dict[Role, Store]) -> None:
+    """It may write nodes and pods, as the binder's scripts do, but not the binding set: the commit
+    is refused before it writes anything, the release at its first write."""
+    mirror = stores[Role.MIRROR]
+    await mirror.upsert_nodes([node("n1")])
+    pending, bound = pod("p", scheduler="volcano"), pod("b", scheduler="volcano")
+    await mirror.upsert_pods([pending, bound])
+    [r] = await Binder(stores[Role.BATCH_SCHEDULER].client, KEYS, "volcano").commit(
+        [Placement(uid=bound.uid, node="n1", request=bound.request(), version=0)]
+    )
+    assert isinstance(r, Committed)
+    before = await snapshot(acl_redis)
+    binder = Binder(mirror.client, KEYS, "volcano")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        await binder.commit([Placement(uid=pending.uid, node="n1", request=pending.request(), version=0)])
+    with pytest.raises(redis.ResponseError) as e:
+        await binder.release([bound.uid])
+    assert refused(e.value), e.value
+    assert await snapshot(acl_redis) == before
+    assert await audit(stores[Role.READONLY]) == []
+
+
 async def test_the_mirror_cannot_write_what_schedulers_and_the_sharding_controller_own(
     acl_redis: AclRedis, stores: dict[Role, Store]
 ) -> None:

@@ -1,0 +1,157 @@
+"""One round of a fault, measured as the API server shows it, and the rows the bench reports.
+
+A round: the fault at a random moment of the steady load; then, from when the fault is over
+(see :mod:`.faults`), the time until every pod created before then is bound (*recovery*),
+sampled by the stand-in kubelet's watch. Throughout the round, every half second, the pods
+bound to each node as that watch sees them are checked against its allocatable
+(:func:`cluster.kube.audit.overcommits`): *overcommitted* counts the nodes ever seen
+over-committed. After recovery (or the round's timeout): *lost* — pods created before the
+fault was over, neither bound nor waiting with a reason in the store; *double* — pods with a
+second binding that worked in the API server, and pods the store holds bound to another
+node than the API server does once the mirror has caught up; and the store's own audit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+
+import msgspec
+
+from caldera.bench.chaos.faults import Fault, inject
+from caldera.bench.chaos.system import System
+from cluster.kube.audit import overcommits
+from cluster.store.audit import audit
+from cluster.store.client import STORE_DOWN
+
+SAMPLE_S = 0.5
+SETTLE_S = 2.0  # after recovery, before the store is compared with the API server
+
+
+class Round(msgspec.Struct, frozen=True, kw_only=True):
+    fault: str
+    recovery_s: float | None  # None: not recovered within the timeout
+    lost: int
+    waiting: int  # not bound at the end, but waiting with a reason
+    double: int
+    overcommitted: int
+    store_violations: int
+
+
+class Row(msgspec.Struct, frozen=True, kw_only=True):
+    """One fault's rounds: the keys the issue names, then the bench's own."""
+
+    fault: str
+    rounds: int
+    recovery_s_p50: float | None
+    recovery_s_max: float | None
+    lost: int
+    double: int
+    overcommitted: int
+    unrecovered: int = 0  # rounds that did not recover within the timeout
+    store_violations: int = 0
+    what: str = ""
+
+
+def row(fault: Fault, rounds: list[Round]) -> Row:
+    times = [r.recovery_s for r in rounds if r.recovery_s is not None]
+    return Row(
+        fault=fault.name,
+        rounds=len(rounds),
+        recovery_s_p50=round(statistics.median(times), 1) if times else None,
+        recovery_s_max=round(max(times), 1) if times else None,
+        lost=sum(r.lost for r in rounds),
+        double=sum(r.double for r in rounds),
+        overcommitted=sum(r.overcommitted for r in rounds),
+        unrecovered=sum(1 for r in rounds if r.recovery_s is None),
+        store_violations=sum(r.store_violations for r in rounds),
+        what=fault.what,
+    )
+
+
+async def _sample_overcommits(system: System, seen: set[str], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        pods, _ = system.kubelet.snapshot()
+        for line in overcommits(system.nodes, pods.values()):
+            seen.add(line.split(":")[0])  # "node NAME" or "pod NS/NAME"
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SAMPLE_S):
+                await stop.wait()
+
+
+async def settled(system: System, timeout: float) -> None:
+    """Until every pod created so far is bound (or ``timeout``): a quiet moment to start a round in."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        bound = system.kubelet.bound_names
+        if all(name in bound for name in list(system.created)):
+            return
+        await asyncio.sleep(0.25)
+
+
+async def run_round(system: System, fault: Fault, *, timeout: float) -> Round:
+    loop = asyncio.get_running_loop()
+    twice_before = set(system.faults.bound_twice())
+    over: set[str] = set()
+    stop = asyncio.Event()
+    sampler = asyncio.create_task(_sample_overcommits(system, over, stop))
+    try:
+        await inject(fault, system)
+        end = loop.time()
+        bound = system.kubelet.bound_names
+        waiting = {name for name, t in list(system.created.items()) if t <= end and name not in bound}
+        while waiting and loop.time() - end < timeout:
+            await asyncio.sleep(0.25)
+            waiting = {name for name in waiting if name not in bound}
+        recovery = round(loop.time() - end, 2) if not waiting else None
+        await asyncio.sleep(SETTLE_S)
+    finally:
+        stop.set()
+        await sampler
+    lost, reasoned = await _lost(system, waiting)
+    diverged, violations = await _store_view(system)
+    return Round(
+        fault=fault.name,
+        recovery_s=recovery,
+        lost=lost,
+        waiting=reasoned,
+        double=len(set(system.faults.bound_twice()) - twice_before) + diverged,
+        overcommitted=len(over),
+        store_violations=violations,
+    )
+
+
+async def _lost(system: System, unbound: set[str]) -> tuple[int, int]:
+    """Of the pods still unbound: (lost — no reason anywhere, waiting with a reason)."""
+    if not unbound:
+        return 0, 0
+    pods, _ = system.kubelet.snapshot()
+    uids = {p.name: p.uid for p in pods.values() if p.name in unbound}
+    reasons: dict[str, str] = {}
+    for scheduler in ("volcano", "agent-scheduler"):
+        with contextlib.suppress(*STORE_DOWN):
+            reasons |= await system.store.reasons(scheduler)
+    reasoned = sum(1 for name in unbound if uids.get(name) in reasons)
+    return len(unbound) - reasoned, reasoned
+
+
+async def _store_view(system: System) -> tuple[int, int]:
+    """(pods the store holds bound elsewhere than the API server does, the store audit's violations)."""
+    for _ in range(10):
+        try:
+            records = {r.uid: r for r in await system.store.list_pods()}
+            violations = len(await audit(system.store))
+            break
+        except STORE_DOWN:
+            await asyncio.sleep(1.0)
+    else:
+        raise RuntimeError("the store did not answer the audit for 10 s after the round")
+    pods, _ = system.kubelet.snapshot()
+    diverged = sum(
+        1
+        for uid, pod in pods.items()
+        if pod.node_name and uid in records and records[uid].node not in ("", pod.node_name)
+    )
+    return diverged, violations

@@ -1,0 +1,216 @@
+"""What the system's processes hold over a run: RSS and open files of each, and the audit, sampled.
+
+Every ``--sample-every`` the demo samples, with psutil, every process of the system: the
+redis-server (found by the pid its ``INFO`` gives, when it runs on this machine), the
+sharding controller, the batch and agent schedulers, each process the agent scheduler
+started — Ray's ``gcs_server`` and ``raylet``, its Python helpers by script, its worker
+actors by actor class (``ray::WorkerActor``; several of one name are ``#1``, ``#2``… by
+age) — and the demo itself; and it runs the audit (``caldera audit``'s check) on the store,
+recording its verdict. Both go into ``demo-report.json`` (``resources``, ``audits``); the
+RSS and open files per process are drawn into ``demo-resources.png``.
+
+Growth, per process, is measured after a warm-up of the first 20% of the run (to its last
+sample): the median of the last three samples over the median of the first three after the
+warm-up (of two, or one, when there are fewer than six), so one noisy sample moves neither end.
+A soak (``caldera demo --duration 30m --rate 2``) is held to no growth beyond 5% this way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import statistics
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+import psutil
+
+from caldera.demo.supervisor import Supervisor
+from cluster.store.audit import audit
+from cluster.store.store import Store
+
+WARMUP_SHARE = 0.2
+MIB = 1024 * 1024
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """One process at one sample."""
+
+    t_s: float
+    process: str
+    rss_mb: float
+    fds: int
+
+
+class AuditSample(msgspec.Struct, frozen=True, kw_only=True):
+    t_s: float
+    ok: bool
+    violations: list[str]  # the first 20 lines, when not ok
+
+
+class Growth(msgspec.Struct, frozen=True, kw_only=True):
+    """One process from the end of the warm-up to the end of the run (medians of up to three samples each)."""
+
+    process: str
+    rss_mb: tuple[float, float]
+    rss_pct: float
+    fds: tuple[float, float]
+    fds_pct: float
+
+
+def default_period(duration: float) -> float:
+    """Sampling every tenth of the run, at least every 60 s and at most every 2 s."""
+    return min(60.0, max(2.0, duration / 10))
+
+
+def role(p: psutil.Process) -> str:
+    """What a process the agent scheduler started is: Ray's binary, its Python helper's script, or its actor."""
+    try:
+        cmd = p.cmdline()
+        name = p.name()
+    except psutil.Error:
+        return "?"
+    if cmd and cmd[0].startswith("ray::"):
+        return cmd[0].split(".")[0].split()[0]  # ray::WorkerActor.serve → ray::WorkerActor
+    script = next((os.path.basename(a)[:-3] for a in cmd[1:] if a.endswith(".py")), "")
+    return f"ray {script}" if script else name
+
+
+def system(named: Mapping[str, int | None], redis_pid: int | None) -> dict[str, psutil.Process]:
+    """Every process of the system, by a name that holds across samples."""
+    found: dict[str, psutil.Process] = {"caldera demo": psutil.Process()}
+    if redis_pid is not None:
+        try:
+            redis = psutil.Process(redis_pid)
+            if "redis" in redis.name():
+                found["redis-server"] = redis
+        except psutil.Error:
+            pass
+    for name, pid in named.items():
+        if pid is None:
+            continue
+        try:
+            top = psutil.Process(pid)
+            below = top.children(recursive=True)
+        except psutil.Error:
+            continue
+        found[name] = top
+        by_role: dict[str, list[psutil.Process]] = {}
+        for p in below:
+            by_role.setdefault(role(p), []).append(p)
+        for r, procs in by_role.items():
+            if len(procs) == 1:
+                found[r] = procs[0]
+                continue
+            for i, p in enumerate(sorted(procs, key=_age), start=1):
+                found[f"{r} #{i}"] = p
+    return found
+
+
+def _age(p: psutil.Process) -> float:
+    try:
+        return float(p.create_time())
+    except psutil.Error:
+        return 0.0
+
+
+def measure(processes: Mapping[str, psutil.Process], t: float) -> list[Usage]:
+    out = []
+    for name, p in processes.items():
+        try:
+            with p.oneshot():
+                out.append(
+                    Usage(t_s=round(t, 1), process=name, rss_mb=round(p.memory_info().rss / MIB, 1), fds=p.num_fds())
+                )
+        except psutil.Error:  # gone between listing and reading
+            continue
+    return out
+
+
+async def redis_pid(store: Store) -> int | None:
+    try:
+        info = await store.client.info("server")
+        return int(info["process_id"])
+    except Exception:  # noqa: BLE001 (a Redis that does not say: its process is not sampled)
+        return None
+
+
+class Sampler:
+    """Samples the system's processes (the supervised ones by pid, and what they started) and audits the store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.usage: list[Usage] = []
+        self.audits: list[AuditSample] = []
+        self.redis: int | None = None
+
+    async def sample(self, t: float, pids: Mapping[str, int | None]) -> None:
+        if self.redis is None:
+            self.redis = await redis_pid(self.store)
+        procs = await asyncio.to_thread(system, pids, self.redis)
+        self.usage += await asyncio.to_thread(measure, procs, t)
+        problems = await audit(self.store)
+        self.audits.append(AuditSample(t_s=round(t, 1), ok=not problems, violations=problems[:20]))
+
+    async def run(self, stop: asyncio.Event, supervisor: Supervisor, started: float, every_s: float) -> None:
+        """A sample at once, then every ``every_s`` until ``stop``; times in seconds since ``started``."""
+        due = started
+        while not stop.is_set():
+            await self.sample(time.monotonic() - started, {n: supervisor.pid(n) for n in supervisor.names()})
+            due += every_s
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, due - time.monotonic())):
+                    await stop.wait()
+
+
+def growth(usage: list[Usage]) -> list[Growth]:
+    """Per process, its growth after the warm-up (see the module's docstring); none for too few samples."""
+    if not usage:
+        return []
+    end = max(u.t_s for u in usage)
+    series: dict[str, list[Usage]] = {}
+    for u in sorted(usage, key=lambda u: u.t_s):
+        if u.t_s >= WARMUP_SHARE * end:
+            series.setdefault(u.process, []).append(u)
+    out = []
+    for name, s in series.items():
+        if len(s) < 2:
+            continue
+        k = min(3, len(s) // 2)
+        rss = (statistics.median(u.rss_mb for u in s[:k]), statistics.median(u.rss_mb for u in s[-k:]))
+        fds = (statistics.median(u.fds for u in s[:k]), statistics.median(u.fds for u in s[-k:]))
+        out.append(Growth(process=name, rss_mb=rss, rss_pct=pct(*rss), fds=fds, fds_pct=pct(*fds)))
+    return out
+
+
+def pct(before: float, after: float) -> float:
+    return round(100 * (after - before) / before, 1) if before else 0.0
+
+
+def chart(path: Path, usage: list[Usage]) -> None:
+    """RSS and open files per process over time: two panels, one line per process, named in a legend."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    fig, (rss, fds) = plt.subplots(2, 1, figsize=(12, 9), sharex=True)
+    names = sorted({u.process for u in usage})
+    colours = plt.get_cmap("tab20")
+    for i, name in enumerate(names):
+        mine = [u for u in usage if u.process == name]
+        style = {"color": colours(i % 20), "linestyle": "-" if i < 20 else "--", "marker": "."}
+        rss.plot([u.t_s for u in mine], [u.rss_mb for u in mine], label=name, **style)
+        fds.plot([u.t_s for u in mine], [u.fds for u in mine], label=name, **style)
+    rss.set_ylabel("RSS, MiB")
+    rss.set_title("resident memory per process")
+    fds.set_ylabel("open file descriptors")
+    fds.set_title("open files per process")
+    fds.set_xlabel("seconds")
+    rss.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
