@@ -142,7 +142,8 @@ def grants(keys: Keys) -> list[Grant]:
             *process(Role.AGENT_SCHEDULER),
             *allocations,
             binding,
-            keys.prefix + "agent:*",  # the workers' inbox and outbox lists
+            keys.agent_inbox("*", "*"),  # the workers' batches
+            keys.agent_outbox("*", "*"),  # and their answers
         ],
         Role.READONLY: [],
     }
