@@ -1,8 +1,10 @@
 """One round of a fault, measured as the API server shows it, and the rows the bench reports.
 
 A round: the fault at a random moment of the steady load; then, from when the fault is over
-(see :mod:`.faults`), the time until every pod created before then is bound (*recovery*),
-sampled by the stand-in kubelet's watch. Throughout the round, every half second, the pods
+(see :mod:`.faults`), the time until every pod created before then is bound, and so are two
+probes made at that moment — a gang of one for the batch scheduler and an agent pod — which
+show that both schedulers serve new pods again (*recovery*), as the stand-in kubelet's watch
+sees it. Throughout the round, every half second, the pods
 bound to each node as that watch sees them are checked against its allocatable
 (:func:`cluster.kube.audit.overcommits`): *overcommitted* counts the nodes ever seen
 over-committed. After recovery (or the round's timeout): *lost* — pods created before the
@@ -102,6 +104,7 @@ async def run_round(system: System, fault: Fault, *, timeout: float) -> Round:
         end = loop.time()
         bound = system.kubelet.bound_names
         waiting = {name for name, t in list(system.created.items()) if t <= end and name not in bound}
+        waiting |= set(await system.probe(timeout))
         while waiting and loop.time() - end < timeout:
             await asyncio.sleep(0.25)
             waiting = {name for name in waiting if name not in bound}

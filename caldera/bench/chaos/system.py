@@ -179,6 +179,25 @@ class System:
 
     # -- the load --------------------------------------------------------------------------------
 
+    async def probe(self, timeout: float) -> list[str]:
+        """One new pod for each scheduler (a gang of one, an agent pod), made now: bound, they show that
+        both serve new pods again. Retried while the API server refuses (for up to ``timeout``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self._seq += 1
+        seq = self._seq
+        while True:
+            try:
+                names = await asyncio.to_thread(self.load.gang, f"probe-g{seq}", 1, {"cpu": "1"}, 1.0, "train")
+                names += await asyncio.to_thread(self.load.burst, f"probe-a{seq}", 1, {"cpu": "100m"}, 1.0)
+                break
+            except Exception:
+                if loop.time() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+        self.created.update(dict.fromkeys(names, loop.time()))
+        return names
+
     async def generate(self, stop: asyncio.Event) -> None:
         """Gangs and agent bursts arriving as Poisson processes until ``stop``."""
         loop = asyncio.get_running_loop()
