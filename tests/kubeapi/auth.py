@@ -162,14 +162,24 @@ class Auth:
             body = json.loads(raw) if raw else {}
         except ValueError as e:
             return _status(errors.bad_request(f"the request body is not JSON: {e}"))
-        spec = (body.get("spec") if isinstance(body, dict) else None) or {}
+        spec = body.get("spec") if isinstance(body, dict) else None
+        spec = spec if isinstance(spec, dict) else {}
+        seconds = spec.get("expirationSeconds") or 3600
+        if not isinstance(seconds, int) or seconds < 600:
+            return _status(
+                APIError(
+                    422,
+                    "Invalid",
+                    f'TokenRequest.authentication.k8s.io "{name}" is invalid: spec.expirationSeconds: '
+                    f"Invalid value: {seconds!r}: may not specify a duration less than 10 minutes",
+                )
+            )
         try:
             token = self.token_for(namespace, name)
         except APIError as e:
             return _status(e)
-        seconds = int(spec.get("expirationSeconds") or 3600)
         now = self.store.clock()
-        review: Obj = {
+        answer: Obj = {
             "kind": "TokenRequest",
             "apiVersion": "authentication.k8s.io/v1",
             "metadata": {"name": name, "namespace": namespace, "creationTimestamp": _stamp(now)},
@@ -177,7 +187,7 @@ class Auth:
             | {"expirationSeconds": seconds},
             "status": {"token": token, "expirationTimestamp": _stamp(now + timedelta(seconds=seconds))},
         }
-        return web.json_response(review, status=201)
+        return web.json_response(answer, status=201)
 
 
 def _stamp(when: datetime) -> str:

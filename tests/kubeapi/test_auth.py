@@ -242,3 +242,20 @@ def test_the_admin_may_do_anything_and_the_bootstrap_roles_are_served(connect: C
     with pytest.raises(ApiException) as e:
         core_api(connect()).list_namespaced_secret("kube-system")
     assert e.value.status == 404  # not served here, but not refused
+
+
+def test_a_token_request_answers_as_the_real_api_and_refuses_a_short_expiry(
+    connect: Callable[..., client.ApiClient],
+) -> None:
+    core = core_api(connect())
+    core.create_namespaced_service_account("caldera-system", {"metadata": {"name": "sa"}})
+    spec = client.V1TokenRequestSpec(audiences=["caldera"], expiration_seconds=1200)
+    answer = core.create_namespaced_service_account_token("sa", "caldera-system", {"spec": spec.to_dict()})
+    assert answer.kind == "TokenRequest" and answer.spec.audiences == ["caldera"]
+    assert (answer.status.expiration_timestamp - answer.metadata.creation_timestamp).total_seconds() == 1200
+    with pytest.raises(ApiException) as e:
+        core.create_namespaced_service_account_token("sa", "caldera-system", {"spec": {"expirationSeconds": 60}})
+    assert e.value.status == 422 and failure(e)["message"] == (
+        'TokenRequest.authentication.k8s.io "sa" is invalid: spec.expirationSeconds: Invalid value: 60: '
+        "may not specify a duration less than 10 minutes"
+    )
