@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import signal
 import uuid
@@ -31,12 +32,13 @@ from cluster.kube.bind import KubeTarget
 from cluster.kube.connect import KubeConnection
 from cluster.model.resources import Resources
 from cluster.sim.cluster import SimBindTarget
-from cluster.store.client import Client, connect
+from cluster.store.client import STORE_DOWN, Client, Outage, connect
 from cluster.store.keys import Keys
 from cluster.store.records import PodRecord
 from cluster.store.store import Store
 
 CONCURRENCY = 4  # batches one worker works on at once (its I/O overlaps)
+log = logging.getLogger("caldera.agent")
 
 
 class ActorSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,9 +110,15 @@ class WorkerActor:
         slots = asyncio.Semaphore(CONCURRENCY)
         running: set[asyncio.Task[None]] = set()
         decoder = msgspec.msgpack.Decoder(Call, dec_hook=_decode_resources)
+        outage = Outage(log, "worker inbox")
         try:
             while not self.stopping.is_set():
-                item = await blocking.blpop([inbox], timeout=0.5)
+                try:
+                    item = await blocking.blpop([inbox], timeout=0.5)
+                    outage.ok()
+                except STORE_DOWN as e:  # the loop gives the batches lost with it to the others
+                    await asyncio.sleep(outage.failed(e))
+                    continue
                 if item is None:
                     continue
                 payload = item[1]
@@ -128,11 +136,12 @@ class WorkerActor:
         assert self.worker is not None and self.client is not None
         try:
             answer = Answer(call.id, await self.worker.schedule(call.pods, call.context, call.namespaces))
-        except Exception as e:  # the loop treats this worker as failed and requeues the batch
+        except Exception as e:  # the loop requeues the batch
             answer = Answer(call.id, None, f"{type(e).__name__}: {e}")
         finally:
             slots.release()
-        await self.client.rpush(outbox, msgspec.msgpack.encode(answer))
+        with contextlib.suppress(*STORE_DOWN):  # lost: the loop's wait for it times out and requeues the batch
+            await self.client.rpush(outbox, msgspec.msgpack.encode(answer))
 
     async def stop(self) -> None:
         self.stopping.set()
@@ -152,8 +161,9 @@ class RayWorker:
     """The loop's handle on one actor: ``await schedule(pods)``, with a timeout on every call.
 
     Batches go to the actor's inbox list and answers come back on this handle's outbox
-    list (both named per handle, so a restarted process never reads an old batch); the
-    actor's ``serve`` call, awaited here, says when the actor dies.
+    list (both named per actor, so a restarted actor or process never reads an old batch);
+    the actor's ``serve`` call, awaited here, says when the actor dies — then
+    :meth:`restart` puts a new actor in its place.
     """
 
     def __init__(self, name: str, spec: ActorSpec, *, timeout: float = 30.0, binder: type[Binder] = Binder) -> None:
@@ -161,27 +171,54 @@ class RayWorker:
         self.name = name
         self.timeout = timeout
         self.spec = spec
-        self.actor: Any = WorkerActor.options(  # type: ignore[attr-defined]
-            name=None, max_concurrency=CONCURRENCY + 4
-        ).remote(msgspec.msgpack.encode(spec), binder)
+        self.binder = binder
         self.pid = 0
-        token = uuid.uuid4().hex[:12]
-        keys = Keys(spec.cluster)
-        self.inbox, self.outbox = keys.agent_inbox(name, token), keys.agent_outbox(name, token)
         self.ids = itertools.count()
         self.waiting: dict[int, asyncio.Future[BatchResult]] = {}
         self.client: Client | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.failure: WorkerFailed | None = None
+        self.restarts = 0
+        self._restarting = asyncio.Lock()
+        self._new_actor()
+
+    def _new_actor(self) -> None:
+        self.actor: Any = WorkerActor.options(  # type: ignore[attr-defined]
+            name=None, max_concurrency=CONCURRENCY + 4
+        ).remote(msgspec.msgpack.encode(self.spec), self.binder)
+        token = uuid.uuid4().hex[:12]
+        keys = Keys(self.spec.cluster)
+        self.inbox, self.outbox = keys.agent_inbox(self.name, token), keys.agent_outbox(self.name, token)
+
+    @property
+    def alive(self) -> bool:
+        """False once the actor died (or stopped): :meth:`restart` brings a new one."""
+        return self.failure is None
 
     async def start(self) -> None:
         self.pid = await asyncio.wait_for(self.actor.start.remote(), timeout=120)
-        self.client = connect(self.spec.redis_url)
+        if self.client is None:
+            self.client = connect(self.spec.redis_url)
         serving = self.actor.serve.remote(self.inbox, self.outbox)
         self.tasks = [
             asyncio.create_task(self._read(), name=f"worker-{self.name}-answers"),
             asyncio.create_task(self._watch(serving), name=f"worker-{self.name}-watch"),
         ]
+
+    async def restart(self) -> None:
+        """A new actor in place of a dead one (once, however many of the loop's tasks ask);
+        raises :class:`WorkerFailed` when it cannot be started (Ray itself is gone)."""
+        async with self._restarting:
+            if self.alive:
+                return  # another task restarted it meanwhile
+            await self._drop()
+            self._new_actor()
+            try:
+                await self.start()
+            except Exception as e:
+                raise WorkerFailed(f"worker {self.name} could not be started again: {type(e).__name__}: {e}") from e
+            self.failure = None
+            self.restarts += 1
 
     async def _watch(self, serving: Any) -> None:
         """The actor's ``serve`` call ends only when the actor stops or dies."""
@@ -193,6 +230,10 @@ class RayWorker:
 
     def _fail(self, error: WorkerFailed) -> None:
         self.failure = error
+        self._cut(error)
+
+    def _cut(self, error: WorkerFailed) -> None:
+        """Every batch waiting for an answer fails with ``error`` (the loop hands it back to the queue)."""
         for future in self.waiting.values():
             if not future.done():
                 future.set_exception(error)
@@ -200,9 +241,18 @@ class RayWorker:
     async def _read(self) -> None:
         blocking = connect(self.spec.redis_url)
         decoder = msgspec.msgpack.Decoder(Answer)
+        outage = Outage(log, f"worker {self.name} answers")
+        outbox = self.outbox
         try:
             while True:
-                item = await blocking.blpop([self.outbox], timeout=1)
+                try:
+                    item = await blocking.blpop([outbox], timeout=1)
+                    outage.ok()
+                except STORE_DOWN as e:
+                    # Batches and answers in the store may be lost with it: hand the batches back now.
+                    self._cut(WorkerFailed(f"worker {self.name}: the store did not answer ({type(e).__name__})"))
+                    await asyncio.sleep(outage.failed(e))
+                    continue
                 if item is None:
                     continue
                 payload = item[1]
@@ -237,16 +287,23 @@ class RayWorker:
         finally:
             del self.waiting[call.id]
 
-    async def stop(self) -> None:
+    async def _drop(self) -> None:
+        """End this handle's actor and its tasks; its lists go from the store."""
         # The actor may already be dead; killing it is what matters.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.actor.stop.remote(), timeout=5)
-        ray.kill(self.actor)
+        with contextlib.suppress(Exception):
+            ray.kill(self.actor)
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         if self.client is not None:
-            await self.client.delete(self.inbox, self.outbox)
+            with contextlib.suppress(*STORE_DOWN):
+                await self.client.delete(self.inbox, self.outbox)
+
+    async def stop(self) -> None:
+        await self._drop()
+        if self.client is not None:
             await self.client.aclose()
 
 

@@ -5,10 +5,12 @@ Batches carry the pods' records as the loop last saw them, so a worker needs no 
 trip to read them; the binder's commit checks each pod again (still there, still
 unbound, same request), so a record a moment old is safe.
 
-Each worker has up to ``inflight`` batches in flight; a worker that fails (its actor died, a call
-timed out) gives its batch back to the urgent queue, where the other workers take it, and
-is left out from then on. Nothing is lost: a pod leaves the queue only when it is bound,
-deleted, or bound by someone else.
+Each worker has up to ``inflight`` batches in flight; a batch that fails (its actor died, a call
+timed out, the store did not answer) goes back to the urgent queue, where the other workers
+take it. A worker whose actor died is restarted (a new actor, with backoff); one that cannot
+be restarted is left out, and when no worker is left the loop raises :class:`NoWorkers` (the
+process exits, and its Deployment starts it again: Ray itself is gone). Nothing is lost: a
+pod leaves the queue only when it is bound, deleted, or bound by someone else.
 """
 
 from __future__ import annotations
@@ -37,8 +39,21 @@ from cluster.store.store import Store
 log = logging.getLogger("caldera.agent")
 
 
+RESTART_TRIES = (1.0, 2.0, 4.0)
+"""Pauses before each try to restart a dead worker; after the last, it is left out."""
+
+
+class NoWorkers(RuntimeError):
+    """Every worker died and none could be restarted."""
+
+
 class WorkerHandle(Protocol):
     name: str
+
+    @property
+    def alive(self) -> bool: ...
+
+    async def restart(self) -> None: ...
 
     async def schedule(
         self,
@@ -92,6 +107,8 @@ class AgentLoop:
         self.bound: dict[str, str] = {}
         self.bound_total = 0
         self.failed_workers: list[str] = []
+        self.restarts: dict[str, int] = {}  # worker -> actors started in place of dead ones
+        self._restarting: dict[str, asyncio.Lock] = {}
         self.bound_at: dict[str, float] = {}
         self.totals = {"committed": 0, "conflicts": 0, "resolved": 0, "rejected": 0, "unschedulable": 0}
         self._work = asyncio.Event()
@@ -174,15 +191,42 @@ class AgentLoop:
                 context = self.context.for_batch(r.pod for r in pods)
                 namespaces = self.context.namespace_labels((r.pod for r in pods), context) if context else None
                 result = await worker.schedule(pods, context, namespaces)
-            except Exception as e:  # the actor died or hung: hand its batch to the others
+            except Exception as e:  # the actor died or hung, or the store went away: hand the batch on
                 log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
                 for uid in batch:
                     self.queue.retry_now(uid)
-                if worker.name not in self.failed_workers:
-                    self.failed_workers.append(worker.name)
                 self._work.set()
-                return
+                if not await self._recover(worker):
+                    return
+                continue
             await self._absorb(worker.name, result)
+
+    async def _recover(self, worker: WorkerHandle) -> bool:
+        """After a failed batch: go on with a live worker (after a pause), restart a dead one; False
+        when it could not be restarted (then it is left out; with no worker left, :class:`NoWorkers`)."""
+        if worker.alive:
+            await asyncio.sleep(0.1)
+            return True
+        async with self._restarting.setdefault(worker.name, asyncio.Lock()):
+            for pause in RESTART_TRIES:
+                if worker.alive:  # another of its tasks restarted it meanwhile
+                    return True
+                if worker.name in self.failed_workers:
+                    return False
+                await asyncio.sleep(pause)
+                try:
+                    await worker.restart()
+                except Exception as e:
+                    log.warning("worker %s: %s", worker.name, e)
+                    continue
+                self.restarts[worker.name] = self.restarts.get(worker.name, 0) + 1
+                log.warning("worker %s restarted", worker.name)
+                return True
+        if worker.name not in self.failed_workers:
+            self.failed_workers.append(worker.name)
+        if len(self.failed_workers) == len(self.workers):
+            raise NoWorkers(f"no agent worker could be started again ({', '.join(self.failed_workers)})")
+        return False
 
     async def _absorb(self, worker: str, result: BatchResult) -> None:
         reasons: dict[str, str] = {}

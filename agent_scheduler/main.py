@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Sequence
@@ -12,20 +13,26 @@ import msgspec
 from prometheus_client import CollectorRegistry
 
 from agent_scheduler.core import CoreConfig, ScoreKind
-from agent_scheduler.loop import AgentLoop, LoopConfig
+from agent_scheduler.loop import AgentLoop, LoopConfig, NoWorkers
 from agent_scheduler.metrics import AgentMetrics
 from agent_scheduler.worker import WorkerConfig
+from binder.bind import BindTarget
+from binder.commit import Binder
 from binder.metrics import BinderMetrics
+from binder.rebind import DEFAULT_AFTER_S, Rebinder
+from cluster.kube.bind import KubeTarget
 from cluster.kube.connect import KubeConnection, add_kube_flags, kube_connection
 from cluster.kube.lease import kube_elect
 from cluster.kube.shards import ShardStatusReporter
 from cluster.model.sharding import ShardingMode
 from cluster.nodeview.devices import CardPolicy
 from cluster.nodeview.fgd_score import FgdConfig, parse_typical_pods
-from cluster.runtime.flags import Parser, add_sharding_mode
+from cluster.runtime.flags import Parser, add_rebind_after, add_sharding_mode, rebind_after
 from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
-from cluster.runtime.process import Build, Deps, Elect, ProcessConfig, add_common_flags, launch
+from cluster.runtime.process import Build, Deps, Elect, Fatal, ProcessConfig, add_common_flags, launch
+from cluster.sim.cluster import SimBindTarget
+from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.store import Store
 
 log = logger("agent-scheduler")
@@ -74,6 +81,7 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
     p.add_argument("--fgd-gpu-pods-only", action="store_true", help="with fgd: leave CPU pods out of the typical pods")
     p.add_argument("--max-retries", type=int, default=3, help="conflict retries inside one worker call (default: 3)")
     add_sharding_mode(p)
+    add_rebind_after(p)
     p.add_argument(
         "--ray-address",
         default="",
@@ -110,6 +118,7 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     workers: int
     ray_address: str
     kube: KubeConnection | None  # None: bind in the simulator
+    rebind_after: float = DEFAULT_AFTER_S  # see binder.rebind
 
 
 def agent_config(args: argparse.Namespace) -> AgentConfig:
@@ -120,6 +129,7 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         ray_address=args.ray_address,
         loop=LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
         kube=kube_connection(args, os.environ),
+        rebind_after=rebind_after(args),
     )
 
 
@@ -221,7 +231,8 @@ class AgentProcess:
                 leading=self.deps.leading,
             )
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self.loop.run(stop))
+                tg.create_task(self._run_loop(self.loop, stop))
+                tg.create_task(self._rebind(store, stop))
                 if agent.kube is not None:
                     reporter = ShardStatusReporter(
                         agent.kube.client(), agent.loop.scheduler, store, qps=agent.kube.qps, burst=agent.kube.burst
@@ -230,6 +241,37 @@ class AgentProcess:
         finally:
             await asyncio.gather(*(w.stop() for w in workers), return_exceptions=True)
             stop_ray()
+
+    async def _run_loop(self, loop: AgentLoop, stop: asyncio.Event) -> None:
+        try:
+            await loop.run(stop)
+        except* NoWorkers as group:
+            raise Fatal(f"{group.exceptions[0]}: Ray is gone; exiting to be started again") from None
+
+    async def _rebind(self, store: Store, stop: asyncio.Event) -> None:
+        """Bind what a stopped agent scheduler (or a dead worker of this one) committed and never
+        bound — leaving alone the pods this loop holds, which it sends out again itself."""
+        assert self.loop is not None
+        loop, agent = self.loop, self.agent
+        binder = Binder(store.client, store.keys, agent.loop.scheduler, sharding=agent.worker.core.sharding)
+        kube = KubeTarget(agent.kube.client(), qps=agent.kube.qps, burst=agent.kube.burst) if agent.kube else None
+        target: BindTarget = kube if kube is not None else SimBindTarget(store)
+        rebinder = Rebinder(store, binder, target, after=agent.rebind_after, in_flight=loop.queue.queued)
+        outage = Outage(log, "rebind")
+        try:
+            while not stop.is_set():
+                if self.deps.leading():
+                    try:
+                        await rebinder.run_once()
+                        outage.ok()
+                    except STORE_DOWN as e:
+                        outage.failed(e)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await stop.wait()
+        finally:
+            if kube is not None:
+                kube.close()
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler") -> int:

@@ -16,7 +16,7 @@ import enum
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
@@ -48,6 +48,10 @@ class SchedulingQueue:
 
     def __contains__(self, uid: str) -> bool:
         return uid in self._where
+
+    def queued(self) -> Collection[str]:
+        """Every pod the queue holds, in flight or waiting (a live view)."""
+        return self._where.keys()
 
     def state(self, uid: str) -> QueuePart | None:
         """Where the pod waits, or None when it is not queued."""

@@ -42,6 +42,7 @@ from batch_scheduler.tasks import TaskInfo, TaskStatus
 from binder.bind import BindTarget, Evictor, GateLifter, bind_committed
 from binder.commit import Binder
 from binder.metrics import BinderMetrics
+from binder.rebind import DEFAULT_AFTER_S, Rebinder
 from binder.results import Committed, Conflict, Placement
 from cluster.kube.connect import KubeConnection
 from cluster.model.binding import Binding, Eviction, GateLift
@@ -61,6 +62,7 @@ class SchedulerConfig(msgspec.Struct, frozen=True, kw_only=True):
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
     period: float = 1.0
     conf_path: str | None = None
+    rebind_after: float = DEFAULT_AFTER_S  # see binder.rebind
     kube: KubeConnection | None = None  # None: bind and evict in the simulator
 
 
@@ -98,6 +100,10 @@ class BatchScheduler:
             name: Binder(store.client, store.keys, name, sharding=config.session.sharding, metrics=binder_metrics)
             for name in config.names
         }
+        self.rebinders = [
+            Rebinder(store, binder, bind_target, after=config.rebind_after, wall=wall)
+            for binder in self.binders.values()
+        ]
         self.cache = BatchCache(config.names, clock, config.session.hypernode_labels)
         self.reasons: dict[str, dict[str, str]] = {name: {} for name in config.names}  # as written to the store
         self._conf_mtime = self._mtime()
@@ -160,6 +166,11 @@ class BatchScheduler:
             self.metrics.conf_loaded(conf)
 
     # -- a session ----------------------------------------------------------------------
+
+    async def rebind(self) -> int:
+        """Bind what a stopped batch scheduler committed and never bound (between sessions nothing
+        of this one's is in flight); how many pods."""
+        return sum([await r.run_once() for r in self.rebinders])
 
     async def run_session(self) -> SessionReport:
         with self.heap.session() if self.heap is not None else contextlib.nullcontext():

@@ -32,12 +32,13 @@ from cluster.kube.connect import add_kube_flags, kube_connection
 from cluster.kube.lease import kube_elect
 from cluster.kube.shards import ShardStatusReporter
 from cluster.model.sharding import ShardingMode
-from cluster.runtime.flags import Parser, add_sharding_mode, parse_duration
+from cluster.runtime.flags import Parser, add_rebind_after, add_sharding_mode, parse_duration, rebind_after
 from cluster.runtime.heap import HeapKeeper
 from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
 from cluster.runtime.process import Build, Deps, Elect, ProcessConfig, add_common_flags, launch
 from cluster.sim.cluster import SimBindTarget, SimEvictor
+from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.feed import Informer
 from cluster.store.store import Store
 
@@ -68,6 +69,7 @@ def build_parser(prog: str = "caldera batch-scheduler") -> Parser:
         help="queue of jobs that name none; exists implicitly with weight 1 (default: default)",
     )
     add_sharding_mode(p)
+    add_rebind_after(p)
     p.add_argument(
         "--hypernode-labels",
         default="",
@@ -111,6 +113,7 @@ def parse_config(args: argparse.Namespace) -> SchedulerConfig:
         names=names,
         period=period,
         conf_path=args.scheduler_conf,
+        rebind_after=rebind_after(args),
         kube=kube_connection(args, os.environ),
         session=SessionConfig(
             scheduler=names[0],
@@ -128,17 +131,24 @@ async def run_scheduler(
     stop: asyncio.Event,
     leading: Callable[[], bool] = lambda: True,
 ) -> None:
-    """Follow the feed and run a session every period until ``stop``."""
+    """Follow the feed and run a session every period until ``stop``; while the store does not
+    answer, sessions wait (one line when that starts and ends)."""
 
     async def follow() -> None:
         async for update in informer.updates():
             scheduler.apply(update)
 
     follower = asyncio.create_task(follow(), name="batch-follow")
+    outage = Outage(log, "sessions")
     try:
         while not stop.is_set():
             if scheduler.version and leading():
-                await scheduler.run_session()
+                try:
+                    await scheduler.rebind()
+                    await scheduler.run_session()
+                    outage.ok()
+                except STORE_DOWN as e:
+                    outage.failed(e)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(period):
                     await stop.wait()

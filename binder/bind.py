@@ -38,9 +38,11 @@ class GateLifter(Protocol):
 
 
 async def bind_committed(binder: Binder, target: BindTarget, bindings: Sequence[Binding]) -> list[Failure | None]:
-    """Bind committed pods; a failed bind releases the reservation and requeues the pod."""
+    """Bind committed pods; a failed bind releases the reservation and requeues the pod, a
+    bound pod leaves its scheduler's binding set (:meth:`Binder.bound`)."""
     outcomes = await target.bind(bindings)
     failed = [b.uid for b, o in zip(bindings, outcomes) if o is not None]
     if failed:
         await binder.release(failed)
+    await binder.bound([b.uid for b, o in zip(bindings, outcomes) if o is None])
     return outcomes

@@ -103,6 +103,7 @@ class Binder:
         self._flags: list[Arg] = [scheduler, self.MODE, int(sharding is ShardingMode.HARD)]
         self._commit = Script("binder", "commit")
         self._release = Script("binder", "release")
+        self._unbound = Script("binder", "unbound")
 
     @property
     def commit_script(self) -> Script:
@@ -111,7 +112,7 @@ class Binder:
 
     async def load(self) -> None:
         """Load the scripts into Redis ahead of the first commit."""
-        for script in (self._commit, self._release):
+        for script in (self._commit, self._release, self._unbound):
             await script.load(self.client)
 
     async def commit(self, placements: Sequence[Placement], gang: bool = False) -> list[Result]:
@@ -192,3 +193,17 @@ class Binder:
         if self.metrics is not None:
             self.metrics.releases.inc(sum(released))
         return released
+
+    async def bound(self, uids: Sequence[str]) -> None:
+        """These committed pods are bound in the cluster now: nothing is left for a successor to bind."""
+        if uids:
+            await self.client.zrem(self.keys.binding(self.scheduler), *uids)
+
+    async def unbound(self, older_than: float, limit: int = 1000) -> list[tuple[str, str]]:
+        """(uid, node) of the pods committed at least ``older_than`` seconds ago and still not
+        bound in the cluster, oldest first — left by a scheduler that died between the two steps."""
+        raw = await self._unbound.call(
+            self.client, [self.keys.rv], [*self._head, self.scheduler, int(older_than * 1000), limit]
+        )
+        items = [v.decode() if isinstance(v, bytes) else str(v) for v in raw]
+        return list(zip(items[::2], items[1::2]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import time
 from collections.abc import Awaitable, Callable
 
@@ -26,6 +27,7 @@ from cluster.model.resources import CPU, GPU, MEMORY
 from cluster.model.volcano import NodeShard
 from cluster.nodeview.table import NodeTable
 from cluster.runtime.heartbeat import Stats
+from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
 from cluster.store.store import Own, Put, Store, Write
@@ -39,6 +41,8 @@ from sharding.policy import (
     assign,
     band_signature,
 )
+
+log = logging.getLogger("caldera.sharding")
 
 
 class ShardingStats(Stats, frozen=True, kw_only=True):
@@ -216,6 +220,7 @@ class ShardingController:
     async def run(self, stop: asyncio.Event) -> None:
         """Follow the nodes and sync on the period or an edge crossing, until ``stop``."""
         follower = asyncio.create_task(self.follow(), name="sharding-follow")
+        outage = Outage(log, "shard sync")
         try:
             while not stop.is_set():
                 next_sync = self.last_sync + self.config.sync_period if self.last_sync >= 0 else self.clock()
@@ -231,7 +236,12 @@ class ShardingController:
                     break
                 self._trigger.clear()
                 if self.leading() and len(self.columns):
-                    await self.sync(trigger)
+                    try:
+                        await self.sync(trigger)
+                        outage.ok()
+                    except STORE_DOWN as e:  # tried again on the next trigger or period
+                        outage.failed(e)
+                        self.last_sync = self.clock()
                 else:
                     self.last_sync = self.clock()
         finally:

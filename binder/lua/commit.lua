@@ -99,6 +99,16 @@ local function check(p)
   return {3, 'insufficient ' .. table.concat(short, ',')}, false
 end
 
+-- The commit's time in ms (Redis's clock): when each pod entered its scheduler's binding set.
+local NOW = nil
+local function now_ms()
+  if not NOW then
+    local t = redis.call('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return NOW
+end
+
 local function apply(p, res)
   local key = pod_key(p.uid)
   if not before[p.node] then before[p.node] = redis.call('HGET', node_key(p.node), 'version') end
@@ -108,6 +118,8 @@ local function apply(p, res)
   local sched_of = redis.call('HGET', key, 'sched')
   redis.call('ZREM', P .. 'pending:' .. sched_of, p.uid)
   redis.call('HDEL', P .. 'reasons:' .. sched_of, p.uid)
+  -- Committed, not yet bound in the cluster: left here until the bind step says it is.
+  redis.call('ZADD', P .. 'binding:' .. sched_of, now_ms(), p.uid)
   changed('pod', p.uid)
   res[2] = RV
 end

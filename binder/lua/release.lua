@@ -11,6 +11,7 @@ for i = 3, #ARGV do
   local pod = redis.call('HMGET', key, 'node', 'acct', 'req', 'sched', 'phase', 'cards')
   local changed_pod = 0
   if pod[3] then
+    redis.call('ZREM', P .. 'binding:' .. pod[4], uid)
     if pod[2] ~= '' then
       set_accounted(uid, pod[2], held(pod[3], pod[6]), '', '')
       changed_pod = 1

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import msgspec
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
@@ -23,6 +24,23 @@ from cluster.kube.pacing import Pacer
 from cluster.model.binding import Binding, Eviction, Failure, GateLift
 
 FINAL = {404: "pod not found", 409: "pod already bound", 422: "binding refused"}
+
+
+class _Meta(msgspec.Struct, rename="camel"):
+    uid: str = ""
+
+
+class _Spec(msgspec.Struct, rename="camel"):
+    node_name: str = ""
+
+
+class _PodNode(msgspec.Struct):
+    """What a bind retry needs of a pod: whose it is and where it is bound."""
+
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    spec: _Spec = msgspec.field(default_factory=_Spec)
+
+
 ATTEMPTS = 4
 
 
@@ -81,7 +99,10 @@ class KubeTarget:
                 failure = await self._call(annotate(b), {200})
                 if failure is not None:
                     return failure
-            return await self._call(post(b), {200, 201})
+            failure = await self._call(post(b), {200, 201})
+            if failure is not None and failure.reason == FINAL[409] and await self._bound_to(b) == b.node:
+                return None  # an earlier try (timed out here, or a stopped scheduler's) did bind it
+            return failure
 
         def post(b: Binding) -> Callable[[], Any]:
             body = k8s.V1Binding(
@@ -95,6 +116,25 @@ class KubeTarget:
             )
 
         return list(await asyncio.gather(*(one(b) for b in bindings)))
+
+    async def _bound_to(self, b: Binding) -> str | None:
+        """The node the API server has the pod bound to ('' for none; None when it cannot tell)."""
+
+        def read() -> str | None:
+            try:
+                response: Any = self.core.read_namespaced_pod(
+                    b.name, b.namespace, _preload_content=False, _request_timeout=(5, 30)
+                )
+            except Exception:
+                return None
+            try:
+                pod = msgspec.json.decode(response.data, type=_PodNode)
+            finally:
+                response.release_conn()
+            return pod.spec.node_name if pod.metadata.uid in ("", b.uid) else None
+
+        await self.pacer.take()
+        return await asyncio.get_running_loop().run_in_executor(self.pool, read)
 
     async def lift_gates(self, lifts: Sequence[GateLift]) -> list[Failure | None]:
         """Remove each pod's gate with a strategic merge patch (``$patch: delete`` on the gate's name,

@@ -6,6 +6,16 @@ hands listings and watch events to the asyncio side, which applies them in batch
 through the store's observed-state scripts. A listing is a reconcile: whatever the store
 holds of that kind and the listing lacks is removed. Listings happen at start, after a
 410 or a broken watch, and every ``resync_seconds``.
+
+The store is filled whole, in order (a *full sync*): at start, and whenever it lost what
+the mirror wrote — Redis restarted (its ``run_id`` changed: it may be empty, or an older
+copy from its append-only file; the mirror starts a new epoch so that every reader lists
+again), the store was emptied under it (its epoch changed), or a write failed because
+Redis did not answer. A full sync asks every reflector for a new listing, holds all deltas
+until each kind has listed, then writes the listings in :data:`FILL_ORDER` — pods before
+nodes, so that a node enters the store already counting the pods bound to it (a scheduler
+reading a half-filled store never sees a full node as empty) — and then the watch events
+that came after them.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,12 +33,16 @@ from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.quantity import QuantityError
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
+from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.keys import Kind
 from cluster.store.store import Delete, Put, Store, Write, object_name
 
 log = logging.getLogger("caldera.mirror")
 CHUNK = 1000
 OBJECT_KINDS = (Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS, Kind.HYPERNODE, Kind.NAMESPACE)
+FILL_ORDER = (Kind.NAMESPACE, Kind.PRIORITYCLASS, Kind.QUEUE, Kind.PODGROUP, Kind.HYPERNODE, Kind.POD, Kind.NODE)
+"""The order a full sync writes its listings in: what pods refer to first, nodes last."""
+STORE_CHECK_S = 1.0
 
 
 def store_name(kind: Kind, obj: Any) -> str:
@@ -55,11 +70,17 @@ class Mirror:
         self.reflectors = [
             Reflector(k, self._sink, watch_seconds=watch_seconds, resync_seconds=resync_seconds) for k in kinds
         ]
-        self.listed: set[Kind] = set()
         self.synced = asyncio.Event()  # every kind listed into the store at least once
         self.skipped = 0  # objects refused (e.g. a bad quantity), one log line each
+        self.full_syncs = 0  # the store filled whole (the first at start)
         self._queue: asyncio.Queue[Delta] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
+        # During a full sync: the kinds still to list, and every delta held meanwhile.
+        self._waiting: set[Kind] = {r.kind.kind for r in self.reflectors}
+        self._held: list[Delta] = []
+        self._run_id = ""  # the Redis server's, to tell when it restarted
+        self._epoch = ""  # the store's, to tell when it was emptied or replaced
+        self._outage = Outage(log, "mirror")
 
     def _sink(self, delta: Delta) -> None:
         assert self._loop is not None
@@ -73,6 +94,7 @@ class Mirror:
         ]
         for t in threads:
             t.start()
+        checked = 0.0
         try:
             while not stop.is_set():
                 batch: list[Delta] = []
@@ -81,16 +103,55 @@ class Mirror:
                         batch.append(await self._queue.get())
                 while not self._queue.empty() and len(batch) < 10 * CHUNK:
                     batch.append(self._queue.get_nowait())
-                if batch:
-                    await self.apply(batch)
+                try:
+                    if time.monotonic() - checked >= STORE_CHECK_S:
+                        checked = time.monotonic()
+                        await self.check_store()
+                    if batch:
+                        await self.apply(batch)
+                    self._outage.ok()
+                except STORE_DOWN as e:
+                    # What this batch (and perhaps earlier ones) wrote may be lost: fill the store again.
+                    await asyncio.sleep(self._outage.failed(e))
+                    self.full_sync("Redis did not answer a write")
         finally:
             for r in self.reflectors:
                 r.stop()
             for t in threads:
                 await asyncio.to_thread(t.join, 10)
 
+    async def check_store(self) -> None:
+        """Start a full sync when Redis restarted (a new epoch first) or the store was emptied."""
+        run_id = str((await self.store.client.info("server")).get("run_id", ""))
+        epoch, _ = await self.store.head()
+        if self._run_id and run_id != self._run_id:
+            self._run_id, self._epoch = run_id, await self.store.new_epoch()
+            self.full_sync("Redis restarted")
+            return
+        self._run_id = run_id
+        if self._epoch and epoch != self._epoch:
+            self.full_sync("the store was emptied or replaced")
+        self._epoch = epoch
+
+    def full_sync(self, why: str) -> None:
+        """Fill the store whole again: every kind listed anew, written in :data:`FILL_ORDER`."""
+        if not self._waiting:
+            log.warning("filling the store again: %s", why)
+        self._waiting = {r.kind.kind for r in self.reflectors}
+        self._held = []
+        for r in self.reflectors:
+            r.relist()
+
     async def apply(self, deltas: Sequence[Delta]) -> None:
-        """Apply deltas in order; runs of watch events are coalesced per object."""
+        """Apply deltas in order; runs of watch events are coalesced per object. During a full
+        sync they are held until every kind has listed."""
+        if self._waiting:
+            self._held += deltas
+            self._waiting -= {d.kind for d in deltas if isinstance(d, Listed)}
+            if self._waiting:
+                return
+            deltas, self._held = _fill_order(self._held), []
+            self.full_syncs += 1
         run: list[Changed] = []
         for delta in deltas:
             if isinstance(delta, Listed):
@@ -100,6 +161,8 @@ class Mirror:
             else:
                 run.append(delta)
         await self._changes(run)
+        if not self._waiting and not self.synced.is_set():
+            self.synced.set()
 
     async def _changes(self, changes: Sequence[Changed]) -> None:
         latest: dict[tuple[Kind, str], Changed] = {}
@@ -119,9 +182,6 @@ class Mirror:
         present = {store_name(listed.kind, o) for o in listed.objects}
         gone = [name for name in await self.store.names(listed.kind) if name not in present]
         await self._write(listed.kind, listed.objects, gone)
-        self.listed.add(listed.kind)
-        if len(self.listed) == len(self.reflectors):
-            self.synced.set()
 
     async def _write(self, kind: Kind, objects: Sequence[Any], gone: Sequence[str]) -> None:
         if self.observe is not None:
@@ -161,3 +221,12 @@ class Mirror:
             ]
             if writes:
                 await self.store.write(writes)
+
+
+def _fill_order(held: Sequence[Delta]) -> list[Delta]:
+    """A full sync's deltas as written: each kind's last listing, in :data:`FILL_ORDER`, then
+    the watch events that came after their kind's listing (older ones it already holds)."""
+    last = {d.kind: i for i, d in enumerate(held) if isinstance(d, Listed)}
+    listings = sorted((held[i] for i in last.values()), key=lambda d: FILL_ORDER.index(d.kind))
+    later = [d for i, d in enumerate(held) if isinstance(d, Changed) and i > last.get(d.kind, -1)]
+    return [*listings, *later]

@@ -103,10 +103,17 @@ class MirrorProcess:
             registry=registry,
         )
         events = Gauge("caldera_mirror_events", "Events created since start.", registry=registry)
+        full_syncs = Gauge(
+            "caldera_mirror_full_syncs",
+            "Times the store was filled whole since start: at start, then after Redis restarted, lost its "
+            "data or did not answer a write.",
+            registry=registry,
+        )
         for r in self.mirror.reflectors:
             relists.labels(r.kind.kind.value).set_function(lambda r=r: r.lists)  # type: ignore[misc]
         patched.set_function(lambda: self.writeback.patched)
         events.set_function(lambda: self.writeback.events)
+        full_syncs.set_function(lambda: self.mirror.full_syncs)
 
     def stats(self) -> Stats:
         return Stats()

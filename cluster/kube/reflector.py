@@ -127,6 +127,7 @@ class Reflector:
         self.gone = 0
         self.errors = 0
         self._stopping = threading.Event()
+        self._relist = threading.Event()
         self._response: Any = None
         self._list_decoder: msgspec.json.Decoder[Any] | None = (
             msgspec.json.Decoder(_List[kind.type]) if kind.fast else None  # type: ignore[name-defined]
@@ -141,6 +142,15 @@ class Reflector:
             with contextlib.suppress(Exception):  # already closed or mid-read: the reader ends either way
                 response.close()
 
+    def relist(self) -> None:
+        """List again soon (the store lost what the last listing gave it): a watch blocked in a
+        read is cut as by :meth:`stop`."""
+        self._relist.set()
+        response = self._response
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.close()
+
     def _decode(self, raw: bytes | msgspec.Raw, *, many: bool) -> Any:
         if self.kind.fast:
             decoder = self._list_decoder if many else self._object_decoder
@@ -153,10 +163,15 @@ class Reflector:
         listed_at = 0.0
         backoff = 0.2
         while not self._stopping.is_set():
+            if self._relist.is_set():
+                self._relist.clear()
+                version = None
             try:
                 if version is None or self.clock() - listed_at >= self.resync_seconds:
                     version = self._list()
                     listed_at = self.clock()
+                if self._relist.is_set():
+                    continue
                 version = self._watch(version)
                 backoff = 0.2
             except Gone:
@@ -165,6 +180,8 @@ class Reflector:
             except Exception:
                 if self._stopping.is_set():
                     return
+                if self._relist.is_set():
+                    continue  # the watch was cut on purpose: list at once
                 self.errors += 1
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
@@ -200,7 +217,7 @@ class Reflector:
         try:
             pending = b""
             for chunk in response.stream(65536, decode_content=True):
-                if self._stopping.is_set():
+                if self._stopping.is_set() or self._relist.is_set():
                     break
                 pending += chunk
                 *lines, pending = pending.split(b"\n")

@@ -26,6 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from cluster.kube.pacing import Pacer
 from cluster.model.volcano import NodeShard
+from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.store import Store
 
 log = logging.getLogger("caldera.shards")
@@ -132,8 +133,13 @@ class ShardStatusReporter:
 
     async def run(self, stop: asyncio.Event, every: float = 5.0) -> None:
         try:
+            outage = Outage(log, "shard status")
             while not stop.is_set():
-                await self.report()
+                try:
+                    await self.report()
+                    outage.ok()
+                except STORE_DOWN as e:
+                    outage.failed(e)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(every):
                         await stop.wait()

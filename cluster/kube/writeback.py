@@ -35,6 +35,7 @@ from cluster.model.core import Pod
 from cluster.model.topology import HyperNode
 from cluster.model.unhonoured import notice, unhonoured
 from cluster.model.volcano import PodGroup, Queue
+from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
 from cluster.store.store import Store
@@ -127,8 +128,13 @@ class WriteBack:
 
         follower = asyncio.create_task(statuses(), name="writeback-status")
         try:
+            outage = Outage(log, "write-back")
             while not stop.is_set():
-                await self._reasons()
+                try:
+                    await self._reasons()
+                    outage.ok()
+                except STORE_DOWN as e:
+                    await asyncio.sleep(outage.failed(e))
                 await self._flush()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(1.0):

@@ -19,7 +19,8 @@ While ASSUMED or CONFIRMED the request is counted on the table: every refresh of
 figures (:meth:`Assumed.apply` for feed updates, :meth:`Assumed.set_figures` for the
 figures a binder answer carries) puts it back over the new record, unless the record is at
 least the confirmed version — then the token ends, as the record already counts the
-placement. A node that is removed ends its tokens. Both schedulers hold placements this
+placement. A node that is removed ends its tokens; a listing of a new store (another epoch:
+Redis came back empty or from an older copy) ends them all. Both schedulers hold placements this
 way: the agent's worker from its decision until the binder answers and the feed catches
 up, the batch scheduler's cache from each committed gang until the feed reports it.
 """
@@ -48,6 +49,7 @@ class Assumed:
     def __init__(self, table: NodeTable) -> None:
         self.table = table
         self._by_node: dict[str, list[Token]] = {}
+        self._epoch = ""  # the store's epoch the held versions belong to
 
     def __len__(self) -> int:
         return sum(len(tokens) for tokens in self._by_node.values())
@@ -77,6 +79,12 @@ class Assumed:
     def apply(self, update: Update) -> None:
         """Apply a feed update to the table, then hold the placements over the refreshed nodes."""
         self.table.apply(update)
+        if update.full and self._epoch and update.epoch != self._epoch:
+            # A new store: the versions held are another epoch's, and the listing is the truth
+            # (a placement committed before counts as a bound pod, or was lost and is pending).
+            self._by_node.clear()
+        if update.epoch:
+            self._epoch = update.epoch
         if update.full:
             for node in [n for n in self._by_node if n not in self.table.index]:
                 del self._by_node[node]

@@ -38,3 +38,23 @@ def add_sharding_mode(parser: argparse.ArgumentParser, help: str = "") -> None:
         choices=[m.value for m in ShardingMode],
         help=help or "hard: own shard only; soft: own, then unowned, then others; none (default: soft)",
     )
+
+
+def add_rebind_after(parser: argparse.ArgumentParser) -> None:
+    """``--rebind-after``, as every scheduler takes it (see :mod:`binder.rebind`)."""
+    parser.add_argument(
+        "--rebind-after",
+        default="5s",
+        help="bind a pod left committed but unbound this long by a scheduler that stopped (default: 5s)",
+    )
+
+
+def rebind_after(args: argparse.Namespace) -> float:
+    """``--rebind-after``, checked: a positive duration (ValueError with one line)."""
+    try:
+        seconds = parse_duration(args.rebind_after)
+    except ValueError as e:
+        raise ValueError(f"--rebind-after: {e}") from None
+    if seconds <= 0:
+        raise ValueError(f"--rebind-after: {args.rebind_after!r} (expected a positive duration such as 5s)")
+    return seconds

@@ -188,6 +188,11 @@ def configs_or_none(
         return None
 
 
+class Fatal(Exception):
+    """A component cannot go on (its message says why, in one line): the process exits 1, for
+    whatever runs it (a Deployment, the demo) to start it again."""
+
+
 class Lease(Protocol):
     """Leader election: ``leading`` is true only while this process may act."""
 
@@ -284,12 +289,20 @@ def launch(
     make: Make[T],
 ) -> int:
     """A process's ``main``: its flags into configs (2 after one line on a bad value), then
-    :func:`run_process` on uvloop until SIGTERM; 0."""
+    :func:`run_process` on uvloop until SIGTERM; 0 — or 1 after one line when a component
+    raised :class:`Fatal`."""
     configs = configs_or_none(prog, component, parser.parse_args(argv), parse)
     if configs is None:
         return 2
     process, config = configs
     registry = CollectorRegistry()
     build, elect = make(process, config, registry)
-    uvloop.run(run_process(process, registry, build, elect=elect))
+    fatal: BaseExceptionGroup[Fatal] | None = None
+    try:
+        uvloop.run(run_process(process, registry, build, elect=elect))
+    except* Fatal as group:
+        fatal = group
+    if fatal is not None:
+        print(f"{prog}: error: {one_line(str(fatal.exceptions[0]))}", file=sys.stderr, flush=True)
+        return 1
     return 0

@@ -7,6 +7,7 @@ tests. Persistence is off: the state is scratch.
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import signal
 import socket
@@ -35,19 +36,30 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """``with RedisServer() as server: server.url`` — a redis-server that is gone afterwards."""
+    """``with RedisServer() as server: server.url`` — a redis-server that is gone afterwards.
 
-    def __init__(self, *, binary: str = "redis-server", timeout: float = 10.0) -> None:
+    ``appendonly``: keep an append-only file (fsync every second, Redis's default) in the
+    server's folder, so that :meth:`restart` with ``keep_data`` comes back with what it held —
+    the fault benches restart it both ways.
+    """
+
+    def __init__(self, *, binary: str = "redis-server", timeout: float = 10.0, appendonly: bool = False) -> None:
         path = shutil.which(binary)
         if path is None:
             raise RedisUnavailable(
                 "redis-server not found on PATH: install it (Debian: apt-get install redis-server) or pass --redis-url"
             )
+        self.binary = path
+        self.timeout = timeout
+        self.appendonly = appendonly
         self.port = free_port()
         self._dir = tempfile.TemporaryDirectory(prefix="caldera-redis-")
-        self.process = subprocess.Popen(
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
             [
-                path,
+                self.binary,
                 "--port",
                 str(self.port),
                 "--bind",
@@ -55,7 +67,7 @@ class RedisServer:
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes" if self.appendonly else "no",
                 "--dir",
                 self._dir.name,
                 "--daemonize",
@@ -67,19 +79,36 @@ class RedisServer:
             stderr=subprocess.PIPE,
             preexec_fn=_die_with_parent,
         )
-        deadline = time.monotonic() + timeout
-        if not wait_until_up("127.0.0.1", self.port, deadline=deadline, alive=lambda: self.process.poll() is None):
-            err = self.process.stderr.read().decode() if self.process.stderr else ""
-            self.stop()
+        deadline = time.monotonic() + self.timeout
+        if not wait_until_up("127.0.0.1", self.port, deadline=deadline, alive=lambda: process.poll() is None):
+            err = process.stderr.read().decode() if process.stderr else ""
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            self._dir.cleanup()
             raise RedisUnavailable(f"redis-server did not start on port {self.port}: {err.strip()}")
+        return process
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def stop(self) -> None:
+    def restart(self, *, keep_data: bool, down_s: float = 0.0) -> None:
+        """Kill the server (SIGKILL: no last save) and start it again on the same port after
+        ``down_s`` seconds: with its append-only file when ``keep_data`` (and ``appendonly``), else empty."""
+        self._end(signal.SIGKILL)
+        if not keep_data:
+            for entry in os.scandir(self._dir.name):
+                if entry.is_dir():
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+        time.sleep(down_s)
+        self.process = self._start()
+
+    def _end(self, sig: signal.Signals) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
+            self.process.send_signal(sig)
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -87,6 +116,9 @@ class RedisServer:
                 self.process.wait()
         if self.process.stderr:
             self.process.stderr.close()
+
+    def stop(self) -> None:
+        self._end(signal.SIGTERM)
         self._dir.cleanup()
 
     def __enter__(self) -> RedisServer:

@@ -8,14 +8,19 @@ analogue of Kubernetes' 410 Gone).
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import AsyncIterator, Iterable
 from typing import cast
 
 import msgspec
 
+from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.keys import Kind
 from cluster.store.records import Update
 from cluster.store.store import OBJECT_KINDS, Store
+
+log = logging.getLogger("caldera.feed")
 
 
 class Change(msgspec.Struct, frozen=True):
@@ -28,8 +33,15 @@ class FeedTrimmed(Exception):
     """The feed no longer holds the entries after the reader's position: list again."""
 
 
+class StoreReset(FeedTrimmed):
+    """The store under the reader is not the one it listed (a new epoch, or versions went back):
+    list again."""
+
+
 def parse_entry(text: bytes) -> list[Change]:
-    changes = []
+    changes: list[Change] = []
+    if not text:
+        return changes  # a new epoch's entry carries no change
     for line in text.decode().split("\n"):
         kind, _, name = line.partition(":")
         deleted = kind.startswith("-")
@@ -38,11 +50,20 @@ def parse_entry(text: bytes) -> list[Change]:
 
 
 class FeedReader:
-    """Reads the feed from a position (a resourceVersion); raises FeedTrimmed on a gap."""
+    """Reads the feed from a position (a resourceVersion) in one epoch of the store.
 
-    def __init__(self, store: Store, position: int) -> None:
+    Raises :class:`FeedTrimmed` on a gap, and :class:`StoreReset` when the store is no longer
+    the one the position belongs to: an entry of another epoch, or — seen when a read finds
+    nothing — another epoch or a version behind the position (the store was emptied or
+    restored from an older copy, and its new entries would never reach this position). A
+    reader that listed before the store had an epoch ('') takes the first one it reads, if
+    no entry was skipped.
+    """
+
+    def __init__(self, store: Store, position: int, epoch: str = "") -> None:
         self.store = store
         self.position = position
+        self.epoch = epoch
 
     async def read(self, *, block_ms: int | None = 500, count: int = 2000) -> list[Change]:
         """The changes after the position (waiting up to ``block_ms`` for some), in order."""
@@ -57,9 +78,24 @@ class FeedReader:
                 version = int(entry_id.split(b"-")[0])
                 if version != self.position + 1:
                     raise FeedTrimmed(f"feed resumes at {version}, reader was at {self.position}")
+                epoch = fields.get(b"e", b"").decode()
+                if epoch != self.epoch:
+                    if self.epoch:
+                        raise StoreReset(f"the store's epoch is {epoch or 'gone'}, the reader listed in {self.epoch}")
+                    self.epoch = epoch
                 self.position = version
                 changes += parse_entry(fields[b"c"])
+        if not reply:
+            await self._check_store()
         return changes
+
+    async def _check_store(self) -> None:
+        epoch, version = await self.store.head()
+        if (self.epoch and epoch != self.epoch) or version < self.position:
+            raise StoreReset(
+                f"the store is at version {version} of epoch {epoch or 'none'}; the reader was at "
+                f"{self.position} of {self.epoch or 'none'}"
+            )
 
 
 class Informer:
@@ -77,6 +113,7 @@ class Informer:
         # a round trip and a fetch); the consumer's view is that much older in exchange.
         self.settle_s = settle_s
         self.relists = 0
+        self.resets = 0  # listings because the store was reset under this informer
         self._stopping = False
 
     def stop(self) -> None:
@@ -88,10 +125,18 @@ class Informer:
         self._stopping = True
 
     async def updates(self) -> AsyncIterator[Update]:
+        """A listing, then deltas; a new listing after a gap, a reset store, or an outage (the
+        store unreachable: retried with backoff — what changed meanwhile is in the next listing)."""
+        outage = Outage(log, "the feed")
         while not self._stopping:
-            update = await self.listing()
+            try:
+                update = await self.listing()
+            except STORE_DOWN as e:
+                await self._pause(outage.failed(e))
+                continue
+            outage.ok()
             yield update
-            reader = FeedReader(self.store, update.version)
+            reader = FeedReader(self.store, update.version, update.epoch)
             try:
                 while not self._stopping:
                     changes = await reader.read(block_ms=self.block_ms, count=self.count)
@@ -99,15 +144,28 @@ class Informer:
                         await asyncio.sleep(self.settle_s)
                     wanted = [c for c in changes if c.kind in self.kinds]
                     if wanted:
-                        yield await self.fetch(reader.position, wanted)
+                        yield await self.fetch(reader.position, reader.epoch, wanted)
+            except StoreReset as e:
+                self.relists += 1
+                self.resets += 1
+                log.warning("listing again: %s", e)
             except FeedTrimmed:
                 self.relists += 1
+            except STORE_DOWN as e:
+                self.relists += 1
+                await self._pause(outage.failed(e))
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait, but no longer than a stop allows."""
+        end = time.monotonic() + seconds
+        while not self._stopping and time.monotonic() < end:
+            await asyncio.sleep(min(0.05, end - time.monotonic()))
 
     async def listing(self) -> Update:
         """A full listing. The version is read first: anything written during the listing
         is also on the feed after it, and applying a change twice is harmless."""
-        version = await self.store.version()
-        update = Update(version=version, full=True, nodes={}, pods={}, objects={})
+        epoch, version = await self.store.head()
+        update = Update(version=version, epoch=epoch, full=True, nodes={}, pods={}, objects={})
         if Kind.NODE in self.kinds:
             update.nodes = {r.name: r for r in await self.store.list_nodes()}
         if Kind.POD in self.kinds:
@@ -117,12 +175,12 @@ class Informer:
                 update.objects[kind] = dict(await self.store.list_objects(cls))  # type: ignore[type-var]
         return update
 
-    async def fetch(self, version: int, changes: list[Change]) -> Update:
+    async def fetch(self, version: int, epoch: str, changes: list[Change]) -> Update:
         """Read the current state of every changed object (one round trip per kind)."""
         latest: dict[Kind, dict[str, bool]] = {}
         for c in changes:
             latest.setdefault(c.kind, {})[c.name] = c.deleted
-        update = Update(version=version, full=False, nodes={}, pods={}, objects={})
+        update = Update(version=version, epoch=epoch, full=False, nodes={}, pods={}, objects={})
         for kind, names in latest.items():
             live = [n for n, deleted in names.items() if not deleted]
             if kind is Kind.NODE:

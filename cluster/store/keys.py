@@ -49,6 +49,17 @@ class Keys(msgspec.Struct, frozen=True):
         """The change feed stream."""
         return self.prefix + "feed"
 
+    @property
+    def epoch(self) -> str:
+        """The store's epoch: made with the store's first write, and anew when Redis came back
+        from a restart; every feed entry carries it (a reader whose epoch differs lists again)."""
+        return self.prefix + "epoch"
+
+    def binding(self, scheduler: str) -> str:
+        """Pods one scheduler committed and has not yet bound in the cluster, scored by the commit's
+        time (ms): what a scheduler that died between the two leaves for its successor to bind."""
+        return f"{self.prefix}binding:{scheduler}"
+
     def index(self, kind: Kind) -> str:
         """The set of names (uids for pods) of every object of one kind."""
         return f"{self.prefix}index:{kind}"

@@ -133,6 +133,7 @@ class Update(msgspec.Struct, kw_only=True):
 
     version: int
     full: bool
+    epoch: str = ""  # the store's epoch the update belongs to ('' before the store had one)
     nodes: dict[str, NodeRecord | None] = {}
     pods: dict[str, PodRecord | None] = {}
     objects: dict[Kind, dict[str, Any]] = {}

@@ -89,6 +89,7 @@ class Store:
         self._upsert_pod = Script("cluster.store", "upsert_pod")
         self._delete_pod = Script("cluster.store", "delete_pod")
         self._put_objects = Script("cluster.store", "put_objects")
+        self._new_epoch = Script("cluster.store", "new_epoch")
         self._scripts = [self._upsert_node, self._delete_node, self._upsert_pod, self._delete_pod, self._put_objects]
 
     async def _run(self, script: Script, calls: Sequence[Sequence[Arg]]) -> list[int]:
@@ -182,6 +183,19 @@ class Store:
     async def version(self) -> int:
         """The cluster's current resourceVersion."""
         return int(await self.client.get(self.keys.rv) or 0)
+
+    async def head(self) -> tuple[str, int]:
+        """The store's epoch ('' before its first write) and current resourceVersion, read together."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.get(self.keys.epoch)
+        pipe.get(self.keys.rv)
+        epoch, version = await pipe.execute()
+        return (epoch or b"").decode(), int(version or 0)
+
+    async def new_epoch(self) -> str:
+        """Start a new epoch (the store may not follow from what its readers hold): they list again."""
+        await self._new_epoch.call(self.client, [self.keys.rv], self._head)
+        return (await self.head())[0]
 
     async def names(self, kind: Kind) -> list[str]:
         return sorted(_decoded(await self.client.smembers(self.keys.index(kind))))

@@ -7,6 +7,7 @@ and ``/apis/{group}/{version}/…`` for the other groups and the custom resource
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import random
@@ -18,6 +19,7 @@ from aiohttp import web
 
 from . import errors
 from .errors import APIError
+from .faults import Faults
 from .objects import ObjectStore, meta
 from .patch import merge_patch, strategic_merge_patch
 from .resources import POD, Obj, Resource, find
@@ -124,6 +126,7 @@ class API:
         bookmark_interval: float,
         watch_timeout: float,
         seed: int,
+        faults: Faults | None = None,
     ) -> None:
         self.store = store
         self.resources = resources
@@ -131,8 +134,11 @@ class API:
         self.watch_timeout = watch_timeout
         self.rng = random.Random(seed)
         self.watches = Watches()
+        self.faults = faults if faults is not None else Faults()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if self.faults.latency:
+            await asyncio.sleep(self.faults.latency)
         try:
             if request.path.rstrip("/") == "/version" and request.method == "GET":
                 return _json(VERSION)
@@ -256,6 +262,9 @@ class API:
 
     async def _bind(self, request: web.Request, ns: str, name: str | None) -> web.StreamResponse:
         binding = await _body(request)
+        if self.faults.bind_status:
+            status = self.faults.bind_status
+            raise APIError(status, "Conflict" if status == 409 else "InternalError", "binding refused (fault injected)")
         if name is None:
             name = str(((binding or {}).get("metadata") or {}).get("name") or "") if isinstance(binding, dict) else ""
         while True:
@@ -263,6 +272,7 @@ class API:
             bound = bind(pod, binding, name, self.store.clock())
             try:
                 self.store.replace(POD, bound, expected=meta(pod)["resourceVersion"])
+                self.faults.bound(str(meta(pod).get("uid", "")))
                 return _json(errors.success(201), 201)
             except APIError as e:
                 if e.code != 409 or (binding.get("metadata") or {}).get("resourceVersion"):

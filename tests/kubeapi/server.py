@@ -22,6 +22,7 @@ import kubernetes_asyncio
 from aiohttp import web
 
 from .auth import TOKEN_PATH, Auth
+from .faults import Faults
 from .objects import ObjectStore
 from .resources import RESOURCES, Resource
 from .routes import API
@@ -38,17 +39,24 @@ class KubeAPIServer:
         bookmark_interval: float = 1.0,
         watch_timeout: float = 1800.0,
         seed: int = 0,
+        faults: Faults | None = None,
         authorize: bool = False,
     ) -> None:
         """``port=0`` picks a free port. ``bookmark_interval``: seconds between BOOKMARKs on a watch that asked
         for them (the real server: about a minute). ``watch_timeout``: how long a watch without
-        ``timeoutSeconds`` lasts. ``seed``: for generated names. ``authorize``: require a bearer token and
-        allow only what RBAC grants (else everything is allowed to anyone)."""
+        ``timeoutSeconds`` lasts. ``seed``: for generated names. ``faults``: latency and failing
+        bindings to switch on (:mod:`.faults`; hand the same one to a restarted server). ``authorize``:
+        require a bearer token and allow only what RBAC grants (else everything is allowed to anyone)."""
         self.store = store if store is not None else ObjectStore()
         self.host = host
         self.port = port
         self.api = API(
-            self.store, resources, bookmark_interval=bookmark_interval, watch_timeout=watch_timeout, seed=seed
+            self.store,
+            resources,
+            bookmark_interval=bookmark_interval,
+            watch_timeout=watch_timeout,
+            seed=seed,
+            faults=faults,
         )
         self.auth = Auth(self.store) if authorize else None
         self._thread: threading.Thread | None = None

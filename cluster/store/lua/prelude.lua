@@ -22,9 +22,23 @@ local function changed(code, name)
   CHANGES[#CHANGES + 1] = code .. ':' .. name
 end
 
+-- The store's epoch: made when the store is (the first write to an empty store makes it),
+-- and carried by every feed entry, so that a reader learns when the store under it was
+-- emptied or replaced (Redis restarted without its data, a FLUSHALL) and lists again.
+local function epoch()
+  local e = redis.call('GET', P .. 'epoch')
+  if not e then
+    local t = redis.call('TIME')
+    e = t[1] .. '.' .. t[2]
+    redis.call('SET', P .. 'epoch', e)
+  end
+  return e
+end
+
 local function publish()
   if RV then
-    redis.call('XADD', P .. 'feed', 'MAXLEN', '~', FEEDLEN, RV .. '-0', 'c', table.concat(CHANGES, '\n'))
+    redis.call('XADD', P .. 'feed', 'MAXLEN', '~', FEEDLEN, RV .. '-0', 'c', table.concat(CHANGES, '\n'),
+      'e', epoch())
   end
   return RV or 0
 end

@@ -9,12 +9,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import kubernetes
 import pytest
 
-from cluster.kube.mirror import Mirror
-from cluster.kube.reflector import kinds
+from cluster.kube.mirror import Mirror, _fill_order
+from cluster.kube.reflector import Changed, Listed, kinds
 from cluster.model.core import Namespace
 from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup
-from cluster.store.keys import Kind
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.client import STORE_DOWN, connect
+from cluster.store.keys import Keys, Kind
 from cluster.store.store import Store
 from tests.kubeapi.fixtures import kube_api, kube_api_factory  # noqa: F401
 from tests.kubeapi.objects import ObjectStore
@@ -178,3 +180,56 @@ async def test_a_pod_with_a_bad_quantity_is_skipped_not_fatal(store: Store, kube
             return len(await store.names(Kind.POD)) == 1 and mirror.skipped >= 1  # noqa: B023 (awaited in this iteration)
 
         await eventually(good_only)
+
+
+@pytest.mark.parametrize("keep_data", [False, True], ids=["restarted-empty", "restarted-from-aof"])
+async def test_the_mirror_fills_a_restarted_redis_again_under_a_new_epoch(
+    kube_api: KubeAPIServer,  # noqa: F811
+    keep_data: bool,
+) -> None:
+    """Redis killed and started again, empty or from its append-only file (which may lack its
+    last second): the mirror notices, starts a new epoch (so every reader lists again) and fills
+    the store whole — the pods bound in Kubernetes count on their nodes again, the pending pod
+    is pending again, and changes made while Redis was down are there."""
+    core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(kube_api.configuration()))
+    core.create_node(node_body("n1"))
+    core.create_namespaced_pod("default", pod_body("bound", node="n1", cpu="3"))
+    core.create_namespaced_pod("default", pod_body("waiting"))
+    with RedisServer(appendonly=True) as server:
+        client = connect(server.url)
+        store = Store(client, Keys("mirror-restart"))
+
+        async def filled(cpu: int, pending: int) -> bool:
+            try:
+                nodes = await store.list_nodes()
+                return [n.allocated.get("cpu") for n in nodes] == [cpu] and len(
+                    await store.pending("volcano")
+                ) == pending
+            except STORE_DOWN:
+                return False
+
+        try:
+            async for mirror in run_mirror(store, kube_api):
+                await eventually(lambda: filled(3000, 1))
+                before, _ = await store.head()
+                await asyncio.sleep(1.2)  # the append-only file is written every second
+                await asyncio.to_thread(server.restart, keep_data=keep_data, down_s=0.5)
+                core.create_namespaced_pod("default", pod_body("late", node="n1", cpu="2"))
+
+                async def refilled(old: str = before) -> bool:
+                    epoch = (await store.head())[0] if await filled(5000, 1) else old
+                    return epoch not in ("", old) and mirror.full_syncs >= 2  # noqa: B023 (awaited here)
+
+                await eventually(refilled, timeout=30)
+        finally:
+            await client.aclose()
+
+
+def test_a_full_sync_writes_pods_before_nodes_and_only_the_events_after_each_listing() -> None:
+    listed_nodes = Listed(kind=Kind.NODE, objects=[], version="5")
+    listed_pods = Listed(kind=Kind.POD, objects=[], version="6")
+    early = Changed(kind=Kind.POD, object="p-before", deleted=False)
+    late_pod = Changed(kind=Kind.POD, object="p-after", deleted=False)
+    late_node = Changed(kind=Kind.NODE, object="n-after", deleted=False)
+    held = [listed_nodes, early, late_node, listed_pods, late_pod]
+    assert _fill_order(held) == [listed_pods, listed_nodes, late_node, late_pod]

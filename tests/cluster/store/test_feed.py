@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
 from cluster.nodeview.table import NodeTable
-from cluster.store.feed import FeedReader, FeedTrimmed, Informer
-from cluster.store.keys import Kind
+from cluster.runtime.redis_server import RedisServer
+from cluster.store.client import STORE_DOWN, connect
+from cluster.store.feed import FeedReader, FeedTrimmed, Informer, StoreReset
+from cluster.store.keys import Keys, Kind
 from cluster.store.store import Store
 from tests.builders import node, pod
 
@@ -94,3 +97,70 @@ async def test_a_settling_informer_reads_a_busy_feed_in_few_steps(
         assert len(seen) >= 3  # without settling, about one read per write
     else:
         assert len(seen) <= at_most
+
+
+async def test_a_reader_learns_that_the_store_was_emptied_under_it(store: Store) -> None:
+    """Redis lost its data (restarted without persistence, a FLUSHALL): the reader's position
+    belongs to a store that is gone; its new entries would never reach it. It is told."""
+    await store.upsert_nodes([node(f"n{i}") for i in range(5)])
+    epoch, version = await store.head()
+    assert epoch and version == 5
+    reader = FeedReader(store, version, epoch)
+    assert await reader.read(block_ms=None) == []  # same store: nothing new, no alarm
+    await store.client.delete(*await store.client.keys(store.keys.prefix + "*"))
+    with pytest.raises(StoreReset):
+        await reader.read(block_ms=None)
+    # Rebuilt past the old position before the reader looked: the entries' epoch tells.
+    await store.upsert_nodes([node(f"m{i}") for i in range(7)])
+    assert (await store.head())[1] > version
+    with pytest.raises(StoreReset):
+        await FeedReader(store, version, epoch).read(block_ms=None)
+
+
+async def test_a_new_epoch_or_versions_going_back_send_readers_to_list_again(store: Store) -> None:
+    await store.upsert_nodes([node("n1")])
+    epoch, version = await store.head()
+    reader = FeedReader(store, version, epoch)
+    assert await store.new_epoch() != epoch
+    with pytest.raises(StoreReset):
+        await reader.read(block_ms=None)
+    # Same epoch, but the store came back from an older copy: its version is behind the reader.
+    epoch, version = await store.head()
+    await store.client.set(store.keys.rv, version - 1)
+    with pytest.raises(StoreReset):
+        await FeedReader(store, version, epoch).read(block_ms=None)
+
+
+async def test_a_reader_that_listed_an_empty_store_takes_its_first_epoch(store: Store) -> None:
+    epoch, version = await store.head()
+    assert (epoch, version) == ("", 0)
+    reader = FeedReader(store, version, epoch)
+    await store.upsert_nodes([node("n1")])
+    assert [c.name for c in await reader.read(block_ms=None)] == ["n1"]
+    assert reader.epoch == (await store.head())[0] != ""
+
+
+async def test_the_informer_outlives_redis_restarting_empty_and_lists_the_new_store() -> None:
+    """Redis killed and started again without its data while an informer follows it: the
+    informer does not end or hang; its next update is a listing of what the store holds now."""
+    with RedisServer() as server:
+        client = connect(server.url)
+        store = Store(client, Keys("restart"))
+        await store.upsert_nodes([node("old-1"), node("old-2")])
+        informer = Informer(store, [Kind.NODE], block_ms=100)
+        updates = informer.updates()
+        try:
+            first = await anext(updates)
+            assert set(first.nodes) == {"old-1", "old-2"}
+            await asyncio.to_thread(server.restart, keep_data=False, down_s=0.5)
+            with contextlib.suppress(STORE_DOWN):  # the first call on a connection of the old server fails
+                await store.upsert_nodes([node("new-1")])
+            await store.upsert_nodes([node("new-1")])
+            async with asyncio.timeout(30):
+                update = await anext(updates)
+            assert update.full and set(update.nodes) == {"new-1"} and update.epoch != first.epoch
+            assert informer.resets == 1
+        finally:
+            informer.stop()
+            await updates.aclose()
+            await client.aclose()
