@@ -158,5 +158,5 @@ async def test_the_four_processes_work_under_their_own_service_accounts_and_noth
         user = f"system:serviceaccount:{NAMESPACE}:{account}"
         used = [d.attributes for d in server.auth.decisions if d.attributes.user.name == user]
         assert used and all(any(n.allows(a) for n in needs) for a in used), account
-        idle = [n.why for n in needs if not n.evicts and not any(n.allows(a) for a in used)]
+        idle = [n.why for n in needs if not n.rare and not any(n.allows(a) for a in used)]
         assert idle == [], f"{account}: needs its process did not use (stale in tests/deploy/rbac.py?)"

@@ -4,8 +4,8 @@ API server as `kubectl apply -f deploy/rbac/` would.
 :data:`NEEDS` is the one list of what each ServiceAccount needs, each entry naming the code that
 makes the call: the least-privilege test (test_rbac.py) checks that deploy/rbac grants exactly
 this, and the end-to-end test under RBAC (tests/caldera/test_kube_rbac_e2e.py) that the real
-processes ask for nothing else. A process reads the cluster from the store (the mirror's); only
-the mirror lists and watches.
+processes ask for nothing else and use each need but the ``rare`` ones (which test_rbac.py drives).
+The processes read the cluster from the store (the mirror's); only the mirror lists and watches.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Need:
     why: str  # the code that makes the call
     namespace: str | None = None  # only in this namespace; None: in every one, and cluster-wide
     names: frozenset[str] | None = None  # only these objects; None: any
-    evicts: bool = False  # made only when the batch scheduler evicts (preempt, reclaim)
+    rare: str = ""  # when the call is made, if only on a path the end-to-end run does not take (test_rbac.py does)
 
     def allows(self, a: Attributes) -> bool:
         combined = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
@@ -71,6 +71,8 @@ REFLECTOR = "cluster/kube/reflector.py kinds(): Reflector._list and ._watch"
 WRITEBACK = "cluster/kube/writeback.py WriteBack"
 BIND = "cluster/kube/bind.py KubeTarget"
 REPORT = "cluster/kube/shards.py ShardStatusReporter.report: patch_cluster_custom_object_status"
+ON_409 = "a binding answered 409: is the pod bound where this binding put it (an earlier try's)?"
+EVICTING = "preempt or reclaim evicts a pod"
 
 NEEDS: dict[str, tuple[Need, ...]] = {
     "caldera-mirror": (
@@ -99,15 +101,17 @@ NEEDS: dict[str, tuple[Need, ...]] = {
     "caldera-batch-scheduler": (
         need("", "pods/binding", "create", f"{BIND}.bind: create_namespaced_pod_binding"),
         need("", "pods", "patch", f"{BIND}.bind (a shared GPU's card annotations), .lift_gates: patch_namespaced_pod"),
-        need("", "pods/status", "patch", f"{BIND}.evict: patch_namespaced_pod_status", evicts=True),
-        need("", "pods", "delete", f"{BIND}.evict: delete_namespaced_pod", evicts=True),
-        need("", "events", "create", f"{BIND}.evict: create_namespaced_event (Preempted)", evicts=True),
+        need("", "pods", "get", f"{BIND}._bound_to: read_namespaced_pod", rare=ON_409),
+        need("", "pods/status", "patch", f"{BIND}.evict: patch_namespaced_pod_status", rare=EVICTING),
+        need("", "pods", "delete", f"{BIND}.evict: delete_namespaced_pod", rare=EVICTING),
+        need("", "events", "create", f"{BIND}.evict: create_namespaced_event (Preempted)", rare=EVICTING),
         need(SHARD, "nodeshards/status", "patch", REPORT),
         *leases("batch-scheduler"),
     ),
     "caldera-agent-scheduler": (
         need("", "pods/binding", "create", f"{BIND}.bind: create_namespaced_pod_binding"),
         need("", "pods", "patch", f"{BIND}.bind: patch_namespaced_pod (a shared GPU's card annotations)"),
+        need("", "pods", "get", f"{BIND}._bound_to: read_namespaced_pod", rare=ON_409),
         need(SHARD, "nodeshards/status", "patch", REPORT),
         *leases("agent-scheduler"),
     ),

@@ -216,29 +216,34 @@ def test_each_account_may_make_exactly_the_calls_its_process_makes(
 async def test_the_schedulers_bind_with_card_annotations_and_only_the_batch_scheduler_lifts_gates_and_evicts(
     cluster: tuple[KubeAPIServer, dict[str, str]],
 ) -> None:
-    """KubeTarget's calls, made by the real code under each scheduler's token."""
+    """KubeTarget's calls, made by the real code under each scheduler's token, the rare ones included:
+    a binding retried after it landed, and evictions."""
     server, tokens = cluster
     admin = kubernetes.client.ApiClient(server.configuration())
     core: Any = kubernetes.client.CoreV1Api(admin)
     gate = "scheduling.volcano.sh/queue-allocation"
+    uids: dict[str, str] = {}
     for name in ("b1", "b2", "a1", "a2"):
         spec = {
             "containers": [{"name": "c", "image": "x"}],
             "schedulingGates": [{"name": gate}] if name == "b1" else [],
         }
-        core.create_namespaced_pod(WORK, {"metadata": {"name": name}, "spec": spec})
+        uids[name] = core.create_namespaced_pod(WORK, {"metadata": {"name": name}, "spec": spec}).metadata.uid
     cards = {"volcano.sh/gpu-index": "0"}  # a gpushare card: written on the pod before it is bound
     for account, pods in (("caldera-batch-scheduler", ("b1", "b2")), ("caldera-agent-scheduler", ("a1", "a2"))):
         target = KubeTarget(kubernetes.client.ApiClient(server.configuration(tokens[account])), backoff=0.01)
         try:
             if account == "caldera-batch-scheduler":
                 assert await target.lift_gates([GateLift(uid="u", namespace=WORK, name=pods[0], gate=gate)]) == [None]
-            bound = await target.bind([Binding(uid="u", namespace=WORK, name=pods[0], node="n1", annotations=cards)])
+            binding = Binding(uid=uids[pods[0]], namespace=WORK, name=pods[0], node="n1", annotations=cards)
+            bound = await target.bind([binding])
+            # again (a retry after a lost answer): 409, then the pod is read and found bound there
+            again = await target.bind([binding])
             evicted = await target.evict([Eviction(uid="u", namespace=WORK, name=pods[1], node="n1", reason="x")])
         finally:
             target.close()
         pod = core.read_namespaced_pod(pods[0], WORK)
-        assert bound == [None] and pod.spec.node_name == "n1" and pod.metadata.annotations == cards
+        assert bound == again == [None] and pod.spec.node_name == "n1" and pod.metadata.annotations == cards
         assert not pod.spec.scheduling_gates
         remaining = {p.metadata.name for p in core.list_namespaced_pod(WORK).items}
         if account == "caldera-batch-scheduler":
