@@ -8,8 +8,8 @@ own namespace (and so never to a cluster-scoped or all-namespaces request), and 
 point at a ClusterRole, whose rules then hold in that namespace only. A rule matches a verb, an API
 group, a resource (``*``, exact, ``pods/status`` for a subresource, or ``*/status`` for that
 subresource of anything) and, when it lists ``resourceNames``, the request's name, which a ``create``
-or a ``list`` does not have. A missing role denies nothing more than it would grant; the denial
-then says why ("RBAC: clusterrole.rbac.authorization.k8s.io "x" not found"), as the real server does.
+or a ``list`` does not have. A binding whose role is missing grants nothing, and a denial then says
+why ("RBAC: clusterrole.rbac.authorization.k8s.io "x" not found"), as the real server's does.
 The objects are read from the store on every request, so a change applies at once.
 
 Not ported: aggregated ClusterRoles (``aggregationRule``), the escalation checks on writes of roles
