@@ -132,5 +132,8 @@ def run(args: argparse.Namespace) -> int:
     except NoApiServer as e:
         print(f"caldera bench chaos: error: {one_line(str(e))}", file=sys.stderr)
         return 2
+    except RuntimeError as e:  # a process did not start; its log says why
+        print(f"caldera bench chaos: error: {one_line(str(e))}", file=sys.stderr)
+        return 1
     print(json.dumps(msgspec.to_builtins(report)) if args.json else table(report))
     return 0 if healthy(report) else 1

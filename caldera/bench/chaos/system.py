@@ -123,6 +123,8 @@ class System:
             self.keys.cluster,
             "--metrics-port",
             "0",
+            "--log-format",
+            "json",  # with a timestamp on every line, to line the processes' logs up with each other
             *LEASE_FLAGS,
         ]
         caldera = [sys.executable, "-m", "caldera"]
@@ -131,9 +133,7 @@ class System:
         sup.start("sharding", [*caldera, "sharding", *common, "--shard-sync-period", "5s"], ready="serving")
         for name in BATCH:
             argv = [*caldera, "batch-scheduler", *common, "--schedule-period", "500ms"]
-            sup.start(
-                name, [*argv, "--leader-elect-resource-name", "batch-scheduler"], ready="batch-scheduler: serving"
-            )
+            sup.start(name, [*argv, "--leader-elect-resource-name", "batch-scheduler"], ready="serving volcano")
         agent = [*caldera, "agent-scheduler", *common, "--workers", str(self.workers)]
         sup.start("agent-scheduler", agent, ready="workers ready")
         for name in sup.names():
