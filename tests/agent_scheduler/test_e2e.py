@@ -119,7 +119,9 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
     assert (sample("caldera_agent_batch_duration_seconds_count", {"worker": "w0"}) or 0) > 0
 
 
-async def test_a_worker_killed_mid_run_loses_nothing_and_is_restarted(local_ray: None, store: Store, redis_server: RedisServer) -> None:
+async def test_a_worker_killed_mid_run_loses_nothing_and_is_restarted(
+    local_ray: None, store: Store, redis_server: RedisServer
+) -> None:
     await store.upsert_nodes([node(f"n{i:03d}", cpu="16", memory="64Gi") for i in range(100)])
     await store.upsert_pods([pod(f"k{i}", cpu="250m", memory="512Mi", scheduler=AGENT) for i in range(3000)])
     handles = [
@@ -197,3 +199,36 @@ def test_sigterm_stops_the_process_ray_and_every_child(redis_server: RedisServer
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, [p.info if hasattr(p, "info") else p.pid for p in alive]
     assert took < 15, took
+
+
+def test_a_dead_raylet_makes_the_process_exit_1_in_one_line_leaving_no_child(redis_server: RedisServer) -> None:
+    """Its local Ray is gone for good (every worker with it): the process says so and exits, for its
+    Deployment to start it again with a new Ray — not six minutes of actors failing to start."""
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    argv = [sys.executable, "-m", "caldera", "agent-scheduler", "--redis-url", redis_server.url]
+    argv += ["--cluster", "raylet", "--metrics-port", "0", "--workers", "1"]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 90
+        seen = ""
+        while "workers ready" not in seen:
+            assert time.monotonic() < deadline and proc.poll() is None, seen
+            seen += proc.stdout.readline()  # type: ignore[union-attr]
+        children = psutil.Process(proc.pid).children(recursive=True)
+        raylet = next(p for p in children if p.name() == "raylet")
+        raylet.kill()
+        start = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, err
+    assert err.strip().splitlines()[-1] == (
+        f"caldera agent-scheduler: error: Ray's raylet (pid {raylet.pid}) died: exiting to be started again"
+    )
+    assert took < 30, took
+    _, alive = psutil.wait_procs(children, timeout=15)
+    assert not alive, [(p.pid, p.name()) for p in alive]

@@ -36,6 +36,7 @@ class ChaosConfig(msgspec.Struct, frozen=True, kw_only=True):
     faults: tuple[Fault, ...]
     rounds: int
     timeout: float
+    warmup: float
     seed: int
     workers: int
     out: Path | None
@@ -53,6 +54,9 @@ def add_parser(sub: Any) -> None:
         help=f"comma-separated faults to run (default: all: {', '.join(f.name for f in FAULTS)})",
     )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds a round may take to recover (default: 120)")
+    p.add_argument(
+        "--warmup", type=float, default=WARMUP_S, help=f"seconds of load before the first fault (default: {WARMUP_S:g})"
+    )
     p.add_argument("--seed", type=int, default=1, help="the load's and the moments' random seed (default: 1)")
     p.add_argument("--workers", type=positive_int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--out", default=None, help="keep the processes' logs in this folder (default: a temporary one)")
@@ -66,12 +70,15 @@ def chaos_config(args: argparse.Namespace) -> ChaosConfig:
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise ValueError(f"--faults: {unknown[0]!r} is not a fault (expected some of: {', '.join(BY_NAME)})")
-    if not args.timeout > 0 or args.timeout != args.timeout or args.timeout == float("inf"):
+    if not 0 < args.timeout < float("inf"):
         raise ValueError(f"--timeout: {args.timeout} (expected a positive number of seconds)")
+    if not 0 <= args.warmup < float("inf"):
+        raise ValueError(f"--warmup: {args.warmup} (expected a number of seconds, 0 or more)")
     return ChaosConfig(
         faults=tuple(BY_NAME[n] for n in names) if names else FAULTS,
         rounds=1 if args.quick else args.rounds,
         timeout=args.timeout,
+        warmup=args.warmup,
         seed=args.seed,
         workers=args.workers,
         out=Path(args.out) if args.out else None,
@@ -86,7 +93,7 @@ async def measure(system: System, config: ChaosConfig) -> Report:
     ]
     rows = []
     try:
-        await asyncio.sleep(WARMUP_S)
+        await asyncio.sleep(config.warmup)
         for fault in config.faults:
             rounds: list[Round] = []
             for _ in range(config.rounds):

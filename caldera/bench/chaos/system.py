@@ -101,7 +101,7 @@ class System:
         self.kubelet = Kubelet(self.api)
         self.supervisor = Supervisor(out / "logs", env=_env())
         self.nodes: list[Node] = []
-        self.created: dict[str, float] = {}  # pod name -> when the load created it (loop clock)
+        self.unbound: dict[str, float] = {}  # pods the load created, not yet seen bound: name -> when (loop clock)
         self._seq = 0
 
     # -- up and down ---------------------------------------------------------------------------
@@ -195,7 +195,7 @@ class System:
                 if loop.time() > deadline:
                     raise
                 await asyncio.sleep(0.5)
-        self.created.update(dict.fromkeys(names, loop.time()))
+        self.unbound.update(dict.fromkeys(names, loop.time()))
         return names
 
     async def generate(self, stop: asyncio.Event) -> None:
@@ -226,8 +226,15 @@ class System:
             except Exception:  # the API server is down or refusing: users try again later
                 await asyncio.sleep(0.5)
                 continue
-            now = loop.time()
-            self.created.update(dict.fromkeys(names, now))
+            self.unbound.update(dict.fromkeys(names, loop.time()))
+
+    def overdue(self, older_than: float, now: float) -> list[str]:
+        """The pods created more than ``older_than`` seconds before ``now`` and still not bound (the kubelet
+        deletes only bound pods: every other pod the load made is bound or waiting)."""
+        bound = self.kubelet.bound_names
+        for name in [n for n in self.unbound if n in bound]:
+            del self.unbound[name]
+        return [n for n, t in self.unbound.items() if now - t > older_than]
 
 
 def _env() -> dict[str, str]:
