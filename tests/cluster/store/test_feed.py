@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 import pytest
 
 from cluster.nodeview.table import NodeTable
-from cluster.runtime.redis_server import RedisServer
+from cluster.runtime.redis_server import RedisServer, free_port
 from cluster.store.client import STORE_DOWN, connect
 from cluster.store.feed import FeedReader, FeedTrimmed, Informer, StoreReset
 from cluster.store.keys import Keys, Kind
@@ -164,3 +165,14 @@ async def test_the_informer_outlives_redis_restarting_empty_and_lists_the_new_st
             informer.stop()
             await updates.aclose()
             await client.aclose()
+
+
+async def test_a_call_to_a_redis_that_is_gone_fails_in_well_under_a_second() -> None:
+    """Loops wait out an outage themselves, with one log line; the client must not hold a call for
+    seconds of its own retries (redis-py's default: ten tries backing off up to a second each)."""
+    client = connect(f"redis://127.0.0.1:{free_port()}/0")
+    start = time.monotonic()
+    with pytest.raises(STORE_DOWN):
+        await client.ping()
+    assert time.monotonic() - start < 1.0
+    await client.aclose()
