@@ -9,7 +9,8 @@ the fault's end to the last moment a pod was overdue (0 when none ever was): eve
 or new, is bound in time again from then on. It counts faults that show late (a raylet's
 death takes its actors some seconds later). Every half second the pods bound to each node
 are checked against its allocatable (:func:`cluster.kube.audit.overcommits`):
-*overcommitted* counts the nodes ever seen over-committed. At the end: *lost* — overdue pods
+*overcommitted* counts the nodes ever seen over-committed, and *wait_s_max* is the longest any
+pod had waited unbound (the fault's own length shows here). At the end: *lost* — overdue pods
 with no reason in the store; *double* — pods with a second binding that worked in the API
 server, and pods the store holds bound to another node than the API server does; and the
 store's own audit.
@@ -43,6 +44,7 @@ class Round(msgspec.Struct, frozen=True, kw_only=True):
     double: int
     overcommitted: int
     store_violations: int
+    wait_s_max: float  # the longest a pod waited unbound during the round, fault included
 
 
 class Row(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +59,7 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
     overcommitted: int
     unrecovered: int = 0  # rounds that did not recover within the timeout
     store_violations: int = 0
+    wait_s_max: float = 0.0  # the longest a pod waited unbound in any round, fault included
     what: str = ""
 
 
@@ -72,15 +75,28 @@ def row(fault: Fault, rounds: list[Round]) -> Row:
         overcommitted=sum(r.overcommitted for r in rounds),
         unrecovered=sum(1 for r in rounds if r.recovery_s is None),
         store_violations=sum(r.store_violations for r in rounds),
+        wait_s_max=max((r.wait_s_max for r in rounds), default=0.0),
         what=fault.what,
     )
 
 
-async def _sample_overcommits(system: System, seen: set[str], stop: asyncio.Event) -> None:
+class _Seen:
+    """What the sampler saw during a round."""
+
+    def __init__(self) -> None:
+        self.over: set[str] = set()  # "node NAME" or "pod NS/NAME"
+        self.wait = 0.0  # the longest any pod had waited unbound
+
+
+async def _sample(system: System, seen: _Seen, stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
     while not stop.is_set():
         pods, _ = system.kubelet.snapshot()
         for line in overcommits(system.nodes, pods.values()):
-            seen.add(line.split(":")[0])  # "node NAME" or "pod NS/NAME"
+            seen.over.add(line.split(":")[0])
+        now = loop.time()
+        system.overdue(0.0, now)  # forget the bound
+        seen.wait = max([seen.wait, *(now - t for t in system.unbound.values())])
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SAMPLE_S):
                 await stop.wait()
@@ -94,12 +110,12 @@ async def settled(system: System, timeout: float) -> None:
         await asyncio.sleep(0.25)
 
 
-async def run_round(system: System, fault: Fault, *, timeout: float) -> Round:
+async def run_round(system: System, fault: Fault, *, timeout: float, observe: float = OBSERVE_S) -> Round:
     loop = asyncio.get_running_loop()
     twice_before = set(system.faults.bound_twice())
-    over: set[str] = set()
+    seen = _Seen()
     stop = asyncio.Event()
-    sampler = asyncio.create_task(_sample_overcommits(system, over, stop))
+    sampler = asyncio.create_task(_sample(system, seen, stop))
     try:
         await inject(fault, system)
         end = loop.time()
@@ -110,7 +126,7 @@ async def run_round(system: System, fault: Fault, *, timeout: float) -> Round:
             overdue = system.overdue(OVERDUE_S, now)
             if overdue:
                 last = now
-            if (now - end >= OBSERVE_S and not overdue) or now - end >= timeout:
+            if (now - end >= observe and not overdue) or now - end >= timeout:
                 break
             await asyncio.sleep(0.25)
         recovery = None if overdue else round(last - end if last is not None else 0.0, 2)
@@ -126,8 +142,9 @@ async def run_round(system: System, fault: Fault, *, timeout: float) -> Round:
         lost=lost,
         waiting=reasoned,
         double=len(set(system.faults.bound_twice()) - twice_before) + diverged,
-        overcommitted=len(over),
+        overcommitted=len(seen.over),
         store_violations=violations,
+        wait_s_max=round(seen.wait, 1),
     )
 
 
