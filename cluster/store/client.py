@@ -14,8 +14,6 @@ from typing import TypeAlias
 
 import redis
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 
 from cluster.model.text import one_line
 
@@ -24,16 +22,9 @@ StoreError = redis.RedisError
 """Any error the client raises talking to Redis (connection lost, timeout, a script error)."""
 
 
-# A call whose connection broke is tried again at once, twice, then fails: a loop of ours waits
-# out a longer outage with its own backoff and one log line (:class:`Outage`). The client's
-# default (ten tries, backing off up to a second each) held a single call for ~10 s while Redis
-# restarted, and a loop that makes several calls for most of a minute.
-RETRY = Retry(ExponentialBackoff(cap=0.25, base=0.02), 2)
-
-
 def connect(url: str) -> Client:
     """A client of the store at ``url`` (redis://, rediss:// or unix://); connects on first use."""
-    return aioredis.Redis.from_url(url, retry=RETRY)
+    return aioredis.Redis.from_url(url)
 
 
 def wait_until_up(host: str, port: int, *, deadline: float, alive: Callable[[], bool] | None = None) -> bool:
