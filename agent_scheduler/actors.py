@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
+import psutil
 import ray
 
 from agent_scheduler.pod_context import PlacedRef
@@ -38,6 +39,7 @@ from cluster.store.records import PodRecord
 from cluster.store.store import Store
 
 CONCURRENCY = 4  # batches one worker works on at once (its I/O overlaps)
+RESTART_TIMEOUT_S = 30.0  # a new actor in place of a dead one, on a Ray that is up
 log = logging.getLogger("caldera.agent")
 
 
@@ -195,8 +197,9 @@ class RayWorker:
         """False once the actor died (or stopped): :meth:`restart` brings a new one."""
         return self.failure is None
 
-    async def start(self) -> None:
-        self.pid = await asyncio.wait_for(self.actor.start.remote(), timeout=120)
+    async def start(self, timeout: float = 120.0) -> None:
+        """The actor's start (``timeout``: a first start waits for Ray to come up)."""
+        self.pid = await asyncio.wait_for(self.actor.start.remote(), timeout=timeout)
         if self.client is None:
             self.client = connect(self.spec.redis_url)
         serving = self.actor.serve.remote(self.inbox, self.outbox)
@@ -214,7 +217,7 @@ class RayWorker:
             await self._drop()
             self._new_actor()
             try:
-                await self.start()
+                await self.start(timeout=RESTART_TIMEOUT_S)
             except Exception as e:
                 raise WorkerFailed(f"worker {self.name} could not be started again: {type(e).__name__}: {e}") from e
             self.failure = None
@@ -322,6 +325,32 @@ def start_ray(address: str, num_cpus: int) -> None:
     for sig, handler in handlers.items():
         if handler is not None:
             signal.signal(sig, handler)
+
+
+RAY_DAEMONS = ("raylet", "gcs_server")
+"""The processes a local Ray lives by: when one dies, its actors die with it soon and none can be
+started again."""
+
+
+def local_ray_daemons() -> list[psutil.Process]:
+    """The raylet and GCS of the local Ray this process started ([] when it joined a cluster)."""
+    return [p for p in psutil.Process().children(recursive=True) if p.name() in RAY_DAEMONS]
+
+
+async def watch_ray(daemons: Sequence[psutil.Process], stop: asyncio.Event, every: float = 1.0) -> str:
+    """Until ``stop`` (''), or until one of ``daemons`` dies: then what died, in a few words."""
+    while not stop.is_set():
+        for p in daemons:
+            try:
+                alive = p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+            except psutil.Error:
+                alive = False
+            if not alive:
+                return f"Ray's {p.name()} (pid {p.pid}) died"
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(every):
+                await stop.wait()
+    return ""
 
 
 def stop_ray() -> None:

@@ -111,9 +111,11 @@ class Mirror:
                         await self.apply(batch)
                     self._outage.ok()
                 except STORE_DOWN as e:
-                    # What this batch (and perhaps earlier ones) wrote may be lost: fill the store again.
+                    # What this batch (and perhaps earlier ones) wrote may be lost: fill the store again
+                    # (unless a full sync is already holding everything back: nothing was written since).
                     await asyncio.sleep(self._outage.failed(e))
-                    self.full_sync("Redis did not answer a write")
+                    if not self._waiting:
+                        self.full_sync("Redis did not answer a write")
         finally:
             for r in self.reflectors:
                 r.stop()
@@ -137,6 +139,8 @@ class Mirror:
         """Fill the store whole again: every kind listed anew, written in :data:`FILL_ORDER`."""
         if not self._waiting:
             log.warning("filling the store again: %s", why)
+        else:
+            log.info("listing everything again: %s", why)
         self._waiting = {r.kind.kind for r in self.reflectors}
         self._held = []
         for r in self.reflectors:
@@ -145,13 +149,15 @@ class Mirror:
     async def apply(self, deltas: Sequence[Delta]) -> None:
         """Apply deltas in order; runs of watch events are coalesced per object. During a full
         sync they are held until every kind has listed."""
-        if self._waiting:
+        filling = bool(self._waiting)
+        if filling:
             self._held += deltas
             self._waiting -= {d.kind for d in deltas if isinstance(d, Listed)}
             if self._waiting:
                 return
             deltas, self._held = _fill_order(self._held), []
             self.full_syncs += 1
+            started = time.monotonic()
         run: list[Changed] = []
         for delta in deltas:
             if isinstance(delta, Listed):
@@ -161,6 +167,9 @@ class Mirror:
             else:
                 run.append(delta)
         await self._changes(run)
+        if filling:
+            listed = sum(len(d.objects) for d in deltas if isinstance(d, Listed))
+            log.info("store filled: %d objects in %.2fs", listed, time.monotonic() - started)
         if not self._waiting and not self.synced.is_set():
             self.synced.set()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -135,21 +136,25 @@ class Reflector:
         self._object_decoder: msgspec.json.Decoder[Any] | None = msgspec.json.Decoder(kind.type) if kind.fast else None
 
     def stop(self) -> None:
-        """End :meth:`run` soon: a watch blocked in a read is cut by closing its response."""
+        """End :meth:`run` soon: a watch blocked in a read is cut (:meth:`_cut`)."""
         self._stopping.set()
+        self._cut()
+
+    def _cut(self) -> None:
+        """Wake the thread blocked reading the watch: its socket is shut down, which returns at once.
+        (Closing the response from here would wait for that read to end: the next event or bookmark,
+        up to the watch's length on a quiet kind.)"""
         response = self._response
-        if response is not None:
-            with contextlib.suppress(Exception):  # already closed or mid-read: the reader ends either way
-                response.close()
+        sock = getattr(getattr(response, "connection", None), "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed: the reader ends either way
+                sock.shutdown(socket.SHUT_RDWR)
 
     def relist(self) -> None:
         """List again soon (the store lost what the last listing gave it): a watch blocked in a
         read is cut as by :meth:`stop`."""
         self._relist.set()
-        response = self._response
-        if response is not None:
-            with contextlib.suppress(Exception):
-                response.close()
+        self._cut()
 
     def _decode(self, raw: bytes | msgspec.Raw, *, many: bool) -> Any:
         if self.kind.fast:

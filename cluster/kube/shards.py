@@ -25,6 +25,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from cluster.kube.pacing import Pacer
+from cluster.model.text import one_line
 from cluster.model.volcano import NodeShard
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.store import Store
@@ -125,8 +126,11 @@ class ShardStatusReporter:
                     _content_type="application/merge-patch+json",
                 ),
             )
-        except Exception as e:  # not created yet (the controller has not synced) or unreachable: next time
-            log.info("NodeShard %s status not written: %s", self.scheduler, e)
+        except ApiException as e:  # 404: not created yet (the controller has not synced): next time
+            log.info("NodeShard %s status not written: %s %s", self.scheduler, e.status, e.reason)
+            return
+        except Exception as e:  # unreachable: next time
+            log.info("NodeShard %s status not written: %s", self.scheduler, one_line(str(e)))
             return
         self.reported = (desired, in_use)
         self.reports += 1

@@ -378,6 +378,9 @@ def launch(
     except* Fatal as group:
         fatal = group
     if fatal is not None:
-        print(f"{prog}: error: {one_line(str(fatal.exceptions[0]))}", file=sys.stderr, flush=True)
+        first: BaseException = fatal
+        while isinstance(first, BaseExceptionGroup):  # groups nest as the task groups did
+            first = first.exceptions[0]
+        print(f"{prog}: error: {one_line(str(first))}", file=sys.stderr, flush=True)
         return 1
     return status

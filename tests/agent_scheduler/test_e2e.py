@@ -199,3 +199,36 @@ def test_sigterm_stops_the_process_ray_and_every_child(redis_server: RedisServer
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, [p.info if hasattr(p, "info") else p.pid for p in alive]
     assert took < 15, took
+
+
+def test_a_dead_raylet_makes_the_process_exit_1_in_one_line_leaving_no_child(redis_server: RedisServer) -> None:
+    """Its local Ray is gone for good (every worker with it): the process says so and exits, for its
+    Deployment to start it again with a new Ray — not six minutes of actors failing to start."""
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    argv = [sys.executable, "-m", "caldera", "agent-scheduler", "--redis-url", redis_server.url]
+    argv += ["--cluster", "raylet", "--metrics-port", "0", "--workers", "1"]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 90
+        seen = ""
+        while "workers ready" not in seen:
+            assert time.monotonic() < deadline and proc.poll() is None, seen
+            seen += proc.stdout.readline()  # type: ignore[union-attr]
+        children = psutil.Process(proc.pid).children(recursive=True)
+        raylet = next(p for p in children if p.name() == "raylet")
+        raylet.kill()
+        start = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, err
+    assert err.strip().splitlines()[-1] == (
+        f"caldera agent-scheduler: error: Ray's raylet (pid {raylet.pid}) died: exiting to be started again"
+    )
+    assert took < 30, took
+    _, alive = psutil.wait_procs(children, timeout=15)
+    assert not alive, [(p.pid, p.name()) for p in alive]

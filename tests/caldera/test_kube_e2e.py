@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -17,61 +15,15 @@ import kubernetes
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.audit import audit
 from cluster.store.store import Store
+from tests.caldera.kube_processes import caldera, kubeconfig, pod
 from tests.kubeapi.fixtures import kube_api  # noqa: F401
 from tests.kubeapi.server import KubeAPIServer
-
-KUBECONFIG = """\
-apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "%s"}}]
-users: [{name: test, user: {}}]
-contexts: [{name: test, context: {cluster: test, user: test}}]
-current-context: test
-"""
-
-
-def caldera(*args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "caldera", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-
-
-def pod(name: str, scheduler: str, cpu: str, gpu: int = 0, group: str = "") -> dict[str, object]:
-    requests: dict[str, str] = {"cpu": cpu, "memory": "1Gi"}
-    if gpu:
-        requests["nvidia.com/gpu"] = str(gpu)
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "work",
-            "annotations": {"scheduling.k8s.io/group-name": group} if group else {},
-        },
-        "spec": {
-            "schedulerName": scheduler,
-            "containers": [
-                {
-                    "name": "c",
-                    "image": "x",
-                    "resources": {"requests": requests, "limits": {"nvidia.com/gpu": str(gpu)} if gpu else {}},
-                }
-            ],
-        },
-    }
 
 
 async def test_all_four_processes_bind_gangs_and_agent_pods_in_kubernetes(
     store: Store, redis_server: RedisServer, kube_api: KubeAPIServer, tmp_path: Path
 ) -> None:  # noqa: F811
-    config = tmp_path / "kubeconfig"
-    config.write_text(KUBECONFIG % kube_api.url)
+    config = kubeconfig(tmp_path / "kubeconfig", kube_api.url)
     api = kubernetes.client.ApiClient(kube_api.configuration())
     core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
     for i in range(4):
@@ -165,8 +117,7 @@ async def test_all_four_processes_bind_gangs_and_agent_pods_in_kubernetes(
 async def test_two_agent_scheduler_replicas_one_binds_and_the_other_takes_over(
     store: Store, redis_server: RedisServer, kube_api: KubeAPIServer, tmp_path: Path
 ) -> None:  # noqa: F811
-    config = tmp_path / "kubeconfig"
-    config.write_text(KUBECONFIG % kube_api.url)
+    config = kubeconfig(tmp_path / "kubeconfig", kube_api.url)
     api = kubernetes.client.ApiClient(kube_api.configuration())
     core, coordination = kubernetes.client.CoreV1Api(api), kubernetes.client.CoordinationV1Api(api)
     core.create_node(

@@ -28,7 +28,7 @@ import redis
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.acl import Role, acl_file
 from cluster.store.keys import Keys
-from tests.caldera.test_kube_e2e import KUBECONFIG, pod
+from tests.caldera.kube_processes import kubeconfig, pod
 from tests.kubeapi.fixtures import kube_api  # noqa: F401
 from tests.kubeapi.server import KubeAPIServer
 
@@ -113,8 +113,7 @@ def in_process_table(passwords: dict[Role, str]) -> list[str]:
 async def test_the_processes_work_as_their_own_users_and_no_password_leaks(
     secured: Secured, kube_api: KubeAPIServer, tmp_path: Path
 ) -> None:  # noqa: F811
-    config = tmp_path / "kubeconfig"
-    config.write_text(KUBECONFIG % kube_api.url)
+    config = kubeconfig(tmp_path / "kubeconfig", kube_api.url)
     api = kubernetes.client.ApiClient(kube_api.configuration())
     core, custom = kubernetes.client.CoreV1Api(api), kubernetes.client.CustomObjectsApi(api)
     for i in range(3):

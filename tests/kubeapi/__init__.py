@@ -5,7 +5,8 @@ loopback port), ``kube_client`` (an official ``ApiClient`` pointed at it), ``kub
 (start several, or restart one on the same port with the same store). Without fixtures:
 ``with KubeAPIServer() as server:`` and ``kubernetes.client.ApiClient(server.configuration())``.
 ``server.store`` is the :class:`ObjectStore`: tests may seed or change it directly (raw writes,
-no API rules) while the server runs.
+no API rules) while the server runs. ``KubeAPIServer(authorize=True)`` authenticates bearer tokens
+and authorizes with RBAC over its own Role/ClusterRole/binding objects (``auth.py``, ``rbac.py``).
 """
 
 from .objects import ObjectStore

@@ -12,6 +12,8 @@ from typing import Any
 from kubernetes import client
 
 from .resources import (
+    CLUSTER_ROLE,
+    CLUSTER_ROLE_BINDING,
     EVENT,
     LEASE,
     NODE,
@@ -20,6 +22,9 @@ from .resources import (
     POD_GROUP,
     PRIORITY_CLASS,
     QUEUE,
+    ROLE,
+    ROLE_BINDING,
+    SERVICE_ACCOUNT,
     Obj,
     Resource,
 )
@@ -33,6 +38,11 @@ _TYPED: dict[Resource, tuple[type[Any], str, str]] = {  # the API class, the cal
     LEASE: (client.CoordinationV1Api, "lease", "V1Lease"),
     PRIORITY_CLASS: (client.SchedulingV1Api, "priority_class", "V1PriorityClass"),
     NAMESPACE_RESOURCE: (client.CoreV1Api, "namespace", "V1Namespace"),
+    SERVICE_ACCOUNT: (client.CoreV1Api, "service_account", "V1ServiceAccount"),
+    CLUSTER_ROLE: (client.RbacAuthorizationV1Api, "cluster_role", "V1ClusterRole"),
+    CLUSTER_ROLE_BINDING: (client.RbacAuthorizationV1Api, "cluster_role_binding", "V1ClusterRoleBinding"),
+    ROLE: (client.RbacAuthorizationV1Api, "role", "V1Role"),
+    ROLE_BINDING: (client.RbacAuthorizationV1Api, "role_binding", "V1RoleBinding"),
 }
 
 
@@ -83,6 +93,11 @@ def sample(resource: Resource, name: str, labels: dict[str, str] | None = None) 
         body["spec"] = {"weight": 1}
     elif resource == NODE_SHARD:
         body["spec"] = {"nodesDesired": ["n1"]}
+    elif resource in (CLUSTER_ROLE, ROLE):
+        body["rules"] = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
+    elif resource in (CLUSTER_ROLE_BINDING, ROLE_BINDING):
+        body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"}
+        body["subjects"] = [{"kind": "ServiceAccount", "name": "sa", "namespace": NAMESPACE}]
     return body
 
 

@@ -6,6 +6,7 @@ in a watch stream the same ``Status`` travels as the object of an ``ERROR`` even
 
 from __future__ import annotations
 
+from .attributes import Attributes
 from .resources import Obj, Resource
 
 
@@ -92,3 +93,27 @@ def too_large_version(requested: int, current: int) -> APIError:
             "retryAfterSeconds": 1,
         },
     )
+
+
+def unauthorized() -> APIError:
+    """No credentials, or ones the server does not know (anonymous requests are off)."""
+    return APIError(401, "Unauthorized", "Unauthorized")
+
+
+def forbidden(a: Attributes, reason: str = "") -> APIError:
+    """403 for a request the authorizer did not allow, worded as the real server's ``responsewriters.Forbidden``
+    (``pods "p" is forbidden: User "u" cannot create resource "pods/binding" in API group "" in the namespace "ns"``)."""
+    if not a.resource_request:
+        why = f'User "{a.user.name}" cannot {a.verb} path "{a.path}"'
+        return APIError(403, "Forbidden", f"forbidden: {why}" + (f": {reason}" if reason else ""), {})
+    resource = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
+    where = f'in the namespace "{a.namespace}"' if a.namespace else "at the cluster scope"
+    why = f'User "{a.user.name}" cannot {a.verb} resource "{resource}" in API group "{a.api_group}" {where}'
+    if reason:
+        why += f": {reason}"
+    qualified = f"{a.resource}.{a.api_group}" if a.api_group else a.resource
+    message = f'{qualified} "{a.name}" is forbidden: {why}' if a.name else f"{qualified} is forbidden: {why}"
+    details: Obj = (
+        {"kind": a.resource} | ({"name": a.name} if a.name else {}) | ({"group": a.api_group} if a.api_group else {})
+    )
+    return APIError(403, "Forbidden", message, details)

@@ -3,7 +3,9 @@
 A :class:`Resource` is one REST collection: its group/version/plural, whether it lives in
 a namespace, whether it has a ``/status`` subresource, whether it is built in (built-in
 kinds take strategic merge patches and unconditional updates; custom resources do not), and
-whether a DELETE answers with the deleted object (pods, custom resources) or a ``Status``.
+whether a DELETE answers with the deleted object (pods, service accounts, custom resources) or a
+``Status``. The RBAC kinds are served like any other; with ``KubeAPIServer(authorize=True)`` they
+are also what the server authorizes requests by (``rbac.py``).
 """
 
 from __future__ import annotations
@@ -96,6 +98,24 @@ HYPER_NODE = Resource(
     delete_returns_object=True,
 )
 
+SERVICE_ACCOUNT = Resource(
+    "",
+    "v1",
+    "serviceaccounts",
+    "ServiceAccount",
+    namespaced=True,
+    status_subresource=False,
+    builtin=True,
+    delete_returns_object=True,
+)
+RBAC = ("rbac.authorization.k8s.io", "v1")
+CLUSTER_ROLE = Resource(*RBAC, "clusterroles", "ClusterRole", namespaced=False, status_subresource=False, builtin=True)
+CLUSTER_ROLE_BINDING = Resource(
+    *RBAC, "clusterrolebindings", "ClusterRoleBinding", namespaced=False, status_subresource=False, builtin=True
+)
+ROLE = Resource(*RBAC, "roles", "Role", namespaced=True, status_subresource=False, builtin=True)
+ROLE_BINDING = Resource(*RBAC, "rolebindings", "RoleBinding", namespaced=True, status_subresource=False, builtin=True)
+
 RESOURCES: tuple[Resource, ...] = (
     POD,
     NODE,
@@ -107,6 +127,11 @@ RESOURCES: tuple[Resource, ...] = (
     NODE_SHARD,
     HYPER_NODE,
     NAMESPACE,
+    SERVICE_ACCOUNT,
+    CLUSTER_ROLE,
+    CLUSTER_ROLE_BINDING,
+    ROLE,
+    ROLE_BINDING,
 )
 
 

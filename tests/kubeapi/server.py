@@ -4,6 +4,10 @@
 ``server.configuration()`` is a ``kubernetes.client.Configuration`` pointing at it
 (``async_configuration()`` for ``kubernetes_asyncio``). To restart it, stop it and start
 ``KubeAPIServer(server.store, port=server.port)``: same objects and versions, same address.
+
+``KubeAPIServer(authorize=True)`` authenticates and authorizes every request as a real server with
+RBAC does (``auth.py``): ``server.auth`` holds the admin's token and every decision, and
+``configuration(token=...)`` speaks as someone else than the admin.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import kubernetes
 import kubernetes_asyncio
 from aiohttp import web
 
+from .auth import TOKEN_PATH, Auth
 from .faults import Faults
 from .objects import ObjectStore
 from .resources import RESOURCES, Resource
@@ -35,11 +40,13 @@ class KubeAPIServer:
         watch_timeout: float = 1800.0,
         seed: int = 0,
         faults: Faults | None = None,
+        authorize: bool = False,
     ) -> None:
         """``port=0`` picks a free port. ``bookmark_interval``: seconds between BOOKMARKs on a watch that asked
         for them (the real server: about a minute). ``watch_timeout``: how long a watch without
         ``timeoutSeconds`` lasts. ``seed``: for generated names. ``faults``: latency and failing
-        bindings to switch on (:mod:`.faults`; hand the same one to a restarted server)."""
+        bindings to switch on (:mod:`.faults`; hand the same one to a restarted server). ``authorize``:
+        require a bearer token and allow only what RBAC grants (else everything is allowed to anyone)."""
         self.store = store if store is not None else ObjectStore()
         self.host = host
         self.port = port
@@ -51,6 +58,7 @@ class KubeAPIServer:
             seed=seed,
             faults=faults,
         )
+        self.auth = Auth(self.store) if authorize else None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -59,11 +67,33 @@ class KubeAPIServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def configuration(self) -> kubernetes.client.Configuration:
-        return kubernetes.client.Configuration(host=self.url)
+    def _token(self, token: str | None) -> str | None:
+        return token if token is not None or self.auth is None else self.auth.admin_token
 
-    def async_configuration(self) -> kubernetes_asyncio.client.Configuration:
-        return kubernetes_asyncio.client.Configuration(host=self.url)
+    def configuration(self, token: str | None = None) -> kubernetes.client.Configuration:
+        """A client configuration for this server; with ``token``, its requests carry it (default: the admin's
+        when the server authorizes, none otherwise)."""
+        config = kubernetes.client.Configuration(host=self.url)
+        if (bearer := self._token(token)) is not None:
+            config.api_key, config.api_key_prefix = {"authorization": bearer}, {"authorization": "Bearer"}
+        return config
+
+    def async_configuration(self, token: str | None = None) -> kubernetes_asyncio.client.Configuration:
+        config = kubernetes_asyncio.client.Configuration(host=self.url)
+        if (bearer := self._token(token)) is not None:
+            config.api_key, config.api_key_prefix = {"authorization": bearer}, {"authorization": "Bearer"}
+        return config
+
+    def _application(self) -> web.Application:
+        """The routes, behind authentication and authorization when the server authorizes."""
+        if self.auth is None:
+            app = web.Application()
+        else:
+            self.auth.bootstrap()
+            app = web.Application(middlewares=[self.auth.middleware])
+            app.router.add_post(TOKEN_PATH, self.auth.token_request)
+        app.router.add_route("*", "/{path:.*}", self.api.handle)
+        return app
 
     def start(self, timeout: float = 10.0) -> KubeAPIServer:
         """Serve from now on; returns once the port accepts connections. Raises OSError if the port is taken."""
@@ -85,8 +115,7 @@ class KubeAPIServer:
         failure: list[BaseException] = []
 
         async def serve() -> None:
-            app = web.Application()
-            app.router.add_route("*", "/{path:.*}", self.api.handle)
+            app = self._application()
             self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
             await self._runner.setup()
             await web.SockSite(self._runner, sock).start()

@@ -19,7 +19,7 @@ import msgspec
 
 from caldera._loop import run_loop
 from caldera.bench.chaos.faults import BY_NAME, FAULTS, Fault
-from caldera.bench.chaos.rounds import Round, Row, row, run_round, settled
+from caldera.bench.chaos.rounds import OBSERVE_S, Round, Row, row, run_round, settled
 from caldera.bench.chaos.system import NoApiServer, System, running
 from caldera.bench.runner import positive_int
 from cluster.model.text import one_line
@@ -36,6 +36,8 @@ class ChaosConfig(msgspec.Struct, frozen=True, kw_only=True):
     faults: tuple[Fault, ...]
     rounds: int
     timeout: float
+    warmup: float
+    observe: float
     seed: int
     workers: int
     out: Path | None
@@ -53,6 +55,15 @@ def add_parser(sub: Any) -> None:
         help=f"comma-separated faults to run (default: all: {', '.join(f.name for f in FAULTS)})",
     )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds a round may take to recover (default: 120)")
+    p.add_argument(
+        "--warmup", type=float, default=WARMUP_S, help=f"seconds of load before the first fault (default: {WARMUP_S:g})"
+    )
+    p.add_argument(
+        "--observe",
+        type=float,
+        default=OBSERVE_S,
+        help=f"seconds each round is watched at least, once its fault is over (default: {OBSERVE_S:g})",
+    )
     p.add_argument("--seed", type=int, default=1, help="the load's and the moments' random seed (default: 1)")
     p.add_argument("--workers", type=positive_int, default=2, help="agent scheduler workers (default: 2)")
     p.add_argument("--out", default=None, help="keep the processes' logs in this folder (default: a temporary one)")
@@ -66,12 +77,17 @@ def chaos_config(args: argparse.Namespace) -> ChaosConfig:
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise ValueError(f"--faults: {unknown[0]!r} is not a fault (expected some of: {', '.join(BY_NAME)})")
-    if not args.timeout > 0 or args.timeout != args.timeout or args.timeout == float("inf"):
+    if not 0 < args.timeout < float("inf"):
         raise ValueError(f"--timeout: {args.timeout} (expected a positive number of seconds)")
+    for flag, value in (("--warmup", args.warmup), ("--observe", args.observe)):
+        if not 0 <= value < float("inf"):
+            raise ValueError(f"{flag}: {value} (expected a number of seconds, 0 or more)")
     return ChaosConfig(
         faults=tuple(BY_NAME[n] for n in names) if names else FAULTS,
         rounds=1 if args.quick else args.rounds,
         timeout=args.timeout,
+        warmup=args.warmup,
+        observe=args.observe,
         seed=args.seed,
         workers=args.workers,
         out=Path(args.out) if args.out else None,
@@ -86,13 +102,13 @@ async def measure(system: System, config: ChaosConfig) -> Report:
     ]
     rows = []
     try:
-        await asyncio.sleep(WARMUP_S)
+        await asyncio.sleep(config.warmup)
         for fault in config.faults:
             rounds: list[Round] = []
             for _ in range(config.rounds):
                 await settled(system, config.timeout)
                 await asyncio.sleep(system.rng.uniform(*GAP_S))
-                rounds.append(await run_round(system, fault, timeout=config.timeout))
+                rounds.append(await run_round(system, fault, timeout=config.timeout, observe=config.observe))
                 print(f"chaos: {one_line(str(msgspec.to_builtins(rounds[-1])))}", file=sys.stderr, flush=True)
             rows.append(row(fault, rounds))
     finally:
@@ -106,7 +122,10 @@ def healthy(report: Report) -> bool:
 
 
 def table(report: Report) -> str:
-    head = f"{'fault':<20} {'rounds':>6} {'recovery p50':>13} {'max':>7} {'lost':>5} {'double':>7} {'over':>5}  what"
+    head = (
+        f"{'fault':<20} {'rounds':>6} {'recovery p50':>13} {'max':>7} {'longest wait':>13} {'lost':>5} {'double':>7} "
+        f"{'over':>5}  what"
+    )
     lines = [head]
     for r in report.faults:
         p50 = f"{r.recovery_s_p50:.1f} s" if r.recovery_s_p50 is not None else "—"
@@ -114,7 +133,8 @@ def table(report: Report) -> str:
         note = f" ({r.unrecovered} round(s) not recovered)" if r.unrecovered else ""
         audit = f" (store audit: {r.store_violations} violation(s))" if r.store_violations else ""
         lines.append(
-            f"{r.fault:<20} {r.rounds:>6} {p50:>13} {top:>7} {r.lost:>5} {r.double:>7} {r.overcommitted:>5}  "
+            f"{r.fault:<20} {r.rounds:>6} {p50:>13} {top:>7} {r.wait_s_max:>11.1f} s {r.lost:>5} {r.double:>7} "
+            f"{r.overcommitted:>5}  "
             f"{r.what}{note}{audit}"
         )
     return "\n".join(lines)
@@ -132,5 +152,8 @@ def run(args: argparse.Namespace) -> int:
     except NoApiServer as e:
         print(f"caldera bench chaos: error: {one_line(str(e))}", file=sys.stderr)
         return 2
+    except RuntimeError as e:  # a process did not start; its log says why
+        print(f"caldera bench chaos: error: {one_line(str(e))}", file=sys.stderr)
+        return 1
     print(json.dumps(msgspec.to_builtins(report)) if args.json else table(report))
     return 0 if healthy(report) else 1

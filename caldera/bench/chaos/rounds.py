@@ -1,14 +1,19 @@
 """One round of a fault, measured as the API server shows it, and the rows the bench reports.
 
-A round: the fault at a random moment of the steady load; then, from when the fault is over
-(see :mod:`.faults`), the time until every pod created before then is bound (*recovery*),
-sampled by the stand-in kubelet's watch. Throughout the round, every half second, the pods
-bound to each node as that watch sees them are checked against its allocatable
-(:func:`cluster.kube.audit.overcommits`): *overcommitted* counts the nodes ever seen
-over-committed. After recovery (or the round's timeout): *lost* — pods created before the
-fault was over, neither bound nor waiting with a reason in the store; *double* — pods with a
-second binding that worked in the API server, and pods the store holds bound to another
-node than the API server does once the mirror has caught up; and the store's own audit.
+A round: the fault at a random moment of the steady load, and from when the fault is over (see
+:mod:`.faults`) at least :data:`OBSERVE_S` of watching, as the stand-in kubelet's watch sees the
+cluster, with two probes made at that moment (a gang of one for the batch scheduler, an agent
+pod). A pod is *overdue* when it has waited unbound more than :data:`OVERDUE_S` — far past
+either scheduler's latency on this load, which always has room. *Recovery* is the time from
+the fault's end to the last moment a pod was overdue (0 when none ever was): every pod, old
+or new, is bound in time again from then on. It counts faults that show late (a raylet's
+death takes its actors some seconds later). Every half second the pods bound to each node
+are checked against its allocatable (:func:`cluster.kube.audit.overcommits`):
+*overcommitted* counts the nodes ever seen over-committed, and *wait_s_max* is the longest any
+pod had waited unbound (the fault's own length shows here). At the end: *lost* — overdue pods
+with no reason in the store; *double* — pods with a second binding that worked in the API
+server, and pods the store holds bound to another node than the API server does; and the
+store's own audit.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from cluster.store.audit import audit
 from cluster.store.client import STORE_DOWN
 
 SAMPLE_S = 0.5
+OVERDUE_S = 3.0
+OBSERVE_S = 20.0
 SETTLE_S = 2.0  # after recovery, before the store is compared with the API server
 
 
@@ -37,6 +44,7 @@ class Round(msgspec.Struct, frozen=True, kw_only=True):
     double: int
     overcommitted: int
     store_violations: int
+    wait_s_max: float  # the longest a pod waited unbound during the round, fault included
 
 
 class Row(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,6 +59,7 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
     overcommitted: int
     unrecovered: int = 0  # rounds that did not recover within the timeout
     store_violations: int = 0
+    wait_s_max: float = 0.0  # the longest a pod waited unbound in any round, fault included
     what: str = ""
 
 
@@ -66,51 +75,66 @@ def row(fault: Fault, rounds: list[Round]) -> Row:
         overcommitted=sum(r.overcommitted for r in rounds),
         unrecovered=sum(1 for r in rounds if r.recovery_s is None),
         store_violations=sum(r.store_violations for r in rounds),
+        wait_s_max=max((r.wait_s_max for r in rounds), default=0.0),
         what=fault.what,
     )
 
 
-async def _sample_overcommits(system: System, seen: set[str], stop: asyncio.Event) -> None:
+class _Seen:
+    """What the sampler saw during a round."""
+
+    def __init__(self) -> None:
+        self.over: set[str] = set()  # "node NAME" or "pod NS/NAME"
+        self.wait = 0.0  # the longest any pod had waited unbound
+
+
+async def _sample(system: System, seen: _Seen, stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
     while not stop.is_set():
         pods, _ = system.kubelet.snapshot()
         for line in overcommits(system.nodes, pods.values()):
-            seen.add(line.split(":")[0])  # "node NAME" or "pod NS/NAME"
+            seen.over.add(line.split(":")[0])
+        now = loop.time()
+        system.overdue(0.0, now)  # forget the bound
+        seen.wait = max([seen.wait, *(now - t for t in system.unbound.values())])
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SAMPLE_S):
                 await stop.wait()
 
 
 async def settled(system: System, timeout: float) -> None:
-    """Until every pod created so far is bound (or ``timeout``): a quiet moment to start a round in."""
+    """Until no pod is overdue (or ``timeout``): a quiet moment to start a round in."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        bound = system.kubelet.bound_names
-        if all(name in bound for name in list(system.created)):
-            return
+    while system.overdue(OVERDUE_S, loop.time()) and loop.time() < deadline:
         await asyncio.sleep(0.25)
 
 
-async def run_round(system: System, fault: Fault, *, timeout: float) -> Round:
+async def run_round(system: System, fault: Fault, *, timeout: float, observe: float = OBSERVE_S) -> Round:
     loop = asyncio.get_running_loop()
     twice_before = set(system.faults.bound_twice())
-    over: set[str] = set()
+    seen = _Seen()
     stop = asyncio.Event()
-    sampler = asyncio.create_task(_sample_overcommits(system, over, stop))
+    sampler = asyncio.create_task(_sample(system, seen, stop))
     try:
         await inject(fault, system)
         end = loop.time()
-        bound = system.kubelet.bound_names
-        waiting = {name for name, t in list(system.created.items()) if t <= end and name not in bound}
-        while waiting and loop.time() - end < timeout:
+        await system.probe(timeout)
+        last: float | None = None  # the last moment a pod was overdue
+        while True:
+            now = loop.time()
+            overdue = system.overdue(OVERDUE_S, now)
+            if overdue:
+                last = now
+            if (now - end >= observe and not overdue) or now - end >= timeout:
+                break
             await asyncio.sleep(0.25)
-            waiting = {name for name in waiting if name not in bound}
-        recovery = round(loop.time() - end, 2) if not waiting else None
+        recovery = None if overdue else round(last - end if last is not None else 0.0, 2)
         await asyncio.sleep(SETTLE_S)
     finally:
         stop.set()
         await sampler
-    lost, reasoned = await _lost(system, waiting)
+    lost, reasoned = await _lost(system, set(overdue))
     diverged, violations = await _store_view(system)
     return Round(
         fault=fault.name,
@@ -118,8 +142,9 @@ async def run_round(system: System, fault: Fault, *, timeout: float) -> Round:
         lost=lost,
         waiting=reasoned,
         double=len(set(system.faults.bound_twice()) - twice_before) + diverged,
-        overcommitted=len(over),
+        overcommitted=len(seen.over),
         store_violations=violations,
+        wait_s_max=round(seen.wait, 1),
     )
 
 

@@ -101,7 +101,7 @@ class System:
         self.kubelet = Kubelet(self.api)
         self.supervisor = Supervisor(out / "logs", env=_env())
         self.nodes: list[Node] = []
-        self.created: dict[str, float] = {}  # pod name -> when the load created it (loop clock)
+        self.unbound: dict[str, float] = {}  # pods the load created, not yet seen bound: name -> when (loop clock)
         self._seq = 0
 
     # -- up and down ---------------------------------------------------------------------------
@@ -123,6 +123,8 @@ class System:
             self.keys.cluster,
             "--metrics-port",
             "0",
+            "--log-format",
+            "json",  # with a timestamp on every line, to line the processes' logs up with each other
             *LEASE_FLAGS,
         ]
         caldera = [sys.executable, "-m", "caldera"]
@@ -131,9 +133,7 @@ class System:
         sup.start("sharding", [*caldera, "sharding", *common, "--shard-sync-period", "5s"], ready="serving")
         for name in BATCH:
             argv = [*caldera, "batch-scheduler", *common, "--schedule-period", "500ms"]
-            sup.start(
-                name, [*argv, "--leader-elect-resource-name", "batch-scheduler"], ready="batch-scheduler: serving"
-            )
+            sup.start(name, [*argv, "--leader-elect-resource-name", "batch-scheduler"], ready="serving volcano")
         agent = [*caldera, "agent-scheduler", *common, "--workers", str(self.workers)]
         sup.start("agent-scheduler", agent, ready="workers ready")
         for name in sup.names():
@@ -179,6 +179,25 @@ class System:
 
     # -- the load --------------------------------------------------------------------------------
 
+    async def probe(self, timeout: float) -> list[str]:
+        """One new pod for each scheduler (a gang of one, an agent pod), made now: bound, they show that
+        both serve new pods again. Retried while the API server refuses (for up to ``timeout``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self._seq += 1
+        seq = self._seq
+        while True:
+            try:
+                names = await asyncio.to_thread(self.load.gang, f"probe-g{seq}", 1, {"cpu": "1"}, 1.0, "train")
+                names += await asyncio.to_thread(self.load.burst, f"probe-a{seq}", 1, {"cpu": "100m"}, 1.0)
+                break
+            except Exception:
+                if loop.time() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+        self.unbound.update(dict.fromkeys(names, loop.time()))
+        return names
+
     async def generate(self, stop: asyncio.Event) -> None:
         """Gangs and agent bursts arriving as Poisson processes until ``stop``."""
         loop = asyncio.get_running_loop()
@@ -207,8 +226,15 @@ class System:
             except Exception:  # the API server is down or refusing: users try again later
                 await asyncio.sleep(0.5)
                 continue
-            now = loop.time()
-            self.created.update(dict.fromkeys(names, now))
+            self.unbound.update(dict.fromkeys(names, loop.time()))
+
+    def overdue(self, older_than: float, now: float) -> list[str]:
+        """The pods created more than ``older_than`` seconds before ``now`` and still not bound (the kubelet
+        deletes only bound pods: every other pod the load made is bound or waiting)."""
+        bound = self.kubelet.bound_names
+        for name in [n for n in self.unbound if n in bound]:
+            del self.unbound[name]
+        return [n for n, t in self.unbound.items() if now - t > older_than]
 
 
 def _env() -> dict[str, str]:

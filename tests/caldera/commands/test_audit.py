@@ -8,7 +8,7 @@ from pathlib import Path
 
 import kubernetes
 
-from tests.caldera.test_kube_e2e import KUBECONFIG
+from tests.caldera.kube_processes import kubeconfig
 from tests.kubeapi.fixtures import kube_api  # noqa: F401
 from tests.kubeapi.server import KubeAPIServer
 
@@ -41,8 +41,7 @@ def audit(kubeconfig: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_audit_counts_what_the_api_server_has_bound_on_each_node(kube_api: KubeAPIServer, tmp_path: Path) -> None:  # noqa: F811
-    config = tmp_path / "kubeconfig"
-    config.write_text(KUBECONFIG % kube_api.url)
+    config = kubeconfig(tmp_path / "kubeconfig", kube_api.url)
     core = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(kube_api.configuration()))
     core.create_node(node_body("n1", "4"))
     core.create_node(node_body("n2", "4"))

@@ -233,3 +233,35 @@ def test_a_full_sync_writes_pods_before_nodes_and_only_the_events_after_each_lis
     late_node = Changed(kind=Kind.NODE, object="n-after", deleted=False)
     held = [listed_nodes, early, late_node, listed_pods, late_pod]
     assert _fill_order(held) == [listed_pods, listed_nodes, late_node, late_pod]
+
+
+def test_a_relist_cuts_a_quiet_watch_at_once(kube_api_factory: Callable[..., KubeAPIServer]) -> None:  # noqa: F811
+    """A full sync asks every reflector to list again; the mirror's loop asks, so the asking must not
+    wait for the watch's next event — on a quiet kind that is the next bookmark, or the watch's end."""
+    import threading
+
+    from cluster.kube.reflector import Reflector
+
+    server = kube_api_factory(bookmark_interval=30.0)
+    api = kubernetes.client.ApiClient(server.configuration())
+    kind = next(k for k in kinds(api) if k.kind is Kind.QUEUE)
+    seen: list[tuple[float, str]] = []
+    reflector = Reflector(kind, lambda d: seen.append((time.monotonic(), type(d).__name__)), watch_seconds=60)
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not seen:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)  # the watch is open and quiet
+        start = time.monotonic()
+        reflector.relist()
+        assert time.monotonic() - start < 0.5
+        while len(seen) < 2:
+            assert time.monotonic() - start < 5, seen
+            time.sleep(0.05)
+        assert seen[1][1] == "Listed"
+    finally:
+        reflector.stop()
+        thread.join(10)

@@ -90,3 +90,18 @@ def test_a_removed_node_ends_its_tokens() -> None:
     assert len(held) == 1
     held.apply(Update(version=3, full=True, nodes={}))
     assert len(held) == 0 and len(table) == 0
+
+
+def test_a_listing_of_a_new_store_ends_every_token() -> None:
+    """Redis came back empty (or from an older copy): its versions start over, so a placement held
+    until version 900 of the old store would be counted on top of the new listing for ever."""
+    table = NodeTable([record("a", 0, 1)])
+    held = Assumed(table)
+    held.apply(Update(version=800, epoch="e1", full=True, nodes={"a": record("a", 0, 800)}))
+    held.confirm(held.assume("a", POD), 900)  # committed; the feed has not brought version 900 yet
+    held.apply(Update(version=3, epoch="e2", full=True, nodes={"a": record("a", 1000, 3)}))
+    assert len(held) == 0 and cpu(table, "a") == 1000  # the listing counts it (or not): it alone
+    # The same store listed again (a trimmed feed): a held placement stays held.
+    held.confirm(held.assume("a", POD), 10)
+    held.apply(Update(version=4, epoch="e2", full=True, nodes={"a": record("a", 1000, 4)}))
+    assert len(held) == 1 and cpu(table, "a") == 2000
