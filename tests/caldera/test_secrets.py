@@ -63,6 +63,16 @@ class Secured:
 
 
 @pytest.fixture
+def ray_tmp() -> Iterator[str]:
+    """Ray's temporary folder for the agent scheduler: short (Ray's socket paths live under it), removed after."""
+    path = tempfile.mkdtemp(prefix="cs", dir="/tmp")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
 def secured(tmp_path: Path) -> Iterator[Secured]:
     running = Secured(tmp_path)
     try:
@@ -111,7 +121,7 @@ def in_process_table(passwords: dict[Role, str]) -> list[str]:
 
 
 async def test_the_processes_work_as_their_own_users_and_no_password_leaks(
-    secured: Secured, kube_api: KubeAPIServer, tmp_path: Path
+    secured: Secured, kube_api: KubeAPIServer, ray_tmp: str, tmp_path: Path
 ) -> None:  # noqa: F811
     config = kubeconfig(tmp_path / "kubeconfig", kube_api.url)
     api = kubernetes.client.ApiClient(kube_api.configuration())
@@ -143,7 +153,6 @@ async def test_the_processes_work_as_their_own_users_and_no_password_leaks(
     for name in names[2:]:
         core.create_namespaced_pod("work", pod(name, "agent-scheduler", "500m"))
 
-    ray_tmp = tempfile.mkdtemp(prefix="cs", dir="/tmp")  # short: Ray's socket paths live under it
     common = ["--kubeconfig", str(config), "--cluster", CLUSTER, "--metrics-port", "0", "--leader-elect"]
     commands = {
         Role.MIRROR: ["mirror", *common, "--watch-timeout", "5s"],
@@ -200,4 +209,3 @@ async def test_the_processes_work_as_their_own_users_and_no_password_leaks(
     ray_files = [p for p in Path(ray_tmp).rglob("*") if p.is_file() and not p.is_symlink()]
     assert any(p.suffix in (".out", ".err", ".log") for p in ray_files), "no Ray logs: the check would prove nothing"
     assert [str(p) for p in ray_files if leaks(p.read_bytes(), secured.passwords)] == []
-    shutil.rmtree(ray_tmp, ignore_errors=True)
