@@ -30,6 +30,7 @@ import psutil
 
 from caldera.demo.supervisor import Supervisor
 from cluster.store.audit import audit
+from cluster.store.client import StoreError
 from cluster.store.store import Store
 
 WARMUP_SHARE = 0.2
@@ -47,8 +48,9 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
 
 class AuditSample(msgspec.Struct, frozen=True, kw_only=True):
     t_s: float
-    ok: bool
+    ok: bool | None  # None: the audit did not finish (``error`` says why)
     violations: list[str]  # the first 20 lines, when not ok
+    error: str = ""
 
 
 class Growth(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,7 +136,7 @@ async def redis_pid(store: Store) -> int | None:
     try:
         info = await store.client.info("server")
         return int(info["process_id"])
-    except Exception:  # noqa: BLE001 (a Redis that does not say: its process is not sampled)
+    except (StoreError, KeyError, ValueError):  # a Redis that does not say: its process is not sampled
         return None
 
 
@@ -152,7 +154,11 @@ class Sampler:
             self.redis = await redis_pid(self.store)
         procs = await asyncio.to_thread(system, pids, self.redis)
         self.usage += await asyncio.to_thread(measure, procs, t)
-        problems = await audit(self.store)
+        try:
+            problems = await audit(self.store)
+        except StoreError as e:  # e.g. a store so full that the audit's dump outlasts the client's timeout
+            self.audits.append(AuditSample(t_s=round(t, 1), ok=None, violations=[], error=f"{type(e).__name__}: {e}"))
+            return
         self.audits.append(AuditSample(t_s=round(t, 1), ok=not problems, violations=problems[:20]))
 
     async def run(self, stop: asyncio.Event, supervisor: Supervisor, started: float, every_s: float) -> None:

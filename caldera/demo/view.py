@@ -215,6 +215,10 @@ def summary(report: Report) -> Table:
     table.add_row("processes that died (each restarted)", "; ".join(told(r) for r in report.restarts) or "none")
     if report.audits_failed:
         table.add_row("audits during the run that found violations", f"{report.audits_failed:,}")
+    if report.audits_unfinished:
+        table.add_row("audits during the run that did not finish", f"{report.audits_unfinished:,}")
+    if report.failed:
+        table.add_row("parts of the demo that died (the run stopped early)", "; ".join(report.failed))
     table.add_row("audit", "ok" if report.audit == "ok" else f"{len(report.audit)} violations")
     return table
 

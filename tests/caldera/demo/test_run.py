@@ -228,7 +228,7 @@ def test_demo_refuses_bad_input_before_starting_anything(tmp_path: Path) -> None
     (tmp_path / "w.yaml").write_text("pools: []\n")
     for args, needle in [
         (["--workload", str(tmp_path / "w.yaml")], "pools: no nodes"),
-        (["--workload", str(tmp_path / "missing.yaml")], "No such file"),
+        (["--workload", str(tmp_path / "missing.yaml")], "missing.yaml: no such file"),
         (["--trace", str(tmp_path / "p.csv")], "--trace and --trace-nodes go together"),
         (["--duration", "0"], "--duration 0"),
         (["--trace", "a.csv", "--trace-nodes", "b.csv", "--workload", "w.yaml"], "give one"),
