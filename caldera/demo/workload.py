@@ -44,7 +44,8 @@ from cluster.model.topology import MODES, NetworkTopologySpec
 from cluster.model.volcano import Queue
 from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.store.store import Put, Store
+from cluster.store.keys import Kind
+from cluster.store.store import Delete, Put, Store, Write
 
 AGENT = "agent-scheduler"
 VOLCANO = "volcano"
@@ -308,8 +309,12 @@ class WorkloadDriver:
                         pods += gang
                     elif isinstance(c, AgentClass):
                         pods += self.burst(c)
-            if groups:
-                await self.store.write([Put(g) for g in groups])
+            # A finished job's PodGroup goes, as a Job's does when it is cleaned up: kept, they piled up in the
+            # store and in the batch scheduler's cache, and every session went through them all.
+            writes: list[Write] = [Put(g) for g in groups]
+            writes += [Delete(Kind.PODGROUP, f"default/{name}") for name in self.tracker.take_finished()]
+            if writes:
+                await self.store.write(writes)
             if pods:
                 await self.store.upsert_pods(pods)
                 self.tracker.submitted(pods)
