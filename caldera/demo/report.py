@@ -80,6 +80,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     audits_failed: int = 0  # audits during the run that found violations
     audits_unfinished: int = 0  # audits during the run that did not finish (the store too slow to answer)
     growth: list[Growth] = []  # per process, RSS and open files after the warm-up (caldera.demo.resources)
+    warmup_share: float = 0.2  # the share of the run before growth is measured
     failed: list[str] = []  # the demo's own tasks (the simulator, the load, ...) that died, and why
 
     @property

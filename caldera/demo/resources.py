@@ -9,9 +9,12 @@ age) — and the demo itself; and it runs the audit (``caldera audit``'s check) 
 recording its verdict. Both go into ``demo-report.json`` (``resources``, ``audits``); the
 RSS and open files per process are drawn into ``demo-resources.png``.
 
-Growth, per process, is measured after a warm-up of the first 20% of the run (to its last
-sample): the median of the last three samples over the median of the first three after the
-warm-up (of two, or one, when there are fewer than six), so one noisy sample moves neither end.
+Growth, per process, is measured after a warm-up: the first 20% of the run (to its last
+sample), or, for a workload whose load rises (its ``ramp``), until the load stops rising
+(the default workload's: the first 60%) — memory that follows the pods alive grows with
+the load, and is no leak. It is the median of the last three samples over the median of
+the first three after the warm-up (of two, or one, when there are fewer than six), so one
+noisy sample moves neither end.
 A soak (``caldera demo --duration 30m --rate 2``) is held to no growth beyond 5% this way.
 """
 
@@ -172,14 +175,15 @@ class Sampler:
                     await stop.wait()
 
 
-def growth(usage: list[Usage]) -> list[Growth]:
-    """Per process, its growth after the warm-up (see the module's docstring); none for too few samples."""
+def growth(usage: list[Usage], warmup: float = WARMUP_SHARE) -> list[Growth]:
+    """Per process, its growth after the warm-up, the first ``warmup`` of the run (see the module's docstring);
+    none for too few samples."""
     if not usage:
         return []
     end = max(u.t_s for u in usage)
     series: dict[str, list[Usage]] = {}
     for u in sorted(usage, key=lambda u: u.t_s):
-        if u.t_s >= WARMUP_SHARE * end:
+        if u.t_s >= warmup * end:
             series.setdefault(u.process, []).append(u)
     out = []
     for name, s in series.items():

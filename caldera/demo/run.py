@@ -288,7 +288,8 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         audits_failed=sum(a.ok is False for a in sampler.audits),
         audits_unfinished=sum(a.ok is None for a in sampler.audits),
         failed=failures(tasks),
-        growth=growth(sampler.usage),
+        growth=growth(sampler.usage, driver.steady_after),
+        warmup_share=driver.steady_after,
     )
     return Outcome(report=report, samples=samples, usage=sampler.usage, audits=sampler.audits, interrupted=interrupted)
 

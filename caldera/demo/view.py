@@ -227,7 +227,10 @@ def growth_table(report: Report) -> Table:
     """Each process's RSS and open files from the end of the warm-up to the end (caldera.demo.resources)."""
     from rich.table import Table
 
-    table = Table(title="caldera demo: resources after the warm-up (first 20% of the run), medians of 3 samples")
+    table = Table(
+        title=f"caldera demo: resources after the warm-up (the first {report.warmup_share:.0%} of the run), "
+        "medians of 3 samples"
+    )
     for col in ("process", "RSS MiB", "growth", "open files", "growth "):
         table.add_column(col, justify="left" if col == "process" else "right")
     for g in report.growth:

@@ -29,6 +29,7 @@ from typing import Annotated, Any
 import msgspec
 import yaml
 
+from caldera.demo.resources import WARMUP_SHARE
 from caldera.demo.tracker import Tracker
 from cluster.model import yaml_input
 from cluster.model.admission import (
@@ -273,6 +274,8 @@ class WorkloadDriver:
         self.rng = random.Random(seed)
         self.duration = duration
         self.rate = rate  # times every class's arrival rate (``caldera demo --rate``)
+        ramp = workload.ramp
+        self.steady_after = max(WARMUP_SHARE, ramp.over if ramp.end > ramp.start else 0.0)
         self.serial = 0
 
     def describe(self) -> str:

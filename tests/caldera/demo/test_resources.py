@@ -96,3 +96,16 @@ def test_growth_is_from_the_first_to_the_last_samples_after_the_warm_up_in_media
 ) -> None:
     [g] = growth(usage("p", rss))
     assert g.rss_pct == pct and g.fds_pct == 0.0, g
+
+
+def test_a_rising_load_is_warm_up_until_it_stops_rising() -> None:
+    """The default workload's load rises over the first 60% of the run; memory that follows it is no leak."""
+    from caldera.demo.tracker import Tracker
+    from caldera.demo.workload import AGENT, VOLCANO, WorkloadDriver, load
+
+    rising_then_flat = usage("p", [100, 110, 120, 130, 140, 150, 160, 160, 160, 160, 160])
+    [early] = growth(rising_then_flat, 0.2)
+    [steady] = growth(rising_then_flat, 0.6)
+    assert early.rss_pct > 5 and steady.rss_pct == 0.0
+    driver = WorkloadDriver(load(None), None, Tracker([AGENT, VOLCANO]), seed=1, duration=60)  # type: ignore[arg-type]
+    assert driver.steady_after == 0.6
