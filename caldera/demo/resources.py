@@ -190,8 +190,11 @@ def growth(usage: list[Usage], warmup: float = WARMUP_SHARE) -> list[Growth]:
         if len(s) < 2:
             continue
         k = min(3, len(s) // 2)
-        rss = (statistics.median(u.rss_mb for u in s[:k]), statistics.median(u.rss_mb for u in s[-k:]))
-        fds = (statistics.median(u.fds for u in s[:k]), statistics.median(u.fds for u in s[-k:]))
+        rss = (
+            round(statistics.median(u.rss_mb for u in s[:k]), 1),
+            round(statistics.median(u.rss_mb for u in s[-k:]), 1),
+        )
+        fds = (float(statistics.median(u.fds for u in s[:k])), float(statistics.median(u.fds for u in s[-k:])))
         out.append(Growth(process=name, rss_mb=rss, rss_pct=pct(*rss), fds=fds, fds_pct=pct(*fds)))
     return out
 
