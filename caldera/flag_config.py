@@ -114,9 +114,15 @@ def checked(prog: str, args: argparse.Namespace, build: Callable[[argparse.Names
         return None
 
 
+def _named(option: str, path: str) -> Path:
+    if "\x00" in path:  # the system calls refuse it with a ValueError of their own
+        raise ValueError(f"{option} {path!r}: not a file name (it holds a NUL byte)")
+    return Path(path)
+
+
 def readable_file(option: str, path: str) -> str:
     """``path`` if it is a file this process can read; ValueError naming ``option`` otherwise."""
-    p = Path(path)
+    p = _named(option, path)
     if not p.exists():
         raise ValueError(f"{option} {path}: no such file")
     if p.is_dir():
@@ -129,7 +135,7 @@ def readable_file(option: str, path: str) -> str:
 def writable_folder(option: str, path: str) -> Path:
     """``path`` if it is a folder this process can write into, or one it can create (created later, not
     here); ValueError naming ``option`` otherwise."""
-    p = Path(path)
+    p = _named(option, path)
     at = p
     while not at.exists():
         if at.parent == at:
@@ -144,7 +150,7 @@ def writable_folder(option: str, path: str) -> Path:
 
 def writable_file(option: str, path: str) -> Path:
     """``path`` if a file can be written there (its folder exists and is writable; not a folder itself)."""
-    p = Path(path)
+    p = _named(option, path)
     if p.is_dir():
         raise ValueError(f"{option} {path}: a directory (expected a file name)")
     folder = p.parent

@@ -31,7 +31,7 @@ from batch_scheduler.registry import default_registry
 from batch_scheduler.session_input import SessionConfig
 from caldera._store import client
 from caldera.bench.runner import MAX_NODES, MAX_PODS, figures, positive_int, run_bench
-from caldera.flag_config import checked, from_flags, number, redis_url, whole
+from caldera.flag_config import checked, from_flags, number, readable_file, redis_url, whole
 from cluster.model.core import Pod
 from cluster.model.sharding import ShardingMode
 from cluster.model.volcano import PodGroup, Queue
@@ -104,10 +104,11 @@ class BatchBench(msgspec.Struct, frozen=True, kw_only=True):
 def config(args: argparse.Namespace) -> BatchBench:
     """The flags checked, the conf loaded once to check it (ValueError naming the flag); nothing started."""
     bench = from_flags(BatchBench, args, redis_url=redis_url("--redis-url", args.redis_url))
+    conf = readable_file("--conf", bench.conf) if bench.conf is not None else None
     try:
-        load_conf(bench.conf, default_registry(), "--conf")
+        load_conf(conf, default_registry(), "--conf")
     except ConfError as e:
-        raise ValueError(str(e)) from None
+        raise ValueError(f"--conf {conf}: {e}") from None
     return bench
 
 

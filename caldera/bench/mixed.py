@@ -23,7 +23,7 @@ from caldera.demo.processes import Options
 from caldera.demo.run import run_system
 from caldera.demo.view import View
 from caldera.demo.workload import WorkloadDriver
-from caldera.flag_config import checked, from_flags, redis_url, seconds, whole
+from caldera.flag_config import checked, from_flags, readable_file, redis_url, seconds, whole
 
 
 def add_parser(sub: Any) -> None:
@@ -58,7 +58,7 @@ class MixedBench(msgspec.Struct, frozen=True, kw_only=True):
 def config(args: argparse.Namespace) -> tuple[MixedBench, workloads.Workload]:
     """The flags checked and the workload read (ValueError naming the flag or the field); nothing started."""
     bench = from_flags(MixedBench, args, redis_url=redis_url("--redis-url", args.redis_url))
-    return bench, workloads.load(bench.workload)
+    return bench, workloads.load(readable_file("--workload", bench.workload) if bench.workload is not None else None)
 
 
 async def measure(url: str, w: workloads.Workload, duration: float, workers: int, seed: int) -> dict[str, Any]:

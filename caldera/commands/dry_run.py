@@ -36,7 +36,7 @@ from batch_scheduler.session_input import SessionConfig
 from binder.commit import Binder
 from caldera._loop import run_loop
 from caldera._store import client
-from caldera.flag_config import from_flags, whole
+from caldera.flag_config import from_flags, readable_file, whole
 from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.kinds import ClusterObject
 from cluster.model.manifests import (
@@ -149,11 +149,15 @@ def config(args: argparse.Namespace) -> DryRun:
     Starts nothing, writes nothing."""
     flags = from_flags(DryRunConfig, args)
     objects, skipped, unhonoured = load_objects(args.filename)
+    path = readable_file("--conf", args.conf) if args.conf is not None else None
     try:
-        conf = load_conf(args.conf, default_registry())
+        conf = load_conf(path, default_registry(), "--conf")
+    except ConfError as e:
+        raise ValueError(f"--conf {path}: {e}") from None
+    try:
         configs = parse_scheduler_configs(args.scheduler_configs)
-    except (ConfError, ConfigError) as e:
-        raise ValueError(str(e)) from None
+    except ConfigError as e:
+        raise ValueError(str(e)) from None  # it names --scheduler-configs
     warnings = [*conf.warnings, *unhonoured]  # a Volcano plugin caldera does not implement yet; a field it ignores
     if skipped:
         warnings.append(
@@ -173,10 +177,12 @@ def load_objects(paths: Sequence[str]) -> tuple[list[ClusterObject], list[str], 
     errors: list[str] = []
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as f:
+            with open(readable_file("-f", path), encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
             raise ValueError(f"-f {path}: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"-f {path}: not UTF-8 text (expected Kubernetes YAML)") from None
         found, refused = read_manifests(text, source=path)
         manifests += found
         errors += refused

@@ -139,7 +139,7 @@ def parse(args: argparse.Namespace) -> tuple[DemoConfig, DriverFactory]:
             config.duration,
         )
         return config, lambda store, tracker: TraceDriver(trace, store, tracker)
-    w = workloads.load(config.workload)
+    w = workloads.load(readable_file("--workload", config.workload) if config.workload is not None else None)
     return config, lambda store, tracker: WorkloadDriver(
         w, store, tracker, seed=config.seed, duration=config.duration, rate=config.rate
     )

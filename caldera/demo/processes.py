@@ -20,6 +20,7 @@ class Driver(Protocol):
     """Where the load comes from: a workload description or a trace."""
 
     sharding: str
+    steady_after: float  # the share of the run after which the load no longer rises (the resources' warm-up)
 
     def describe(self) -> str: ...
     def queues(self) -> list[str]: ...

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import msgspec
 
+from caldera.demo.resources import WARMUP_SHARE
 from caldera.demo.tracker import Tracker
 from caldera.demo.workload import AGENT, VOLCANO
 from cluster.model.core import Node
@@ -77,6 +78,7 @@ class TraceDriver:
     """Creates and deletes the trace's pods at their compressed times."""
 
     sharding = SHARDING
+    steady_after = WARMUP_SHARE  # the resources' warm-up: a trace's load does not ramp
 
     def __init__(self, trace: Trace, store: Store, tracker: Tracker) -> None:
         self.trace, self.store, self.tracker = trace, store, tracker

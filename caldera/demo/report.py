@@ -78,12 +78,21 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     audit: str | list[str]  # "ok", or one line per violation
     restarts: list[Restart] = []  # each death of a process, restarted by the demo
     audits_failed: int = 0  # audits during the run that found violations
+    audits_unfinished: int = 0  # audits during the run that did not finish (the store too slow to answer)
     growth: list[Growth] = []  # per process, RSS and open files after the warm-up (caldera.demo.resources)
+    warmup_share: float = 0.2  # the share of the run before growth is measured
+    failed: list[str] = []  # the demo's own tasks (the simulator, the load, ...) that died, and why
 
     @property
     def ok(self) -> bool:
-        """A clean run: the audits clean (at the end and during), no traceback, no process died."""
-        return self.audit == "ok" and not self.tracebacks and not self.restarts and not self.audits_failed
+        """A clean run: the audits clean (at the end and during), no traceback, no process died, nothing failed."""
+        return (
+            self.audit == "ok"
+            and not self.tracebacks
+            and not self.restarts
+            and not self.audits_failed
+            and not self.failed
+        )
 
 
 class Sample(msgspec.Struct):

@@ -9,9 +9,12 @@ age) — and the demo itself; and it runs the audit (``caldera audit``'s check) 
 recording its verdict. Both go into ``demo-report.json`` (``resources``, ``audits``); the
 RSS and open files per process are drawn into ``demo-resources.png``.
 
-Growth, per process, is measured after a warm-up of the first 20% of the run (to its last
-sample): the median of the last three samples over the median of the first three after the
-warm-up (of two, or one, when there are fewer than six), so one noisy sample moves neither end.
+Growth, per process, is measured after a warm-up: the first 20% of the run (to its last
+sample), or, for a workload whose load rises (its ``ramp``), until the load stops rising
+(the default workload's: the first 60%) — memory that follows the pods alive grows with
+the load, and is no leak. It is the median of the last three samples over the median of
+the first three after the warm-up (of two, or one, when there are fewer than six), so one
+noisy sample moves neither end.
 A soak (``caldera demo --duration 30m --rate 2``) is held to no growth beyond 5% this way.
 """
 
@@ -30,6 +33,7 @@ import psutil
 
 from caldera.demo.supervisor import Supervisor
 from cluster.store.audit import audit
+from cluster.store.client import StoreError
 from cluster.store.store import Store
 
 WARMUP_SHARE = 0.2
@@ -47,8 +51,9 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
 
 class AuditSample(msgspec.Struct, frozen=True, kw_only=True):
     t_s: float
-    ok: bool
+    ok: bool | None  # None: the audit did not finish (``error`` says why)
     violations: list[str]  # the first 20 lines, when not ok
+    error: str = ""
 
 
 class Growth(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,7 +139,7 @@ async def redis_pid(store: Store) -> int | None:
     try:
         info = await store.client.info("server")
         return int(info["process_id"])
-    except Exception:  # noqa: BLE001 (a Redis that does not say: its process is not sampled)
+    except (StoreError, KeyError, ValueError):  # a Redis that does not say: its process is not sampled
         return None
 
 
@@ -152,7 +157,11 @@ class Sampler:
             self.redis = await redis_pid(self.store)
         procs = await asyncio.to_thread(system, pids, self.redis)
         self.usage += await asyncio.to_thread(measure, procs, t)
-        problems = await audit(self.store)
+        try:
+            problems = await audit(self.store)
+        except StoreError as e:  # e.g. a store so full that the audit's dump outlasts the client's timeout
+            self.audits.append(AuditSample(t_s=round(t, 1), ok=None, violations=[], error=f"{type(e).__name__}: {e}"))
+            return
         self.audits.append(AuditSample(t_s=round(t, 1), ok=not problems, violations=problems[:20]))
 
     async def run(self, stop: asyncio.Event, supervisor: Supervisor, started: float, every_s: float) -> None:
@@ -166,22 +175,26 @@ class Sampler:
                     await stop.wait()
 
 
-def growth(usage: list[Usage]) -> list[Growth]:
-    """Per process, its growth after the warm-up (see the module's docstring); none for too few samples."""
+def growth(usage: list[Usage], warmup: float = WARMUP_SHARE) -> list[Growth]:
+    """Per process, its growth after the warm-up, the first ``warmup`` of the run (see the module's docstring);
+    none for too few samples."""
     if not usage:
         return []
     end = max(u.t_s for u in usage)
     series: dict[str, list[Usage]] = {}
     for u in sorted(usage, key=lambda u: u.t_s):
-        if u.t_s >= WARMUP_SHARE * end:
+        if u.t_s >= warmup * end:
             series.setdefault(u.process, []).append(u)
     out = []
     for name, s in series.items():
         if len(s) < 2:
             continue
         k = min(3, len(s) // 2)
-        rss = (statistics.median(u.rss_mb for u in s[:k]), statistics.median(u.rss_mb for u in s[-k:]))
-        fds = (statistics.median(u.fds for u in s[:k]), statistics.median(u.fds for u in s[-k:]))
+        rss = (
+            round(statistics.median(u.rss_mb for u in s[:k]), 1),
+            round(statistics.median(u.rss_mb for u in s[-k:]), 1),
+        )
+        fds = (float(statistics.median(u.fds for u in s[:k])), float(statistics.median(u.fds for u in s[-k:])))
         out.append(Growth(process=name, rss_mb=rss, rss_pct=pct(*rss), fds=fds, fds_pct=pct(*fds)))
     return out
 

@@ -10,13 +10,17 @@ queues, bursts of agent pods on a rising load), or a replayed trace (``--trace``
 schedulers commit through the binder, racing for the same nodes in soft sharding mode.
 
 The processes' output goes to ``<out>/demo-logs/<process>.log``; the summary says if any
-of them logged a traceback. ``caldera bench mixed`` runs the same thing without the view.
+of them logged a traceback. They are supervised (caldera.demo.supervisor): one that dies
+is restarted, and its death is named in the view, the summary and the report. Every
+``--sample-every`` the processes' RSS and open files are sampled and the store audited
+(caldera.demo.resources). ``caldera bench mixed`` runs the same thing without the view.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -48,6 +52,7 @@ from cluster.model.resources import CPU, GPU, Resources
 from cluster.runtime import heartbeat
 from cluster.sim.cluster import SimCluster
 from cluster.store.audit import audit
+from cluster.store.client import StoreError
 from cluster.store.keys import Keys
 from cluster.store.store import Store
 
@@ -218,12 +223,12 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         started = time.monotonic()
         supervisor.epoch = started  # deaths are told in seconds of the run
         tasks = [
-            asyncio.create_task(sim.run()),
-            asyncio.create_task(driver.run(stop)),
-            asyncio.create_task(tracker.watch(store, stop)),
-            asyncio.create_task(monitor.run(stop)),
-            asyncio.create_task(supervisor.watch(stop)),
-            asyncio.create_task(sampler.run(stop, supervisor, started, options.sample_every_s)),
+            asyncio.create_task(sim.run(), name="the simulator"),
+            asyncio.create_task(driver.run(stop), name="the load"),
+            asyncio.create_task(tracker.watch(store, stop), name="the tracker"),
+            asyncio.create_task(monitor.run(stop), name="the monitor"),
+            asyncio.create_task(supervisor.watch(stop), name="the supervisor"),
+            asyncio.create_task(sampler.run(stop, supervisor, started, options.sample_every_s), name="the sampler"),
         ]
         samples: list[Sample] = []
         interrupted = False
@@ -231,6 +236,9 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
             with view:
                 next_sample = started + SAMPLE_EVERY_S
                 while (now := time.monotonic()) - started < options.duration:
+                    if died := failures(tasks):  # a part of the demo itself died: what follows would mislead
+                        view.say(f"stopping early: {'; '.join(died)}")
+                        break
                     view.show(frame(tracker, monitor, driver, supervisor, now - started, options.duration))
                     if now >= next_sample:
                         next_sample += SAMPLE_EVERY_S
@@ -244,14 +252,18 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
             view.say("interrupted: stopping the processes and writing the report so far")
         finally:
             elapsed = time.monotonic() - started
-            await monitor.poll()  # the heartbeats, before the processes stop
+            with contextlib.suppress(StoreError):
+                await monitor.poll()  # the heartbeats, before the processes stop
             stop.set()
             sim.stop()
             await asyncio.to_thread(supervisor.stop_all)
             _, stuck = await asyncio.wait(tasks, timeout=10)
             for t in stuck:
                 t.cancel()
-        problems = await audit(store)
+        try:
+            problems = await audit(store)
+        except StoreError as e:
+            problems = [f"the audit did not finish: {type(e).__name__}: {e}"]
     conflicts = monitor.conflicts()
     report = Report(
         duration_s=round(elapsed, 1),
@@ -273,10 +285,22 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         tracebacks=supervisor.tracebacks(),
         audit=problems if problems else "ok",
         restarts=list(supervisor.restarts),
-        audits_failed=sum(not a.ok for a in sampler.audits),
-        growth=growth(sampler.usage),
+        audits_failed=sum(a.ok is False for a in sampler.audits),
+        audits_unfinished=sum(a.ok is None for a in sampler.audits),
+        failed=failures(tasks),
+        growth=growth(sampler.usage, driver.steady_after),
+        warmup_share=driver.steady_after,
     )
     return Outcome(report=report, samples=samples, usage=sampler.usage, audits=sampler.audits, interrupted=interrupted)
+
+
+def failures(tasks: list[asyncio.Task[Any]]) -> list[str]:
+    """The demo's own tasks that died, each with what killed it."""
+    return [
+        f"{t.get_name()} died: {type(e).__name__}: {e}"
+        for t in tasks
+        if t.done() and not t.cancelled() and (e := t.exception()) is not None
+    ]
 
 
 def sample(tracker: Tracker, monitor: Monitor, t: float) -> Sample:

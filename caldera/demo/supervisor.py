@@ -134,8 +134,10 @@ def _wait_gone(pids: Sequence[int], timeout: float) -> None:
 class Supervisor:
     """Named children, restarted when they die; see the module's docstring.
 
-    Call :meth:`start` (and :meth:`wait_ready`) from one thread — a child is sent SIGTERM
-    when the thread that started it ends — and :meth:`poll` often. Thread-safe otherwise.
+    Call :meth:`start` and :meth:`poll` (which restarts) from a thread that outlives the
+    children, e.g. the event loop's: Linux sends a child SIGTERM when the *thread* that
+    started it ends. :meth:`wait_ready` starts nothing and may run in another thread; the
+    rest is thread-safe.
     """
 
     def __init__(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -31,17 +32,17 @@ class Lately(msgspec.Struct, frozen=True):
 
 
 class Job:
-    __slots__ = ("queue", "uids", "need", "bound", "gone", "started_at")
+    __slots__ = ("name", "queue", "size", "need", "bound", "gone", "started_at")
 
-    def __init__(self, queue: str, uids: list[str], need: int) -> None:
-        self.queue, self.uids, self.need = queue, uids, need
+    def __init__(self, name: str, queue: str, size: int, need: int) -> None:
+        self.name, self.queue, self.size, self.need = name, queue, size, need
         self.bound = 0
         self.gone = 0
         self.started_at: float | None = None
 
     @property
     def finished(self) -> bool:
-        return self.gone >= len(self.uids)
+        return self.gone >= self.size
 
 
 def percentile(values: Iterable[float], q: float) -> float:
@@ -58,13 +59,15 @@ class Tracker:
         self.window_s = window_s
         self.created: dict[str, tuple[str, float]] = {}
         self.bound_at: dict[str, float] = {}
-        self.latencies: dict[str, list[float]] = {s: [] for s in self.schedulers}
+        # ms from submitted to bound, every pod of the run (8 bytes each: a soak binds a million)
+        self.latencies: dict[str, array[float]] = {s: array("d") for s in self.schedulers}
         self.submitted_n = dict.fromkeys(self.schedulers, 0)
         self.gone_unbound = dict.fromkeys(self.schedulers, 0)
         self.completed = 0
         self.recent: deque[tuple[float, str, float]] = deque()  # (bound at, scheduler, latency ms)
         self.jobs: dict[str, Job] = {}
         self.job_of: dict[str, Job] = {}
+        self._finished: list[str] = []  # jobs whose pods are all gone, since take_finished
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -76,7 +79,7 @@ class Tracker:
             self.submitted_n[name] += 1
 
     def job(self, name: str, queue: str, uids: list[str], need: int) -> None:
-        job = Job(queue, uids, need)
+        job = Job(name, queue, len(uids), need)
         self.jobs[name] = job
         for u in uids:
             self.job_of[u] = job
@@ -102,13 +105,20 @@ class Tracker:
         entry = self.created.pop(uid, None)
         if entry is None:
             return
-        if uid in self.bound_at:
+        if self.bound_at.pop(uid, None) is not None:  # what a pod gone needs kept no longer (a soak runs for hours)
             self.completed += 1
         else:
             self.gone_unbound[entry[0]] += 1
         job = self.job_of.pop(uid, None)
         if job is not None:
             job.gone += 1
+            if job.finished:
+                self._finished.append(job.name)
+
+    def take_finished(self) -> list[str]:
+        """The jobs whose pods are all gone since the last call: their PodGroups can go too."""
+        done, self._finished = self._finished, []
+        return done
 
     async def watch(self, store: Store, stop: asyncio.Event) -> None:
         """Follow the store's pods until ``stop``: bindings and deletions."""

@@ -215,6 +215,10 @@ def summary(report: Report) -> Table:
     table.add_row("processes that died (each restarted)", "; ".join(told(r) for r in report.restarts) or "none")
     if report.audits_failed:
         table.add_row("audits during the run that found violations", f"{report.audits_failed:,}")
+    if report.audits_unfinished:
+        table.add_row("audits during the run that did not finish", f"{report.audits_unfinished:,}")
+    if report.failed:
+        table.add_row("parts of the demo that died (the run stopped early)", "; ".join(report.failed))
     table.add_row("audit", "ok" if report.audit == "ok" else f"{len(report.audit)} violations")
     return table
 
@@ -223,7 +227,10 @@ def growth_table(report: Report) -> Table:
     """Each process's RSS and open files from the end of the warm-up to the end (caldera.demo.resources)."""
     from rich.table import Table
 
-    table = Table(title="caldera demo: resources after the warm-up (first 20% of the run), medians of 3 samples")
+    table = Table(
+        title=f"caldera demo: resources after the warm-up (the first {report.warmup_share:.0%} of the run), "
+        "medians of 3 samples"
+    )
     for col in ("process", "RSS MiB", "growth", "open files", "growth "):
         table.add_column(col, justify="left" if col == "process" else "right")
     for g in report.growth:

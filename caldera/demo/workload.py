@@ -29,6 +29,7 @@ from typing import Annotated, Any
 import msgspec
 import yaml
 
+from caldera.demo.resources import WARMUP_SHARE
 from caldera.demo.tracker import Tracker
 from cluster.model import yaml_input
 from cluster.model.admission import (
@@ -44,7 +45,8 @@ from cluster.model.topology import MODES, NetworkTopologySpec
 from cluster.model.volcano import Queue
 from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.store.store import Put, Store
+from cluster.store.keys import Kind
+from cluster.store.store import Delete, Put, Store, Write
 
 AGENT = "agent-scheduler"
 VOLCANO = "volcano"
@@ -272,6 +274,8 @@ class WorkloadDriver:
         self.rng = random.Random(seed)
         self.duration = duration
         self.rate = rate  # times every class's arrival rate (``caldera demo --rate``)
+        ramp = workload.ramp
+        self.steady_after = max(WARMUP_SHARE, ramp.over if ramp.end > ramp.start else 0.0)
         self.serial = 0
 
     def describe(self) -> str:
@@ -308,8 +312,12 @@ class WorkloadDriver:
                         pods += gang
                     elif isinstance(c, AgentClass):
                         pods += self.burst(c)
-            if groups:
-                await self.store.write([Put(g) for g in groups])
+            # A finished job's PodGroup goes, as a Job's does when it is cleaned up: kept, they piled up in the
+            # store and in the batch scheduler's cache, and every session went through them all.
+            writes: list[Write] = [Put(g) for g in groups]
+            writes += [Delete(Kind.PODGROUP, f"default/{name}") for name in self.tracker.take_finished()]
+            if writes:
+                await self.store.write(writes)
             if pods:
                 await self.store.upsert_pods(pods)
                 self.tracker.submitted(pods)

@@ -47,7 +47,7 @@ def test_bad_flags_exit_2_with_one_line() -> None:
         (["audit", "--redis-url", "redis://127.0.0.1:1", "--cluster", "a:b"], "--cluster"),
         (["bench", "binder", "--pods", "-5"], "--pods"),
         (["bench", "binder", "--pods", "12"], "--pods"),
-        (["bench", "batch", "--conf", "/nonexistent.conf"], "--conf: /nonexistent.conf"),
+        (["bench", "batch", "--conf", "/nonexistent.conf"], "--conf /nonexistent.conf: no such file"),
         (["bench", "batch", "--conf", "tests/corpus/confs/refused/docs-custom-plugin.conf"], "unknown plugin 'magic'"),
         (["nonsense"], "invalid choice"),
     ]:

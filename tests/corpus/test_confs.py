@@ -111,4 +111,5 @@ def test_a_volcano_conf_loads_and_schedules(conf: Path) -> None:
 def test_a_doc_conf_volcano_refuses_too_is_one_line(conf: Path) -> None:
     done = dry_run(conf)
     assert done.returncode == 2
-    assert (done.stdout + done.stderr).strip().splitlines() == [f"caldera dry-run: error: {header(conf, 'refused')[0]}"]
+    refused = header(conf, "refused")[0]
+    assert (done.stdout + done.stderr).strip().splitlines() == [f"caldera dry-run: error: --conf {conf}: {refused}"]

@@ -479,3 +479,230 @@ def test_a_workload_asking_for_a_trillion_nodes_or_pods_is_refused(tmp_path: Pat
         with pytest.raises(ValueError) as e:
             workload.load(str(path))
         assert needle in str(e.value) and "\n" not in str(e.value), e.value
+
+
+# -- the commands' own flags: caldera demo, caldera bench (each), caldera dry-run -------------------------------
+
+COMMAND_NODES_CSV = "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,131072,4,T4\n"
+COMMAND_PODS_CSV = PODS_CSV
+COMMAND_WORKLOAD = "pools: [{name: cpu, count: 4, resources: {cpu: 8, memory: 16Gi}}]\n"
+COMMAND_MANIFEST = yaml.safe_dump_all([NODE, QUEUE, PRIORITY, POD])
+
+
+def _command_files(root: Path) -> list[str]:
+    """Files a user might hand a flag: good ones of each kind (given to the wrong flag, too), a folder,
+    a missing file, an empty one, bytes that are neither YAML nor CSV."""
+    files = root / "given"
+    if not files.exists():
+        files.mkdir()
+        (files / "nodes.csv").write_text(COMMAND_NODES_CSV)
+        (files / "pods.csv").write_text(COMMAND_PODS_CSV)
+        (files / "workload.yaml").write_text(COMMAND_WORKLOAD)
+        (files / "manifest.yaml").write_text(COMMAND_MANIFEST)
+        (files / "conf.yaml").write_text(CONF)
+        (files / "empty").write_text("")
+        (files / "binary").write_bytes(b"\x00\xff\xfe[{\n\t:\x80" * 10)
+        (files / "sub").mkdir()
+    return [str(files / n) for n in ("nodes.csv", "pods.csv", "workload.yaml", "manifest.yaml", "conf.yaml")] + [
+        str(files / n) for n in ("empty", "binary", "sub", "missing.yaml")
+    ]
+
+
+NUMBERS = [
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "1e400",
+    "-1e400",
+    "-1",
+    "-0",
+    "0",
+    "0.0",
+    "1",
+    "2",
+    "0.5",
+    "1.5",
+    "100",
+    "1e20",
+    str(2**63),
+    str(10**30),
+    "١٢",
+    "１",
+    "1_000",
+    "0x10",
+    " 3 ",
+    "",
+    "30m",
+    "90s",
+    "1h30m",
+    "-5s",
+    "1e9h",
+    "redis://127.0.0.1:1/0",
+    "redis://127.0.0.1:port/0",
+    "http://x",
+    "soft",
+    "json",
+    "fgd,best-fit",
+    "tetris",
+]
+
+
+def _commands() -> dict[str, tuple[list[str], Any]]:
+    from caldera.bench import agent, batch, binder, mixed, peer, saturation, sharding, suite, topology, trace
+    from caldera.commands import dry_run
+    from caldera.demo import config as demo
+
+    benches = {m.__name__.rsplit(".", 1)[1]: m for m in (agent, batch, binder, mixed, peer, saturation, sharding)}
+    benches |= {"topology": topology, "trace": trace}
+    return {
+        "demo": (["demo"], demo.parse),
+        "bench": (["bench"], suite.config),
+        **{f"bench {name}": (["bench", name], m.config) for name, m in benches.items()},
+        "dry-run": (["dry-run"], dry_run.config),
+    }
+
+
+def _parser_of(path: list[str]) -> Any:
+    import argparse
+
+    from caldera.cli import build_parser
+
+    parser: Any = build_parser()
+    for name in path:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    return parser
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def _bounded(value: Any, at: str = "") -> None:
+    """What a command takes is finite and of a size a machine builds (the seed aside)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, float):
+        assert value == value and abs(value) < float("inf"), (at, value)
+    elif isinstance(value, int) and at != "seed":
+        assert -1 <= value <= 1_000_000, (at, value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _bounded(v, k)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _bounded(v, at)
+
+
+@pytest.mark.parametrize("command", sorted(_commands()))
+@settings(max_examples=max(10, COUNT // 3), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_command_flag_is_refused_in_one_line_naming_it_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, data: st.DataObject
+) -> None:
+    """Each command's flags as its ``run`` checks them (the parser, then the command's ``config``), before it
+    starts anything: taken, with every figure finite and bounded; or refused in one line that names the flag
+    or the value, exit 2 — no process started, no file written."""
+    import contextlib
+    import io
+
+    import msgspec
+    import psutil
+
+    from caldera.flag_config import checked
+
+    monkeypatch.chdir(tmp_path)
+    files = _command_files(tmp_path)
+    path, build = _commands()[command]
+    parser = _parser_of(path)
+    flags = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    chosen = data.draw(st.lists(st.sampled_from(flags), min_size=1, max_size=4, unique_by=lambda a: a.dest))
+    argv: list[str] = []
+    values: list[str] = []
+    for a in chosen:
+        if a.nargs == 0:
+            argv.append(a.option_strings[-1])
+            continue
+        value = data.draw(st.one_of(st.sampled_from(NUMBERS + files), FLAG_VALUES), label=a.option_strings[-1])
+        argv += [a.option_strings[-1], value]
+        values.append(value)
+    before_files = _tree(tmp_path)
+    before_children = {p.pid for p in psutil.Process().children(recursive=True)}
+    err = io.StringIO()
+    prog = "caldera " + " ".join(path)
+    with contextlib.redirect_stderr(err):
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:
+            assert e.code == 2, argv
+            args = None
+        outcome = checked(prog, args, build) if args is not None else None
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before_children, argv
+    assert _tree(tmp_path) == before_files, argv
+    if outcome is not None:
+        event("taken")
+        config = outcome[0] if isinstance(outcome, tuple) else outcome
+        _bounded(msgspec.to_builtins(getattr(config, "config", config), enc_hook=str))
+        return
+    event("refused")
+    lines = err.getvalue().strip().splitlines()
+    assert len(lines) >= 1 and all(line.startswith(f"{prog}: error: ") for line in lines), (argv, lines)
+    if command != "dry-run":  # its manifests are refused a line per refusal, each naming its file
+        assert len(lines) == 1, (argv, lines)
+    named = [*(f for a in chosen for f in a.option_strings), *(v.strip() for v in values if v.strip())]
+    assert any(n in lines[0] for n in named) or "required" in lines[0], (argv, lines)
+
+
+# The defects the command fuzz found, each pinned by its own case: before, each of these was taken (and set out
+# to run: a demo of NaN seconds, a bench of 10**20 nodes) or failed later with a traceback or a line naming
+# neither the flag nor the file. Run as a user runs them; each must be refused in one line, exit 2, at once.
+def _flag_defects(root: Path) -> list[tuple[list[str], str]]:
+    given = _command_files(root)
+    nodes, pods = given[0], given[1]
+    folder, binary = str(root / "given" / "sub"), str(root / "given" / "binary")
+    trace = ["--trace", pods, "--trace-nodes", nodes]
+    return [
+        # 1. NaN slipped past checks written as `x <= 0` / `x < 0`
+        (["demo", "--duration", "nan"], "--duration: 'nan'"),
+        (["bench", "agent", "--rate", "nan"], "--rate: nan (expected a finite number)"),
+        # 2. no upper bound: sizes that set out to build without end
+        (["bench", "sharding", "--nodes", str(10**20)], f"--nodes {10**20}: expected 2 to 1,000,000 nodes"),
+        (["demo", "--workers", "1000000"], "--workers 1000000: expected 1 to 64 workers"),
+        # 3. digits of other scripts read as numbers
+        (["bench", "binder", "--pods", "٨"], "--pods: ٨ (expected a positive integer)"),
+        # 4. --out naming a file: a traceback once Redis had started
+        (["demo", "--out", nodes], f"--out {nodes}: {nodes} is a file (expected a folder)"),
+        # 5. --png naming a folder: a traceback after the whole measurement
+        (["bench", "trace", *trace, "--png", folder], f"--png {folder}: a directory (expected a file name)"),
+        # 6. a Redis URL of another scheme: a traceback at the first connection
+        (["bench", "peer", "--redis-url", "localhost:6379"], "--redis-url localhost:6379: expected a redis://"),
+        # 7. a conf that is no conf, refused without naming --conf or the file
+        (["bench", "batch", "--conf", "/dev/null"], "--conf /dev/null: scheduler conf: expected a mapping"),
+        # 8. a file that is not text: a codec's message, naming nothing
+        (["dry-run", "-f", binary], f"-f {binary}: not UTF-8 text"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(10))
+def test_a_flag_defect_the_fuzz_found_stays_refused(tmp_path: Path, case: int) -> None:
+    import subprocess
+    import sys
+
+    argv, needle = _flag_defects(tmp_path)[case]
+    out = tmp_path / "out"
+    out.mkdir()
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "caldera", *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=out,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{argv}: taken, and still running after 60 s") from None
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and needle in lines[0], (argv, r.returncode, lines[-3:])
+    assert not list(out.iterdir()), argv

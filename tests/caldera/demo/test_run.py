@@ -78,7 +78,17 @@ def assert_all_gone(pids: set[int]) -> None:
 def test_demo_runs_a_workload_file_and_reports(tmp_path: Path) -> None:
     (tmp_path / "small.yaml").write_text(SMALL)
     out, children = run_watching_children(
-        caldera_demo("--duration", "20", "--workload", str(tmp_path / "small.yaml"), "--out", str(tmp_path)), 240
+        caldera_demo(
+            "--duration",
+            "20",
+            "--workload",
+            str(tmp_path / "small.yaml"),
+            "--out",
+            str(tmp_path),
+            "--sample-every",
+            "5s",
+        ),
+        240,
     )
     assert "Traceback" not in out, out
     assert "caldera audit: ok" in out, out
@@ -104,6 +114,17 @@ def test_demo_runs_a_workload_file_and_reports(tmp_path: Path) -> None:
     )
     png = (tmp_path / "demo-report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    # every process of the system sampled (RSS, open files) at each --sample-every, the audit with it
+    sampled = {r["process"] for r in report["resources"]}
+    assert {"caldera demo", "redis-server", "sharding", "batch-scheduler", "agent-scheduler"} <= sampled, sampled
+    assert {"raylet", "gcs_server", "ray::WorkerActor #1", "ray::WorkerActor #2"} <= sampled, sampled
+    assert all(r["rss_mb"] > 1 and r["fds"] > 2 for r in report["resources"])
+    assert len(report["audits"]) >= 4 and report["audits"][0]["t_s"] == 0.0  # at 0, 5, 10, 15 s
+    assert all(a["ok"] for a in report["audits"]) and report["restarts"] == [] and report["failed"] == []
+    assert {g["process"] for g in report["growth"]} == sampled
+    resources = (tmp_path / "demo-resources.png").read_bytes()
+    assert resources[:8] == b"\x89PNG\r\n\x1a\n" and len(resources) > 20_000
+    assert "resources after the warm-up" in out, out
 
 
 NODES_CSV = """sn,cpu_milli,memory_mib,gpu,model
@@ -228,7 +249,7 @@ def test_demo_refuses_bad_input_before_starting_anything(tmp_path: Path) -> None
     (tmp_path / "w.yaml").write_text("pools: []\n")
     for args, needle in [
         (["--workload", str(tmp_path / "w.yaml")], "pools: no nodes"),
-        (["--workload", str(tmp_path / "missing.yaml")], "No such file"),
+        (["--workload", str(tmp_path / "missing.yaml")], "missing.yaml: no such file"),
         (["--trace", str(tmp_path / "p.csv")], "--trace and --trace-nodes go together"),
         (["--duration", "0"], "--duration 0"),
         (["--trace", "a.csv", "--trace-nodes", "b.csv", "--workload", "w.yaml"], "give one"),

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
+
 from caldera.demo.tracker import Tracker
+from caldera.demo.workload import AGENT, VOLCANO, Workload, WorkloadDriver
+from cluster.model.volcano import PodGroup
 from cluster.sim.pods import make_pod
 from cluster.store.store import Store
 
@@ -62,3 +66,36 @@ async def test_watching_ends_soon_after_stop_even_when_the_feed_is_quiet(store: 
     stop.set()
     async with asyncio.timeout(2):
         await watching
+
+
+async def test_a_finished_jobs_podgroup_is_deleted_and_a_gone_pod_forgotten(store: Store) -> None:
+    """Kept, the PodGroups of finished jobs piled up in the store and the batch scheduler's cache over a soak,
+    and the tracker kept every pod it had seen bound."""
+    w = msgspec.convert(
+        {
+            "pools": [{"name": "gpu", "count": 1, "resources": {"cpu": 8, "nvidia.com/gpu": 8}}],
+            "queues": [{"name": "q"}],
+            "training": [
+                {"name": "t", "queue": "q", "every_s": 0.05, "pods": [2], "duration_s": [1, 2], "requests": {"cpu": 1}}
+            ],
+        },
+        Workload,
+    )
+    tracker = Tracker([AGENT, VOLCANO])
+    driver = WorkloadDriver(w, store, tracker, seed=3, duration=60)
+    stop = asyncio.Event()
+    task = asyncio.create_task(driver.run(stop))
+    await asyncio.sleep(0.5)
+    groups = await store.list_objects(PodGroup)
+    assert len(groups) >= 3 and len(tracker.jobs) == len(groups)
+    first = min(tracker.jobs, key=lambda n: int(n.rsplit("-", 1)[1]))
+    uids = [u for u, j in tracker.job_of.items() if j.name == first]
+    for uid in uids:
+        tracker.bound(uid, 1.0)
+        tracker.gone(uid)  # the simulated kubelet deleted it when it ended
+    await asyncio.sleep(0.3)  # a round of the driver
+    stop.set()
+    await task
+    assert f"default/{first}" not in await store.list_objects(PodGroup)
+    assert tracker.jobs[first].finished and tracker.completed == 2
+    assert not any(u in tracker.bound_at or u in tracker.created for u in uids)
