@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import signal
 from collections.abc import Awaitable, Sequence
@@ -32,7 +31,7 @@ from cluster.runtime.heartbeat import Stats
 from cluster.runtime.logs import logger
 from cluster.runtime.process import Build, Deps, Elect, Fatal, ProcessConfig, add_common_flags, launch
 from cluster.sim.cluster import SimBindTarget
-from cluster.store.client import STORE_DOWN, Outage
+from cluster.store.client import periodically
 from cluster.store.store import Store
 
 log = logger("agent-scheduler")
@@ -268,18 +267,8 @@ class AgentProcess:
         kube = KubeTarget(agent.kube.client(), qps=agent.kube.qps, burst=agent.kube.burst) if agent.kube else None
         target: BindTarget = kube if kube is not None else SimBindTarget(store)
         rebinder = Rebinder(store, binder, target, after=agent.rebind_after, in_flight=loop.queue.queued)
-        outage = Outage(log, "rebind")
         try:
-            while not stop.is_set():
-                if self.deps.leading():
-                    try:
-                        await rebinder.run_once()
-                        outage.ok()
-                    except STORE_DOWN as e:
-                        outage.failed(e)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(1.0):
-                        await stop.wait()
+            await periodically(log, "rebind", 1.0, stop, rebinder.run_once, when=self.deps.leading)
         finally:
             if kube is not None:
                 kube.close()

@@ -12,7 +12,6 @@ paced to the process's QPS; the store stays the source the schedulers read.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import logging
 import time
@@ -27,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 from cluster.kube.pacing import Pacer
 from cluster.model.text import one_line
 from cluster.model.volcano import NodeShard
-from cluster.store.client import STORE_DOWN, Outage
+from cluster.store.client import periodically
 from cluster.store.store import Store
 
 log = logging.getLogger("caldera.shards")
@@ -137,15 +136,6 @@ class ShardStatusReporter:
 
     async def run(self, stop: asyncio.Event, every: float = 5.0) -> None:
         try:
-            outage = Outage(log, "shard status")
-            while not stop.is_set():
-                try:
-                    await self.report()
-                    outage.ok()
-                except STORE_DOWN as e:
-                    outage.failed(e)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(every):
-                        await stop.wait()
+            await periodically(log, "shard status", every, stop, self.report)
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)

@@ -7,10 +7,12 @@ that only ``cluster/store`` and ``binder`` import the library (a test checks it)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
 import msgspec
@@ -123,3 +125,27 @@ class Outage:
             self.log.warning("%s: the store answers again after %.1fs", self.what, time.monotonic() - self.since)
             self.since = None
         self.delay = 0.0
+
+
+async def periodically(
+    log: logging.Logger,
+    what: str,
+    every: float,
+    stop: asyncio.Event,
+    step: Callable[[], Awaitable[object]],
+    *,
+    when: Callable[[], bool] = lambda: True,
+) -> None:
+    """``step()`` every ``every`` seconds while ``when()``, until ``stop``; the store going away is
+    waited out (:class:`Outage`: one line when it starts, one when it ends)."""
+    outage = Outage(log, what)
+    while not stop.is_set():
+        if when():
+            try:
+                await step()
+                outage.ok()
+            except STORE_DOWN as e:
+                outage.failed(e)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(every):
+                await stop.wait()

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
@@ -84,24 +85,34 @@ def test_the_image_runs_as_its_numeric_user_with_no_writable_home_needed() -> No
 # -- the agent scheduler on a read-only root --------------------------------------------------------------
 
 
-def _sandbox_script(writable: list[str], hidden: list[tuple[str, list[str]]], uid: int) -> str:
+def _sandbox_script(
+    writable: list[str], hidden: list[tuple[str, list[str]]], uid: int, needed: Sequence[str] = ()
+) -> str:
     """A shell script for ``unshare -m``: keep the paths under a folder other users cannot enter
-    reachable (a tmpfs over that folder, the paths bound back in), make every mount read-only,
-    put a fresh tmpfs at each writable path, and run the command as ``uid``."""
+    reachable (a tmpfs over that folder, the paths bound back in), put a fresh tmpfs at each
+    writable path (a ``needed`` path under one — a checkout in /tmp — bound back in), make every
+    other mount read-only, and run the command as ``uid``."""
     lines = ["set -e", "mount -t tmpfs -o mode=0700 tmpfs /mnt"]
+    under = [p for p in needed if any(p == w or p.startswith(w.rstrip("/") + "/") for w in writable)]
+    under = [p for p in under if not any(p != q and p.startswith(q + "/") for q in under)]  # the topmost
+    for n, path in enumerate(under):
+        lines += [f"mkdir -p /mnt/w{n}", f"mount --bind '{path}' /mnt/w{n}"]
     for i, (folder, paths) in enumerate(hidden):
         for j, path in enumerate(paths):
             lines += [f"mkdir -p /mnt/k{i}.{j}", f"mount --bind '{path}' /mnt/k{i}.{j}"]
         lines.append(f"mount -t tmpfs -o mode=0755 tmpfs '{folder}'")
         for j, path in enumerate(paths):
             lines += [f"mkdir -p '{path}'", f"mount --move /mnt/k{i}.{j} '{path}'"]
+    lines += [f"mount -t tmpfs -o mode=1777 tmpfs '{p}'" for p in writable]
+    for n, path in enumerate(under):
+        lines += [f"mkdir -p '{path}'", f"mount --move /mnt/w{n} '{path}'"]
+    keep = "|".join(["/proc", "/proc/*", "/sys", "/sys/*", "/dev", "/dev/pts", *writable])
     lines += [
         "for m in $(awk '{print $2}' /proc/self/mounts | sort -u); do",
-        "  case $m in /proc|/proc/*|/sys|/sys/*|/dev|/dev/pts) continue;; esac",
+        f"  case $m in {keep}) continue;; esac",  # the writable tmpfs stay writable, what is in them not
         '  mount -o remount,bind,ro "$m" 2>/dev/null || true',
         "done",
     ]
-    lines += [f"mount -t tmpfs -o mode=1777 tmpfs '{p}'" for p in writable]
     lines.append(f'exec setpriv --reuid={uid} --regid={uid} --clear-groups "$@"')
     return "\n".join(lines)
 
@@ -144,7 +155,7 @@ async def test_the_agent_scheduler_runs_on_a_read_only_root_as_its_deployment_sa
     assert writable == ["/dev/shm", "/tmp"]
     uid = container["securityContext"]["runAsUser"]
     needed = sorted({os.path.realpath(sys.base_prefix), sys.prefix, str(ROOT)})
-    script = _sandbox_script(writable, _hidden(needed), uid)
+    script = _sandbox_script(writable, _hidden(needed), uid, needed)
 
     await store.upsert_nodes([node("n1", cpu="16")])
     pods = [pod(f"a{i}", scheduler="agent-scheduler") for i in range(5)]
