@@ -35,6 +35,7 @@ from cluster.model.resources import Resources
 from cluster.sim.cluster import SimBindTarget
 from cluster.store.client import STORE_DOWN, Client, Outage, connect
 from cluster.store.keys import Keys
+from cluster.store.pause import pause, within
 from cluster.store.records import PodRecord
 from cluster.store.store import Store
 
@@ -285,8 +286,7 @@ class RayWorker:
         self.waiting[call.id] = future
         try:
             await self.client.rpush(self.inbox, CALLS.encode(call))
-            async with asyncio.timeout(self.timeout):
-                return await future
+            return await within(future, self.timeout)
         finally:
             del self.waiting[call.id]
 
@@ -337,19 +337,22 @@ def local_ray_daemons() -> list[psutil.Process]:
     return [p for p in psutil.Process().children(recursive=True) if p.name() in RAY_DAEMONS]
 
 
-async def watch_ray(daemons: Sequence[psutil.Process], stop: asyncio.Event, every: float = 1.0) -> str:
-    """Until ``stop`` (''), or until one of ``daemons`` dies: then what died, in a few words."""
+async def watch_ray(stop: asyncio.Event, every: float = 1.0) -> str:
+    """Until ``stop`` (''), or until a daemon of the local Ray this process started dies: then what
+    died, in a few words. The daemons are looked for until both are seen (a loaded machine may
+    list them late)."""
+    daemons: dict[str, psutil.Process] = {}
     while not stop.is_set():
-        for p in daemons:
+        if len(daemons) < len(RAY_DAEMONS):
+            daemons |= {p.name(): p for p in local_ray_daemons() if p.name() not in daemons}
+        for p in daemons.values():
             try:
                 alive = p.is_running() and p.status() != psutil.STATUS_ZOMBIE
             except psutil.Error:
                 alive = False
             if not alive:
                 return f"Ray's {p.name()} (pid {p.pid}) died"
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(every):
-                await stop.wait()
+        await pause(stop, every)
     return ""
 
 

@@ -33,6 +33,7 @@ from cluster.model.core import Namespace
 from cluster.runtime.heartbeat import Stats
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
+from cluster.store.pause import pause
 from cluster.store.records import TERMINAL_PHASES, PodRecord, Update
 from cluster.store.store import Store
 
@@ -180,11 +181,7 @@ class AgentLoop:
                 self._work.clear()
                 due = self.queue.next_backoff_due()
                 wait = 0.2 if due is None else max(min(due - self.clock(), 0.2), 0.001)
-                try:
-                    async with asyncio.timeout(wait):
-                        await self._work.wait()
-                except TimeoutError:
-                    pass
+                await pause(self._work, wait)
                 continue
             pods = [self.records[uid] for uid in batch]
             try:

@@ -197,11 +197,10 @@ class AgentProcess:
         return self.loop.stats() if self.loop is not None else Stats()
 
     async def run(self, stop: asyncio.Event) -> None:
-        from agent_scheduler.actors import ActorSpec, RayWorker, local_ray_daemons, start_ray, stop_ray, watch_ray
+        from agent_scheduler.actors import ActorSpec, RayWorker, start_ray, stop_ray, watch_ray
 
         agent, keys, config = self.agent, self.deps.keys, self.agent.worker
         start_ray(agent.ray_address, num_cpus=os.cpu_count() or 2)
-        daemons = [] if agent.ray_address else local_ray_daemons()
         # Ray installs its own SIGTERM handler (which aborts the process): take SIGTERM back.
         for sig in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
@@ -233,8 +232,8 @@ class AgentProcess:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._run_loop(self.loop, stop))
                 tg.create_task(self._rebind(store, stop))
-                if daemons:
-                    tg.create_task(self._watch_ray(watch_ray(daemons, stop)))
+                if not agent.ray_address:
+                    tg.create_task(self._watch_ray(watch_ray(stop)))
                 if agent.kube is not None:
                     reporter = ShardStatusReporter(
                         agent.kube.client(), agent.loop.scheduler, store, qps=agent.kube.qps, burst=agent.kube.burst

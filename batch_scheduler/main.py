@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -40,6 +39,7 @@ from cluster.runtime.process import Build, Deps, Elect, ProcessConfig, add_commo
 from cluster.sim.cluster import SimBindTarget, SimEvictor
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.feed import Informer
+from cluster.store.pause import pause
 from cluster.store.store import Store
 
 log = logger("batch-scheduler")
@@ -149,9 +149,7 @@ async def run_scheduler(
                     outage.ok()
                 except STORE_DOWN as e:
                     outage.failed(e)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(period):
-                    await stop.wait()
+            await pause(stop, period)
     finally:
         informer.stop()
         await follower

@@ -10,23 +10,22 @@ cutting their clean-up short. (Asyncio's own Ctrl-C handling is not borrowed for
 command started in the background by a shell script runs with SIGINT ignored, so has none.)
 
 A cancel must not be lost on the way: on Python 3.11, ``asyncio.wait_for`` — which redis-py
-puts around every socket write — returns its result and drops a cancel that arrives as the
-write completes, so a command busy with the store could ignore SIGTERM for good. While the
-loop runs, ``asyncio.wait_for`` is therefore 3.12's (``asyncio.timeout`` around the await),
-which keeps it (CPython gh-86296).
+puts around every socket write — drops a cancel that arrives as the write completes, so a
+command busy with the store could ignore SIGTERM for good; the loop runs inside
+:func:`cluster.store.pause.cancels_kept`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
-import sys
-from collections.abc import Awaitable, Coroutine, Iterator
+from collections.abc import Coroutine
 from types import FrameType
 from typing import Any, TypeVar
 
 import uvloop
+
+from cluster.store.pause import cancels_kept
 
 T = TypeVar("T")
 
@@ -64,30 +63,9 @@ def run_loop(main: Coroutine[Any, Any, T]) -> T:
                 signal.signal(signal.SIGTERM, previous)
 
     try:
-        with _cancels_kept():
+        with cancels_kept():
             return uvloop.run(guarded())
     except asyncio.CancelledError:
         if terminated:
             raise KeyboardInterrupt from None
         raise
-
-
-@contextlib.contextmanager
-def _cancels_kept() -> Iterator[None]:
-    """While the loop runs, ``asyncio.wait_for`` is Python 3.12's on 3.11 (see the module's docstring)."""
-    if sys.version_info >= (3, 12):
-        yield
-        return
-    original = asyncio.wait_for
-
-    async def wait_for(fut: Awaitable[T], timeout: float | None) -> T:
-        if timeout is not None and timeout <= 0:
-            return await original(fut, timeout)
-        async with asyncio.timeout(timeout):
-            return await fut
-
-    setattr(asyncio, "wait_for", wait_for)  # noqa: B010 (redis-py looks it up on each call; typed apart)
-    try:
-        yield
-    finally:
-        setattr(asyncio, "wait_for", original)  # noqa: B010

@@ -30,6 +30,7 @@ from cluster.runtime.heartbeat import Stats
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
+from cluster.store.pause import within
 from cluster.store.store import Own, Put, Store, Write
 from sharding.config import ShardConfig, Utilization
 from sharding.metrics import ShardMetrics
@@ -226,8 +227,7 @@ class ShardingController:
                 next_sync = self.last_sync + self.config.sync_period if self.last_sync >= 0 else self.clock()
                 trigger = "period"
                 try:
-                    async with asyncio.timeout(max(next_sync - self.clock(), 0.0)):
-                        await self._wait_trigger_or_stop(stop)
+                    await within(self._wait_trigger_or_stop(stop), max(next_sync - self.clock(), 0.0))
                     trigger = "event"
                     await asyncio.sleep(self.config.trigger_delay)  # coalesce a burst of crossings
                 except TimeoutError:

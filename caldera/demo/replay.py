@@ -41,6 +41,7 @@ from cluster.sim.trace import (
     scheduler_for,
     to_pod,
 )
+from cluster.store.pause import pause
 from cluster.store.store import Put, Store
 
 SHARDING = "volcano:volcano:0.0:0.6:false:64:4000,agent-scheduler:agent:0.6:1.0:true:32:2000"
@@ -122,8 +123,4 @@ class TraceDriver:
                 gone.append(heapq.heappop(deletions)[1])
             if gone:
                 await self.store.delete_pods(gone)
-            try:
-                async with asyncio.timeout(0.05):
-                    await stop.wait()
-            except TimeoutError:
-                pass
+            await pause(stop, 0.05)

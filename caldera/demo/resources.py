@@ -21,7 +21,6 @@ A soak (``caldera demo --duration 30m --rate 2``) is held to no growth beyond 5%
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import statistics
 import time
@@ -34,6 +33,7 @@ import psutil
 from caldera.demo.supervisor import Supervisor
 from cluster.store.audit import audit
 from cluster.store.client import StoreError
+from cluster.store.pause import pause
 from cluster.store.store import Store
 
 WARMUP_SHARE = 0.2
@@ -170,9 +170,7 @@ class Sampler:
         while not stop.is_set():
             await self.sample(time.monotonic() - started, {n: supervisor.pid(n) for n in supervisor.names()})
             due += every_s
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(max(0.0, due - time.monotonic())):
-                    await stop.wait()
+            await pause(stop, max(0.0, due - time.monotonic()))
 
 
 def growth(usage: list[Usage], warmup: float = WARMUP_SHARE) -> list[Growth]:

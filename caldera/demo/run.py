@@ -54,6 +54,7 @@ from cluster.sim.cluster import SimCluster
 from cluster.store.audit import audit
 from cluster.store.client import StoreError
 from cluster.store.keys import Keys
+from cluster.store.pause import pause
 from cluster.store.store import Store
 
 if TYPE_CHECKING:
@@ -113,11 +114,7 @@ class Monitor:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.poll()
-            try:
-                async with asyncio.timeout(1.0):
-                    await stop.wait()
-            except TimeoutError:
-                pass
+            await pause(stop, 1.0)
 
     def conflicts(self) -> dict[str, Conflicts]:
         agent, batch = self.figures.get("agent-scheduler", {}), self.figures.get("batch-scheduler", {})

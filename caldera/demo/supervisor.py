@@ -40,6 +40,8 @@ from pathlib import Path
 import msgspec
 import psutil
 
+from cluster.store.pause import pause
+
 
 class Restart(msgspec.Struct, frozen=True, kw_only=True):
     """One death of a supervised process, and its way back."""
@@ -236,9 +238,7 @@ class Supervisor:
         """:meth:`poll` every ``every_s`` until ``stop`` is set."""
         while not stop.is_set():
             self.poll()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(every_s):
-                    await stop.wait()
+            await pause(stop, every_s)
 
     def _check(self, child: _Child, now: float) -> None:
         assert child.proc is not None

@@ -46,6 +46,7 @@ from cluster.model.volcano import Queue
 from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.store.keys import Kind
+from cluster.store.pause import pause
 from cluster.store.store import Delete, Put, Store, Write
 
 AGENT = "agent-scheduler"
@@ -321,11 +322,7 @@ class WorkloadDriver:
             if pods:
                 await self.store.upsert_pods(pods)
                 self.tracker.submitted(pods)
-            try:
-                async with asyncio.timeout(0.1):
-                    await stop.wait()
-            except TimeoutError:
-                pass
+            await pause(stop, 0.1)
 
     def _name(self, prefix: str) -> str:
         self.serial += 1

@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from cluster.kube.connect import KubeConnection
 from cluster.runtime.process import Elect, LeaseConfig
+from cluster.store.pause import pause
 
 
 def _now() -> datetime.datetime:
@@ -129,11 +130,7 @@ class KubeLease:
         try:
             while not stop.is_set():
                 await self.try_acquire()
-                try:
-                    async with asyncio.timeout(self.retry_period):
-                        await stop.wait()
-                except TimeoutError:
-                    pass
+                await pause(stop, self.retry_period)
             if self.leading:
                 await asyncio.get_running_loop().run_in_executor(self._pool, self._release)
         finally:

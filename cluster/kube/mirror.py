@@ -35,6 +35,7 @@ from cluster.model.topology import HyperNode
 from cluster.model.volcano import PodGroup, Queue
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.keys import Kind
+from cluster.store.pause import within
 from cluster.store.store import Delete, Put, Store, Write, object_name
 
 log = logging.getLogger("caldera.mirror")
@@ -99,8 +100,7 @@ class Mirror:
             while not stop.is_set():
                 batch: list[Delta] = []
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(0.2):
-                        batch.append(await self._queue.get())
+                    batch.append(await within(self._queue.get(), 0.2))  # a cancelled get leaves its item queued
                 while not self._queue.empty() and len(batch) < 10 * CHUNK:
                     batch.append(self._queue.get_nowait())
                 try:

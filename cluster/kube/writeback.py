@@ -18,7 +18,6 @@ them to Kubernetes, so users see them with ``kubectl``:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import logging
 import time
@@ -38,6 +37,7 @@ from cluster.model.volcano import PodGroup, Queue
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
+from cluster.store.pause import pause
 from cluster.store.store import Store
 
 log = logging.getLogger("caldera.writeback")
@@ -136,9 +136,7 @@ class WriteBack:
                 except STORE_DOWN as e:
                     await asyncio.sleep(outage.failed(e))
                 await self._flush()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(1.0):
-                        await stop.wait()
+                await pause(stop, 1.0)
         finally:
             informer.stop()
             await follower

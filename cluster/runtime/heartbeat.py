@@ -17,6 +17,7 @@ import msgspec
 
 from cluster.store.client import Client, StoreError
 from cluster.store.keys import Keys
+from cluster.store.pause import pause
 
 STALE_S = 10.0
 EVERY_S = 2.0
@@ -68,8 +69,6 @@ async def run(
                     component=component, holder=holder, leading=leading(), at=wall(), stats=msgspec.to_builtins(stats())
                 ),
             )
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(EVERY_S):
-                await stop.wait()
+        await pause(stop, EVERY_S)
     with contextlib.suppress(OSError, StoreError):
         await client.hdel(keys.processes, f"{component}/{holder}")

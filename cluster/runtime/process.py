@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import ipaddress
 import logging
@@ -37,6 +36,7 @@ from cluster.runtime.serving import HttpEndpoint
 from cluster.store.client import STORE_DOWN, AuthError, Client, Outage, StoreError, connect, redacted
 from cluster.store.keys import Keys
 from cluster.store.lease import RedisLease
+from cluster.store.pause import cancels_kept, pause
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 REDIS_URL_ENV = "CALDERA_REDIS_URL"
@@ -270,9 +270,7 @@ async def _store_answers(client: Client, url: str, log: logging.Logger, stop: as
             log.error("%s: %s", where, one_line(str(e) or type(e).__name__))
             return False
         except STORE_DOWN as e:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(outage.failed(e)):
-                    await stop.wait()
+            await pause(stop, outage.failed(e))
         except StoreError as e:  # refused: the user may not even PING
             log.error("%s: %s", where, one_line(str(e) or type(e).__name__))
             return False
@@ -374,7 +372,8 @@ def launch(
     fatal: BaseExceptionGroup[Fatal] | None = None
     status = 0
     try:
-        status = uvloop.run(run_process(process, registry, build, elect=elect))
+        with cancels_kept():  # a task group's cancel must reach a task inside a Redis call
+            status = uvloop.run(run_process(process, registry, build, elect=elect))
     except* Fatal as group:
         fatal = group
     if fatal is not None:

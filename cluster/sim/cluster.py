@@ -8,7 +8,6 @@ in the same atomic script. It never decides placements.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ from cluster.model.binding import Binding, Eviction, Failure, GateLift
 from cluster.sim.pods import pod_duration
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
+from cluster.store.pause import pause
 from cluster.store.records import PodRecord
 from cluster.store.scripts import Script
 from cluster.store.store import Store
@@ -82,10 +82,7 @@ class SimCluster:
                 self.completed += len(done)
             wait = min(self._due[0][0] - now, 0.05) if self._due else 0.05
             self._wake.clear()
-            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(max(wait, 0.001)):
-                    await self._wake.wait()
+            await pause(self._wake, max(wait, 0.001))
 
 
 class SimBindTarget:

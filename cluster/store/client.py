@@ -8,7 +8,6 @@ that only ``cluster/store`` and ``binder`` import the library (a test checks it)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import urllib.parse
@@ -20,6 +19,7 @@ import redis
 import redis.asyncio as aioredis
 
 from cluster.model.text import one_line
+from cluster.store.pause import pause
 
 Client: TypeAlias = aioredis.Redis
 StoreError = redis.RedisError
@@ -146,6 +146,4 @@ async def periodically(
                 outage.ok()
             except STORE_DOWN as e:
                 outage.failed(e)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(every):
-                await stop.wait()
+        await pause(stop, every)

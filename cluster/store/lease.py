@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from cluster.store.client import Client, StoreError
+from cluster.store.pause import pause
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -72,11 +73,7 @@ class RedisLease:
                 await self.try_acquire()
             except (OSError, StoreError):
                 self._valid_until = 0.0
-            try:
-                async with asyncio.timeout(self.renew_every):
-                    await stop.wait()
-            except TimeoutError:
-                pass
+            await pause(stop, self.renew_every)
         if self.leading:
             await self.client.eval(
                 "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",

@@ -29,7 +29,7 @@ from cluster.store.feed import Informer
 from cluster.store.store import Put, Store
 from tests.batch_scheduler.inputs import load
 
-LOAD_SECONDS = 120.0
+LOAD_SECONDS = 60.0  # an audit every 10 s of it; the soak (caldera demo --duration 30m) runs longer
 
 
 def caldera(*args: str) -> subprocess.Popen[str]:

@@ -29,6 +29,7 @@ from caldera.bench.chaos.system import System
 from cluster.kube.audit import overcommits
 from cluster.store.audit import audit
 from cluster.store.client import STORE_DOWN
+from cluster.store.pause import pause
 
 SAMPLE_S = 0.5
 OVERDUE_S = 3.0
@@ -97,9 +98,7 @@ async def _sample(system: System, seen: _Seen, stop: asyncio.Event) -> None:
         now = loop.time()
         system.overdue(0.0, now)  # forget the bound
         seen.wait = max([seen.wait, *(now - t for t in system.unbound.values())])
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(SAMPLE_S):
-                await stop.wait()
+        await pause(stop, SAMPLE_S)
 
 
 async def settled(system: System, timeout: float) -> None:

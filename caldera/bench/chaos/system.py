@@ -34,6 +34,7 @@ from cluster.model.core import Node
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.client import Client, connect
 from cluster.store.keys import Keys
+from cluster.store.pause import pause
 from cluster.store.store import Store
 
 KUBECONFIG = """\
@@ -207,9 +208,7 @@ class System:
         while not stop.is_set():
             wait = min(next_gang, next_burst) - loop.time()
             if wait > 0:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(wait):
-                        await stop.wait()
+                await pause(stop, wait)
                 continue
             self._seq += 1
             try:
