@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import msgspec
 
 from caldera.bench import agent as bench_agent
+from caldera.bench import api as bench_api
 from caldera.bench import batch as bench_batch
 from caldera.bench import binder as bench_binder
 from caldera.bench import mixed as bench_mixed
@@ -100,6 +101,7 @@ def add_parser(sub: Any) -> None:
         bench_trace,
         bench_topology,
         bench_chaos,
+        bench_api,
     ):
         bench.add_parser(benches)
 

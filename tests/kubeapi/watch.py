@@ -69,8 +69,25 @@ class Watches:
             queue.put_nowait(None)
 
 
+def _encode(event: Obj) -> bytes:
+    return json.dumps(event, separators=(",", ":")).encode() + b"\n"
+
+
 async def _send(response: web.StreamResponse, event: Obj) -> None:
-    await response.write(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+    await response.write(_encode(event))
+
+
+def _line(watch: WatchRequest, item: Change | Progress) -> bytes:
+    """What the watcher is sent for ``item``: a BOOKMARK, its event, or nothing (b"")."""
+    if isinstance(item, Progress):
+        bookmark = {
+            "kind": watch.resource.kind,
+            "apiVersion": watch.resource.api_version,
+            "metadata": {"resourceVersion": str(item.revision)},
+        }
+        return _encode({"type": "BOOKMARK", "object": bookmark})
+    event = event_for(item, watch.matches)
+    return _encode(event) if event is not None else b""
 
 
 async def serve(
@@ -109,22 +126,16 @@ async def serve(
                 item = await asyncio.wait_for(queue.get(), max(wake - now, 0.0))
             except TimeoutError:
                 continue
+            # Whatever else is queued goes out in the same write (one send for many events under load).
+            items = [item]
+            while item is not None and not queue.empty():
+                item = queue.get_nowait()
+                items.append(item)
+            lines = [_line(watch, i) for i in items if i is not None]
+            if any(lines):
+                await response.write(b"".join(lines))
             if item is None:
                 break
-            if isinstance(item, Progress):
-                await _send(
-                    response,
-                    {
-                        "type": "BOOKMARK",
-                        "object": {
-                            "kind": watch.resource.kind,
-                            "apiVersion": watch.resource.api_version,
-                            "metadata": {"resourceVersion": str(item.revision)},
-                        },
-                    },
-                )
-            elif (event := event_for(item, watch.matches)) is not None:
-                await _send(response, event)
         await response.write_eof()
     except ConnectionError:  # the client went away
         pass
