@@ -205,12 +205,13 @@ class AgentProcess:
         for sig in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         workers = []
+        share = worker_share(agent.kube, agent.workers) if agent.kube is not None else None
         try:
             for i in range(agent.workers):
                 spec = ActorSpec(
                     redis_url=self.process.redis_url,
                     cluster=keys.cluster,
-                    kube=agent.kube,
+                    kube=share,
                     worker=WorkerConfig(
                         core=msgspec.structs.replace(config.core, worker=i, workers=agent.workers),
                         max_retries=config.max_retries,
@@ -271,6 +272,12 @@ class AgentProcess:
         finally:
             if kube is not None:
                 kube.close()
+
+
+def worker_share(kube: KubeConnection, workers: int) -> KubeConnection:
+    """What each worker paces its calls to: the workers bind from processes of their own, and
+    together keep to the process's ``--kube-api-qps``/``--kube-api-burst``."""
+    return msgspec.structs.replace(kube, qps=kube.qps / workers, burst=max(1, kube.burst // workers))
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "caldera agent-scheduler") -> int:

@@ -23,6 +23,7 @@ import msgspec
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from cluster.kube.connect import KUBE_API_BURST, KUBE_API_QPS
 from cluster.kube.pacing import Pacer
 from cluster.model.text import one_line
 from cluster.model.volcano import NodeShard
@@ -34,7 +35,7 @@ GROUP, VERSION, PLURAL = "shard.volcano.sh", "v1alpha1", "nodeshards"
 
 
 class NodeShardPublisher:
-    def __init__(self, api: k8s.ApiClient, *, qps: float = 50.0, burst: int = 100) -> None:
+    def __init__(self, api: k8s.ApiClient, *, qps: float = KUBE_API_QPS, burst: int = KUBE_API_BURST) -> None:
         self.custom = k8s.CustomObjectsApi(api)
         self.pacer = Pacer(qps, burst)
         self.published: dict[str, tuple[list[str], list[str]]] = {}  # name -> (desired, in use) last written
@@ -85,8 +86,8 @@ class ShardStatusReporter:
         scheduler: str,
         store: Store,
         *,
-        qps: float = 50.0,
-        burst: int = 100,
+        qps: float = KUBE_API_QPS,
+        burst: int = KUBE_API_BURST,
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.custom = k8s.CustomObjectsApi(api)

@@ -29,6 +29,7 @@ import msgspec
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from cluster.kube.connect import KUBE_API_BURST, KUBE_API_QPS
 from cluster.kube.pacing import Pacer
 from cluster.model.core import Pod
 from cluster.model.topology import HyperNode
@@ -58,8 +59,8 @@ class WriteBack:
         api: k8s.ApiClient,
         *,
         schedulers: Sequence[str],
-        qps: float = 50.0,
-        burst: int = 100,
+        qps: float = KUBE_API_QPS,
+        burst: int = KUBE_API_BURST,
         repeat: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,

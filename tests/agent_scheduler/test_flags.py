@@ -33,3 +33,14 @@ def test_malformed_flags_exit_2_with_one_line(flags: list[str], needle: str) -> 
     lines = (r.stdout + r.stderr).strip().splitlines()
     assert r.returncode == 2, lines
     assert len(lines) == 1 and needle in lines[0], lines
+
+
+def test_the_workers_together_keep_to_the_process_pacing() -> None:
+    """Each worker binds from its own process: the flags' rate and burst are shared among them."""
+    from agent_scheduler.main import worker_share
+    from cluster.kube.connect import KubeConnection
+
+    kube = KubeConnection(master="http://127.0.0.1:1", qps=2000.0, burst=2000)
+    share = worker_share(kube, 8)
+    assert (share.qps * 8, share.burst * 8, share.master) == (2000.0, 2000, kube.master)
+    assert worker_share(KubeConnection(qps=5.0, burst=3), 8).burst == 1  # a worker can always make a call
