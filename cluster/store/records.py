@@ -24,11 +24,20 @@ def encode_request(request: Resources) -> str:
     return " ".join(f"{name} {request[name]}" for name in request.names())
 
 
+_DECODED: dict[str | bytes, Resources] = {}
+"""Requests already decoded (Resources are immutable; a cluster's pods repeat a few requests, and each
+record read decodes one). Bounded: once full, only looked in."""
+_DECODED_MAX = 65_536
+
+
 def decode_request(text: str | bytes) -> Resources:
-    if isinstance(text, bytes):
-        text = text.decode()
-    parts = text.split()
-    return Resources({parts[i]: int(parts[i + 1]) for i in range(0, len(parts), 2)})
+    if (known := _DECODED.get(text)) is not None:
+        return known
+    parts = (text.decode() if isinstance(text, bytes) else text).split()
+    request = Resources({parts[i]: int(parts[i + 1]) for i in range(0, len(parts), 2)})
+    if len(_DECODED) < _DECODED_MAX:
+        _DECODED[text] = request
+    return request
 
 
 class NodeRecord(msgspec.Struct, frozen=True, kw_only=True):
