@@ -269,6 +269,9 @@ class AgentLoop:
             m.commits.labels("conflict").inc(result.conflicts)
             m.commits.labels("rejected").inc(result.rejected)
             m.conflicts_resolved.inc(result.resolved)
+            for seconds in result.commit_seconds:
+                m.commit_seconds.observe(seconds)
+            m.releases.inc(result.released)
 
     def stats(self) -> AgentStats:
         """The figures ``caldera status`` shows: pods bound, pods/s lately, the queue's depth."""

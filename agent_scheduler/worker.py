@@ -24,7 +24,7 @@ from agent_scheduler.core import CoreConfig, NoFit, Task, decide, profile
 from agent_scheduler.pod_context import PlacedRef, placed_on
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
-from binder.results import Committed, Conflict, Placement, Reason
+from binder.results import Committed, Conflict, Placement, Reason, Result
 from cluster.model.binding import Binding
 from cluster.model.devices import card_annotations
 from cluster.model.resources import Resources
@@ -59,6 +59,8 @@ class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
     resolved: int = 0
     rejected: int = 0
     seconds: float = 0.0
+    commit_seconds: list[float] = []  # each commit round trip of the call (the loop's binder metrics)
+    released: int = 0  # reservations given back because their bind failed
 
 
 class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,6 +87,8 @@ class _Call:
     resolved: int = 0
     rejected: int = 0
     cards: dict[str, Resources] = dataclasses.field(default_factory=dict)  # uid -> the GPU cards its commit took
+    commit_seconds: list[float] = dataclasses.field(default_factory=list)
+    released: int = 0
 
 
 class Worker:
@@ -170,7 +174,18 @@ class Worker:
             resolved=call.resolved,
             rejected=call.rejected,
             seconds=time.perf_counter() - start,
+            commit_seconds=call.commit_seconds,
+            released=call.released,
         )
+
+    async def _commit(self, placements: list[Placement], call: _Call) -> list[Result]:
+        """The binder's answers (one round trip, timed for the loop's metrics)."""
+        if not placements:
+            return []
+        started = time.perf_counter()
+        results = await self.binder.commit(placements)
+        call.commit_seconds.append(time.perf_counter() - started)
+        return results
 
     async def _attempt(self, tasks: list[Task], attempt: int, call: _Call, placed: PlacedPods | None) -> list[Task]:
         """One round: decide every task, commit the placements, sort the answers; the tasks to retry."""
@@ -191,7 +206,7 @@ class Worker:
         ]
         call.cards |= {p.uid: p.cards for p in placements if p.cards}
         try:
-            results = await self.binder.commit(placements) if placements else []
+            results = await self._commit(placements, call)
         except BaseException:
             for h in held:
                 self.assumed.forget(h)
@@ -263,6 +278,7 @@ class Worker:
             for t, c, _ in committed
         ]
         failures = await bind_committed(self.binder, self.target, bindings)
+        call.released += sum(1 for f in failures if f is not None)  # bind_committed released them
         for (t, c, tries), failure in zip(committed, failures):
             if failure is None:
                 call.outcomes.append(Outcome(uid=t.uid, kind=OutcomeKind.BOUND, node=c.node, attempts=tries))

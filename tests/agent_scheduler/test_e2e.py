@@ -115,6 +115,9 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
     assert (sample("volcano_schedule_attempts_total", {"result": "unschedulable"}) or 0) >= 3
     assert sample("volcano_e2e_scheduling_latency_milliseconds_count") == 2000
     assert sample("caldera_binder_commits_total", {"result": "committed"}) == 2000
+    # The workers commit in their own processes; their round trips and releases reach the loop's metrics.
+    assert (sample("caldera_binder_commit_duration_seconds_count") or 0) > 0
+    assert sample("caldera_binder_releases_total") == 0  # every bind worked
     assert sample("caldera_agent_queue_depth", {"queue": "backoff"}) is not None
     assert (sample("caldera_agent_batch_duration_seconds_count", {"worker": "w0"}) or 0) > 0
 
