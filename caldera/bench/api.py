@@ -29,6 +29,7 @@ fits.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -36,32 +37,25 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import redis as redis_sync
-from kubernetes import client as k8s
 
+from caldera._store import client
 from caldera.bench.chaos.system import KUBECONFIG, NoApiServer, kubeapi
 from caldera.bench.runner import MAX_NODES, MAX_PODS, MAX_WORKERS, positive_int
 from caldera.demo.supervisor import Supervisor
 from caldera.demo.tracker import percentile
-from cluster.kube.connect import api_client
-from cluster.kube.reflector import Changed, Delta, KubeKind, Listed, Reflector
-from cluster.model.core import Pod
+from cluster.kube.bulk import Watcher, create_nodes, create_pods, pooled_client
 from cluster.model.text import one_line
 from cluster.model.volcano import NodeShard
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.keys import Keys, Kind
 
 AGENT, CEILING, NOBODY = "agent-scheduler", "api-ceiling", "nobody"
-NODE = {"cpu": "16", "memory": "64Gi", "pods": "110"}
-REQUESTS = {"cpu": "100m", "memory": "128Mi"}
 SHAPES = ((1000, 10_000), (5000, 10_000))
 QUICK = ((200, 1000),)
 RATE, STEADY_S = 100.0, 10.0
@@ -139,92 +133,6 @@ def api_server(logs: Path) -> Iterator[str]:
         log.close()
 
 
-def _client(url: str, threads: int) -> k8s.ApiClient:
-    config = api_client(None, url).configuration
-    config.connection_pool_maxsize = threads + 2
-    return k8s.ApiClient(config)
-
-
-class Watcher:
-    """The bench's own watch of every pod: when each was first seen, and when first seen bound."""
-
-    def __init__(self, api: k8s.ApiClient) -> None:
-        core: Any = k8s.CoreV1Api(api)
-        self.seen: dict[str, float] = {}
-        self.bound: dict[str, float] = {}
-        self._lock = threading.Lock()
-        kind = KubeKind(kind=Kind.POD, call=core.list_pod_for_all_namespaces, type=Pod, fast=True)
-        self.reflector = Reflector(kind, self._sink, watch_seconds=300, resync_seconds=3600)
-        self.thread = threading.Thread(target=self.reflector.run, name="bench-watch", daemon=True)
-
-    def _sink(self, delta: Delta) -> None:
-        now = time.monotonic()
-        pods = delta.objects if isinstance(delta, Listed) else [delta.object] if isinstance(delta, Changed) else []
-        with self._lock:
-            for pod in pods:
-                self.seen.setdefault(pod.name, now)
-                if pod.node_name:
-                    self.bound.setdefault(pod.name, now)
-
-    def __enter__(self) -> Watcher:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.reflector.stop()
-        self.thread.join(10)
-
-    def count_bound(self) -> int:
-        with self._lock:
-            return len(self.bound)
-
-
-def create_nodes(api: k8s.ApiClient, count: int, threads: int) -> None:
-    core: Any = k8s.CoreV1Api(api)
-
-    def one(i: int) -> None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": f"node-{i:05d}"},
-            "status": {"allocatable": NODE, "capacity": NODE},
-        }
-        core.create_node(body, _preload_content=False).release_conn()
-
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(one, range(count)))
-
-
-def create_pods(
-    api: k8s.ApiClient, names: Sequence[str], scheduler: str, threads: int, rate: float = 0.0
-) -> dict[str, float]:
-    """Pods for ``scheduler``, ``threads`` create calls at once — as fast as the server takes them, or
-    each at its moment of a steady ``rate`` per second; when each call was answered."""
-    core: Any = k8s.CoreV1Api(api)
-
-    def one(name: str) -> tuple[str, float]:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {
-                "schedulerName": scheduler,
-                "containers": [{"name": "main", "image": "work", "resources": {"requests": REQUESTS}}],
-            },
-        }
-        core.create_namespaced_pod("default", body, _preload_content=False).release_conn()
-        return name, time.monotonic()
-
-    with ThreadPoolExecutor(threads) as pool:
-        if rate <= 0:
-            return dict(pool.map(one, names))
-        started, futures = time.monotonic(), []
-        for i, name in enumerate(names):
-            time.sleep(max(0.0, started + i / rate - time.monotonic()))
-            futures.append(pool.submit(one, name))
-        return dict(f.result() for f in futures)
-
-
 def wait_for(what: str, done: Callable[[], bool], timeout: float, every: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while not done():
@@ -246,7 +154,7 @@ class Side(msgspec.Struct, frozen=True):
 
 
 def measure_side(
-    api: k8s.ApiClient, watcher: Watcher, scheduler: str, config: ApiConfig, pods: int, start: Callable[[], None]
+    api: Any, watcher: Watcher, scheduler: str, config: ApiConfig, pods: int, start: Callable[[], None]
 ) -> Side:
     """The backlog of ``pods`` created first, ``start()`` the binder, its pods/s; then pods at the steady
     rate for the latency."""
@@ -259,8 +167,7 @@ def measure_side(
     steady = [f"s-{i:06d}" for i in range(int(config.rate * config.steady_s))]
     created = create_pods(api, steady, scheduler, config.create_threads, config.rate)
     wait_for(f"{scheduler}'s steady pods bound", lambda: watcher.count_bound() >= pods + len(steady), config.timeout)
-    with watcher._lock:
-        seen, bound = dict(watcher.seen), dict(watcher.bound)
+    seen, bound = watcher.snapshot()
     binds = [bound[n] for n in backlog if n in bound]
     span = max(binds, default=0.0) - min(binds, default=0.0)
     latencies = [1000 * (bound[n] - min(t, seen.get(n, t))) for n, t in created.items() if n in bound]
@@ -284,7 +191,7 @@ def _kubeconfig(folder: Path, url: str) -> Path:
 
 def run_ceiling(folder: Path, nodes: int, pods: int, config: ApiConfig) -> Side:
     with api_server(folder) as url, contextlib.ExitStack() as stack:
-        api = _client(url, config.create_threads)
+        api = pooled_client(url, config.create_threads + 2)
         create_nodes(api, nodes, config.create_threads)
         log = stack.enter_context((folder / "api-ceiling.log").open("wb"))
         watcher = stack.enter_context(Watcher(api))
@@ -348,21 +255,27 @@ def caldera_processes(
             yield supervisor, store
         finally:
             supervisor.stop_all()
-            store.client.close()
 
 
 class Stored:
-    """What the bench reads of the store while it waits (a plain client: the bench has no event loop)."""
+    """What the bench reads of the store while it waits (each read on a connection of its own: the
+    bench's threads have no event loop)."""
 
     def __init__(self, url: str, keys: Keys) -> None:
         self.url, self.keys = url, keys
-        self.client = redis_sync.Redis.from_url(url)
+
+    def _read(self, command: Callable[[Any], Awaitable[Any]]) -> Any:
+        async def go() -> Any:
+            async with client(self.url) as c:
+                return await command(c)
+
+        return asyncio.run(go())
 
     def count(self, kind: Kind) -> int:
-        return int(self.client.scard(self.keys.index(kind)))
+        return int(self._read(lambda c: c.scard(self.keys.index(kind))))
 
     def shard_size(self) -> int:
-        spec = self.client.hget(self.keys.object(Kind.NODESHARD, AGENT), "spec")
+        spec = self._read(lambda c: c.hget(self.keys.object(Kind.NODESHARD, AGENT), "spec"))
         if not isinstance(spec, bytes):
             return 0
         return len(msgspec.msgpack.decode(spec, type=NodeShard).spec.nodes_desired)
@@ -373,7 +286,7 @@ def run_caldera(folder: Path, nodes: int, pods: int, config: ApiConfig) -> Side:
     mirror's watch), then the agent scheduler: its pods/s from its first bind, so Ray's start is not
     counted."""
     with api_server(folder) as url:
-        api = _client(url, config.create_threads)
+        api = pooled_client(url, config.create_threads + 2)
         create_nodes(api, nodes, config.create_threads)
         with caldera_processes(folder, url, config) as (supervisor, store), Watcher(api) as watcher:
             if not wait_for("every node in the agent's shard", lambda: store.shard_size() >= nodes, START_S, 0.5):
@@ -393,7 +306,7 @@ def run_caldera(folder: Path, nodes: int, pods: int, config: ApiConfig) -> Side:
 def run_watch(folder: Path, nodes: int, pods: int, config: ApiConfig) -> float:
     """The mirror's watch alone: pods/s from its continuing to the store holding every pod."""
     with api_server(folder) as url:
-        api = _client(url, config.create_threads)
+        api = pooled_client(url, config.create_threads + 2)
         create_nodes(api, nodes, config.create_threads)
         with caldera_processes(folder, url, config, sharding=False) as (supervisor, store):
             if not wait_for("the mirror's nodes", lambda: store.count(Kind.NODE) >= nodes, START_S):
