@@ -187,6 +187,7 @@ class AgentLoop:
             try:
                 context = self.context.for_batch(r.pod for r in pods)
                 namespaces = self.context.namespace_labels((r.pod for r in pods), context) if context else None
+                handed = self.clock()
                 result = await worker.schedule(pods, context, namespaces)
             except Exception as e:  # the actor died or hung, or the store went away: hand the batch on
                 log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
@@ -196,6 +197,7 @@ class AgentLoop:
                 if not await self._recover(worker):
                     return
                 continue
+            self._stages(batch, handed, result)
             await self._absorb(worker.name, result)
 
     async def _recover(self, worker: WorkerHandle) -> bool:
@@ -224,6 +226,18 @@ class AgentLoop:
         if len(self.failed_workers) == len(self.workers):
             raise NoWorkers(f"no agent worker could be started again ({', '.join(self.failed_workers)})")
         return False
+
+    def _stages(self, batch: Sequence[str], handed: float, result: BatchResult) -> None:
+        """Where the batch's time went (caldera_agent_stage_seconds)."""
+        if self.metrics is None:
+            return
+        stage = self.metrics.stage_seconds
+        for uid in batch:
+            stage.labels("queue").observe(max(0.0, handed - self.first_seen.get(uid, handed)))
+        stage.labels("hop").observe(max(0.0, self.clock() - handed - result.seconds))
+        stage.labels("decide").observe(result.decide_seconds)
+        stage.labels("commit").observe(sum(result.commit_seconds))
+        stage.labels("bind").observe(result.bind_seconds)
 
     async def _absorb(self, worker: str, result: BatchResult) -> None:
         reasons: dict[str, str] = {}

@@ -24,6 +24,15 @@ class AgentMetrics:
         self.queue_depth = Gauge(
             "caldera_agent_queue_depth", "Pods in each part of the scheduling queue.", ["queue"], registry=registry
         )
+        self.stage_seconds = Histogram(
+            "caldera_agent_stage_seconds",
+            "Where an agent pod's time goes: queue (first seen pending to handed to a worker, per pod); "
+            "per worker call: hop (the call's round trip beyond the worker's own time), decide, commit "
+            "(the binder's round trips), bind (the cluster's pods/binding calls).",
+            ["stage"],
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 5.0),
+            registry=registry,
+        )
         self.batch_seconds = Histogram(
             "caldera_agent_batch_duration_seconds",
             "One worker call: decide, commit, retry conflicts, bind.",

@@ -61,6 +61,8 @@ class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
     seconds: float = 0.0
     commit_seconds: list[float] = []  # each commit round trip of the call (the loop's binder metrics)
     released: int = 0  # reservations given back because their bind failed
+    decide_seconds: float = 0.0  # of ``seconds``: deciding (every attempt)
+    bind_seconds: float = 0.0  # of ``seconds``: the bind calls
 
 
 class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +91,8 @@ class _Call:
     cards: dict[str, Resources] = dataclasses.field(default_factory=dict)  # uid -> the GPU cards its commit took
     commit_seconds: list[float] = dataclasses.field(default_factory=list)
     released: int = 0
+    decide_seconds: float = 0.0
+    bind_seconds: float = 0.0
 
 
 class Worker:
@@ -166,7 +170,9 @@ class Worker:
         if call.stale:
             await self._restale(call)
         if call.committed:
+            started = time.perf_counter()
             await self._bind(call)
+            call.bind_seconds = time.perf_counter() - started
         return BatchResult(
             outcomes=call.outcomes,
             committed=len(call.committed),
@@ -176,6 +182,8 @@ class Worker:
             seconds=time.perf_counter() - start,
             commit_seconds=call.commit_seconds,
             released=call.released,
+            decide_seconds=call.decide_seconds,
+            bind_seconds=call.bind_seconds,
         )
 
     async def _commit(self, placements: list[Placement], call: _Call) -> list[Result]:
@@ -189,7 +197,9 @@ class Worker:
 
     async def _attempt(self, tasks: list[Task], attempt: int, call: _Call, placed: PlacedPods | None) -> list[Task]:
         """One round: decide every task, commit the placements, sort the answers; the tasks to retry."""
+        started = time.perf_counter()
         decisions = decide(self.columns, tasks, self.config.core, self.rng, self.profile, placed)
+        call.decide_seconds += time.perf_counter() - started
         by_uid = {t.uid: t for t in tasks}
         placements = []
         for d in decisions:

@@ -118,6 +118,12 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
     # The workers commit in their own processes; their round trips and releases reach the loop's metrics.
     assert (sample("caldera_binder_commit_duration_seconds_count") or 0) > 0
     assert sample("caldera_binder_releases_total") == 0  # every bind worked
+    # Where the pods' time went: every pod's wait in the queue, every call's stages.
+    calls = sum(sample("caldera_agent_batch_duration_seconds_count", {"worker": w}) or 0 for w in ("w0", "w1"))
+    assert sample("caldera_agent_stage_seconds_count", {"stage": "queue"}) >= 2000
+    for stage in ("hop", "decide", "commit", "bind"):
+        assert sample("caldera_agent_stage_seconds_count", {"stage": stage}) == calls, stage
+    assert (sample("caldera_agent_stage_seconds_sum", {"stage": "bind"}) or 0) > 0
     assert sample("caldera_agent_queue_depth", {"queue": "backoff"}) is not None
     assert (sample("caldera_agent_batch_duration_seconds_count", {"worker": "w0"}) or 0) > 0
 
