@@ -124,13 +124,18 @@ def api_server(logs: Path) -> Iterator[str]:
             raise RuntimeError(f"the API server did not start (see {logs / 'kubeapi.log'})")
         yield line.split(" ", 1)[1]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _end(proc)
         log.close()
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, and SIGKILL if it has not exited 15 s later."""
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def wait_for(what: str, done: Callable[[], bool], timeout: float, every: float = 0.05) -> bool:
@@ -208,12 +213,7 @@ def run_ceiling(folder: Path, nodes: int, pods: int, config: ApiConfig) -> Side:
             return measure_side(api, watcher, CEILING, config, pods, start)
         finally:
             for binder in binders:
-                binder.send_signal(signal.SIGTERM)
-                try:
-                    binder.wait(15)
-                except subprocess.TimeoutExpired:
-                    binder.kill()
-                    binder.wait()
+                _end(binder)
 
 
 def _common(kubeconfig: Path, store: Stored) -> list[str]:

@@ -62,6 +62,17 @@ def _status(call: Callable[[], Any]) -> int:
         response.drain_conn()  # read to its end: a connection goes back to the pool ready for the next call
 
 
+def binding_body(name: str, namespace: str, node: str) -> dict[str, Any]:
+    """A ``pods/binding`` body as a plain dict: the client serializes it ~4x faster than a V1Binding
+    model it must first build."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
 class _Post:
     """A JSON POST through the client's own connection pool, TLS settings and credentials (a token
     refreshed as the client refreshes it), without the client's per-call machinery — argument
@@ -140,12 +151,7 @@ class KubeTarget:
 
         def post(b: Binding) -> Callable[[], Any]:
             path = f"/api/v1/namespaces/{quote(b.namespace, safe='')}/pods/{quote(b.name, safe='')}/binding"
-            body = {
-                "apiVersion": "v1",
-                "kind": "Binding",
-                "metadata": {"name": b.name, "namespace": b.namespace},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": b.node},
-            }
+            body = binding_body(b.name, b.namespace, b.node)
             return lambda: self.post(path, body)
 
         return list(await asyncio.gather(*(one(b) for b in bindings)))

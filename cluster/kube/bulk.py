@@ -7,6 +7,7 @@ at thousands of pods per second the client's models would be the bench's own bot
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
@@ -18,8 +19,10 @@ from typing import Any
 import msgspec
 from kubernetes import client as k8s
 
+from cluster.kube.bind import binding_body
 from cluster.kube.connect import api_client
 from cluster.kube.reflector import Changed, Delta, KubeKind, Listed, Reflector
+from cluster.kube.workload import ApiLoad
 from cluster.model.core import Pod
 from cluster.store.keys import Kind
 
@@ -74,19 +77,10 @@ class Watcher:
 
 
 def create_nodes(api: k8s.ApiClient, count: int, threads: int) -> None:
-    core: Any = k8s.CoreV1Api(api)
-
-    def one(i: int) -> None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": f"node-{i:05d}"},
-            "status": {"allocatable": NODE, "capacity": NODE},
-        }
-        core.create_node(body, _preload_content=False).release_conn()
-
+    """``count`` nodes of :data:`NODE`, named node-00000 on, ``threads`` create calls at once."""
+    load = ApiLoad(api)
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(one, range(count)))
+        list(pool.map(lambda i: load.node(f"node-{i:05d}", NODE), range(count)))
 
 
 def create_pods(
@@ -135,9 +129,7 @@ class PlainBinder:
         self.sent: set[str] = set()
         self.threads = threads
         self.following = threading.Event()
-        self.bound = 0
-        self.failed = 0
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the turn of nodes
         body = core.list_node(_preload_content=False).data
         names = [item["metadata"]["name"] for item in msgspec.json.decode(body, type=_Names).items]
         if not names:
@@ -158,22 +150,11 @@ class PlainBinder:
         while (pod := self.todo.get()) is not None:
             with self._lock:
                 node = next(self.nodes)
-            body = {
-                "apiVersion": "v1",
-                "kind": "Binding",
-                "metadata": {"name": pod.name, "namespace": pod.namespace},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-            }
-            try:
+            body = binding_body(pod.name, pod.namespace, node)
+            with contextlib.suppress(Exception):  # a bind refused is left unbound: the bench reports it
                 self.core.create_namespaced_pod_binding(
                     pod.name, pod.namespace, body, _preload_content=False, _request_timeout=(5, 30)
                 ).release_conn()
-                ok = True
-            except Exception:
-                ok = False
-            with self._lock:
-                self.bound += ok
-                self.failed += not ok
 
     def run(self, stop: threading.Event) -> None:
         workers = [threading.Thread(target=self._bind, daemon=True) for _ in range(self.threads)]
