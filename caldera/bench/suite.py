@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import msgspec
 
 from caldera.bench import agent as bench_agent
-from caldera.bench import api as bench_api
 from caldera.bench import batch as bench_batch
 from caldera.bench import binder as bench_binder
 from caldera.bench import mixed as bench_mixed
@@ -34,13 +33,11 @@ from caldera.bench import saturation as bench_saturation
 from caldera.bench import sharding as bench_sharding
 from caldera.bench import topology as bench_topology
 from caldera.bench import trace as bench_trace
-from caldera.bench.chaos import command as bench_chaos
 from caldera.bench.runner import local_ray, measured
 from caldera.demo import workload as workloads
 from caldera.demo.config import WEEK_S
-from caldera.flag_config import checked, from_flags, readable_file, redis_url, seconds
+from caldera.flag_config import checked, from_flags, readable_file, redis_url
 from cluster.model.core import Node, Pod
-from cluster.runtime.flags import Parser
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -64,46 +61,6 @@ class Trace(msgspec.Struct):
     pods: list[Pod]
     cards: Any  # cluster.nodeview.cards.Cards
     tasks: list[Any]  # cluster.nodeview.cards.Task
-
-
-def add_parser(sub: Any) -> None:
-    """``caldera bench``: the suite's flags, and one subcommand per bench."""
-    p = sub.add_parser(
-        "bench", help="the benchmark suite (or one bench); each figure beside a baseline from the same run"
-    )
-    p.add_argument(
-        "--trace",
-        default=None,
-        help="an OpenB-format pods CSV for the trace bench (default: the trace bench is skipped)",
-    )
-    p.add_argument("--trace-nodes", default=None, help="its nodes CSV")
-    p.add_argument(
-        "--mixed-duration",
-        type=seconds,
-        default="30s",
-        help="how long the mixed bench's load runs: 90s, 30m or plain seconds (default: 30s)",
-    )
-    p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
-    p.add_argument(
-        "--quick", action="store_true", help="tiny sizes: checks that the suite runs; the figures mean little"
-    )
-    p.add_argument("--json", action="store_true", help="print one JSON object: every bench's full report and the table")
-    p.set_defaults(run=run)
-    benches = p.add_subparsers(dest="bench", required=False, parser_class=Parser)
-    for bench in (
-        bench_binder,
-        bench_sharding,
-        bench_agent,
-        bench_batch,
-        bench_mixed,
-        bench_peer,
-        bench_saturation,
-        bench_trace,
-        bench_topology,
-        bench_chaos,
-        bench_api,
-    ):
-        bench.add_parser(benches)
 
 
 class Suite(msgspec.Struct, frozen=True, kw_only=True):

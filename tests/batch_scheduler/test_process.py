@@ -29,7 +29,7 @@ from cluster.store.feed import Informer
 from cluster.store.store import Put, Store
 from tests.batch_scheduler.inputs import load
 
-LOAD_SECONDS = 60.0  # an audit every 10 s of it; the soak (caldera demo --duration 30m) runs longer
+LOAD_SECONDS = 20.0  # an audit every 4 s of it; the soak (caldera demo --duration 30m) runs longer
 
 
 def caldera(*args: str) -> subprocess.Popen[str]:
@@ -143,7 +143,7 @@ async def test_batch_and_agent_schedulers_share_a_cluster_in_soft_mode_under_mix
         loader = asyncio.create_task(load.run(LOAD_SECONDS))
         whole = 0
         while not loader.done():
-            await asyncio.sleep(10)
+            await asyncio.sleep(4)
             assert await audit(store) == []  # no node over-committed, no pod bound twice, at any moment
             whole = max(whole, await _check_gangs(store, load))
         await loader
