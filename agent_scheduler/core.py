@@ -5,8 +5,11 @@ profile of the placement framework (``cluster.nodeview.profile``): the predicate
 every node at once (resources, nodeSelector, taints, required node affinity,
 unschedulable, shard mode), binpack or least-allocated plus the warmup and worker-partition
 bonuses score the feasible ones of the best shard rank (own, then unowned, then others in
-soft mode), and a seeded draw among the top K picks, so that workers holding the same view
-do not all chase the same node. Each choice is taken on the table before the next pod, so
+soft mode), and a seeded draw among the top K (and any tied with the K-th) picks, so that
+workers holding the same view do not all chase the same node. With several workers, each
+fills its own partition of the nodes first; out of room there, it takes from the next
+worker's partition, the end its owner comes to last (:class:`~cluster.nodeview.plugins.PartitionBonus`,
+:class:`~cluster.nodeview.plugins.Allocated`'s ``own``). Each choice is taken on the table before the next pod, so
 one batch never over-fills a node by itself.
 
 Inter-pod affinity, anti-affinity and topology spread (required ones filter, preferred and
@@ -58,8 +61,9 @@ class CoreConfig(msgspec.Struct, frozen=True, kw_only=True):
     candidates: int = 3
     warmup_bonus: float = 0.1
     # Worker partitions: worker i of n prefers the nodes whose name hashes to i (mod n), so
-    # that workers sharing one view fill different nodes first and rarely collide; a
-    # worker whose partition is full falls back to the rest.
+    # that workers sharing one view fill different nodes first and rarely collide; a worker
+    # whose partition is full takes room in worker i+1's partition, then i+2's …, there the
+    # emptiest nodes first (its owner fills the fullest first).
     worker: int = 0
     workers: int = 1
     partition_bonus: float = 1.0
@@ -92,9 +96,11 @@ def profile(config: CoreConfig) -> Profile:
     plugin's filter); binpack or least-allocated; the warmup bonus and, with several workers,
     the partition bonus (node-only scores, summed once per table topology); a seeded top-K draw."""
     bonuses: list[Bonus] = [LabelBonus(WARMUP_LABEL, "true", config.warmup_bonus)]
+    own = None
     if config.workers > 1:
+        own = (config.worker, config.workers)
         bonuses.append(PartitionBonus(worker=config.worker, workers=config.workers, weight=config.partition_bonus))
-    scores: list[Score] = [Allocated(weights=config.weights, most=config.score is ScoreKind.BINPACK)]
+    scores: list[Score] = [Allocated(weights=config.weights, most=config.score is ScoreKind.BINPACK, own=own)]
     if config.gpu_policy is CardPolicy.FGD:
         scores.append(FgdScore.of(config.fgd))  # 0–100: it leads, the resource score breaks its ties
     return Profile(

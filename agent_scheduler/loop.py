@@ -113,6 +113,7 @@ class AgentLoop:
         self.bound_at: dict[str, float] = {}
         self.totals = {"committed": 0, "conflicts": 0, "resolved": 0, "rejected": 0, "unschedulable": 0}
         self._work = asyncio.Event()
+        self._handed = 0  # batches with a worker now
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
         self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50)
         self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
@@ -173,32 +174,49 @@ class AgentLoop:
             if gated:
                 await self.store.set_reasons(self.config.scheduler, gated)
 
+    def _share(self) -> int:
+        """How many pods a batch takes now: the waiting pods split evenly over the batches that could
+        be handed out (``inflight`` per live worker, less those in flight), at most ``batch_size``. A
+        burst goes to every worker at once rather than in whole batches to the first few, whose
+        partitions of the nodes would overflow into the others' (and collide there)."""
+        free = (len(self.workers) - len(self.failed_workers)) * self.config.inflight - self._handed
+        return max(1, min(self.config.batch_size, -(-self.queue.ready() // max(1, free))))
+
     async def drive(self, worker: WorkerHandle, stop: asyncio.Event) -> None:
         """Keep one worker busy until ``stop`` or until it fails."""
         while not stop.is_set() and worker.name not in self.failed_workers:
-            batch = self.queue.pop(self.config.batch_size) if self.leading() else []
+            batch = self.queue.pop(self._share()) if self.leading() else []
             if not batch:
                 self._work.clear()
                 due = self.queue.next_backoff_due()
                 wait = 0.2 if due is None else max(min(due - self.clock(), 0.2), 0.001)
                 await pause(self._work, wait)
                 continue
-            pods = [self.records[uid] for uid in batch]
+            self._handed += 1
             try:
-                context = self.context.for_batch(r.pod for r in pods)
-                namespaces = self.context.namespace_labels((r.pod for r in pods), context) if context else None
-                handed = self.clock()
-                result = await worker.schedule(pods, context, namespaces)
-            except Exception as e:  # the actor died or hung, or the store went away: hand the batch on
-                log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
-                for uid in batch:
-                    self.queue.retry_now(uid)
-                self._work.set()
-                if not await self._recover(worker):
+                if not await self._hand(worker, batch):
                     return
-                continue
-            self._stages(batch, handed, result)
-            await self._absorb(worker.name, result)
+            finally:
+                self._handed -= 1
+
+    async def _hand(self, worker: WorkerHandle, batch: list[str]) -> bool:
+        """One batch through ``worker``, its outcomes absorbed; False when the worker failed and could
+        not be restarted (its pods are back in the queue)."""
+        pods = [self.records[uid] for uid in batch]
+        try:
+            context = self.context.for_batch(r.pod for r in pods)
+            namespaces = self.context.namespace_labels((r.pod for r in pods), context) if context else None
+            handed = self.clock()
+            result = await worker.schedule(pods, context, namespaces)
+        except Exception as e:  # the actor died or hung, or the store went away: hand the batch on
+            log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
+            for uid in batch:
+                self.queue.retry_now(uid)
+            self._work.set()
+            return await self._recover(worker)
+        self._stages(batch, handed, result)
+        await self._absorb(worker.name, result)
+        return True
 
     async def _recover(self, worker: WorkerHandle) -> bool:
         """After a failed batch: go on with a live worker (after a pause), restart a dead one; False
@@ -304,8 +322,8 @@ class AgentLoop:
         follower = asyncio.create_task(self.follow(), name="agent-follow")
         try:
             async with asyncio.TaskGroup() as tg:
-                for w in self.workers:
-                    for k in range(self.config.inflight):
+                for k in range(self.config.inflight):  # each worker's first batch before any one's second
+                    for w in self.workers:
                         tg.create_task(self.drive(w, stop), name=f"agent-drive-{w.name}-{k}")
         finally:
             self._informer.stop()

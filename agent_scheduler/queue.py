@@ -74,6 +74,11 @@ class SchedulingQueue:
         self._priority.pop(uid, None)
         self.attempts.pop(uid, None)
 
+    def ready(self) -> int:
+        """How many pods :meth:`pop` could hand out now, at most (entries of pods removed since are
+        counted until they surface)."""
+        return len(self._urgent) + len(self._active)
+
     def pop(self, n: int) -> list[str]:
         """Up to ``n`` pods to try now (urgent first, then active); they are in flight until
         :meth:`done`, :meth:`retry_now` or :meth:`back_off`."""

@@ -1,8 +1,10 @@
 """``caldera bench agent``: the agent scheduler's throughput and latency under contention.
 
-N nodes of 16 cpu / 64Gi / 110 pods; M pods sized so that together they would take
-``--fill`` of the cluster's cpu, submitted as one burst or at ``--rate`` pods/s; the
-loop and W Ray-actor workers place them through the binder. Latency is from the moment
+N nodes of 16 cpu / 64Gi / 110 pods, first filled to ``--fill`` of their cpu and memory by
+resident pods that stay (another scheduler's, bound before the run: a full shard, each node
+filled to its own level, uneven as a busy shard is); then M pods sized so that together they
+take ``--take`` of the cpu the residents leave free, submitted as one burst or at ``--rate``
+pods/s; the loop and W Ray-actor workers place them through the binder. Latency is from the moment
 a pod is in the store (submitted) to the moment the loop learns it was committed and
 bound. In the same run, on fresh clusters: one worker (the baseline), and W workers with
 a coarse binder that refuses any version change (Volcano's), for comparison. The
@@ -58,7 +60,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workers", type=positive_int, default=2)
     p.add_argument("--rate", type=number, default=0.0, help="pods/s to submit at; 0 = one burst (default: 0)")
     p.add_argument(
-        "--fill", type=number, default=0.8, help="share of the cluster's cpu the pods take together (default: 0.8)"
+        "--fill",
+        type=number,
+        default=0.0,
+        help="share of each node's cpu and memory resident pods hold before the run, on average (default: 0)",
+    )
+    p.add_argument(
+        "--take",
+        type=number,
+        default=0.8,
+        help="share of the free cpu the measured pods take together (default: 0.8)",
     )
     p.add_argument("--batch-size", type=positive_int, default=256)
     p.add_argument("--inflight", type=positive_int, default=2, help="batches in flight per worker (default: 2)")
@@ -75,7 +86,8 @@ class AgentBench(msgspec.Struct, frozen=True, kw_only=True):
     pods: Annotated[int, msgspec.Meta(ge=1, le=MAX_PODS, description=f"1 to {MAX_PODS:,} pods")] = 10000
     workers: Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS, description=f"1 to {MAX_WORKERS} workers")] = 2
     rate: Annotated[float, msgspec.Meta(ge=0, le=1e6, description="0 (one burst) to 1,000,000 pods/s")] = 0.0
-    fill: Annotated[float, msgspec.Meta(gt=0, le=1, description="a share in (0, 1]")] = 0.8
+    fill: Annotated[float, msgspec.Meta(ge=0, lt=1, description="a share in [0, 1)")] = 0.0
+    take: Annotated[float, msgspec.Meta(gt=0, le=1, description="a share in (0, 1]")] = 0.8
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=100_000, description="1 to 100,000 pods")] = 256
     inflight: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 batches")] = 2
     redis_url: str | None = None
@@ -83,11 +95,45 @@ class AgentBench(msgspec.Struct, frozen=True, kw_only=True):
     json: bool = False
 
     def __post_init__(self) -> None:
-        if self.fill * self.nodes * 16 / self.pods > 16:
+        if pod_cpu(self) > NODE_CPU_M * (1 - self.fill):
+            least = int(self.take * self.nodes) + 1
             raise ValueError(
-                f"--pods {self.pods}: too few to fill {self.fill:g} of {self.nodes} nodes' cpu with pods that fit "
-                f"a 16-cpu node (expected at least {int(self.fill * self.nodes) + 1})"
+                f"--pods {self.pods}: too few to take {self.take:g} of the free cpu of {self.nodes} nodes "
+                f"{self.fill:g} full with pods that fit the room an average node has (expected at least {least})"
             )
+
+
+NODE_CPU_M = 16000  # a node's cpu, in millicores
+
+
+def pod_cpu(args: AgentBench) -> int:
+    """A measured pod's cpu request in millicores: together they take ``take`` of the free cpu."""
+    return max(1, round(args.take * (1 - args.fill) * args.nodes * NODE_CPU_M / args.pods))
+
+
+def residents(nodes: list[Node], fill: float, seed: int = 0) -> list[Pod]:
+    """One resident pod per node, bound and running, holding a share of its cpu and memory drawn
+    evenly from [2·fill − 1, 2·fill] (clipped to [0, 1]): ``fill`` on average, uneven from node
+    to node as a busy shard is. None at fill 0."""
+    if fill <= 0:
+        return []
+    rng = np.random.default_rng(seed)
+    shares = rng.uniform(max(0.0, 2 * fill - 1), min(1.0, 2 * fill), len(nodes))
+    out = []
+    for n, share in zip(nodes, shares):
+        cpu = int(share * NODE_CPU_M)
+        if cpu:
+            memory = f"{int(share * 64 * 1024)}Mi"
+            out.append(
+                make_pod(
+                    f"resident-{n.name}",
+                    scheduler="other",
+                    node=n.name,
+                    phase="Running",
+                    requests={"cpu": f"{cpu}m", "memory": memory},
+                )
+            )
+    return out
 
 
 def config(args: argparse.Namespace) -> AgentBench:
@@ -118,7 +164,7 @@ async def submit(store: Store, pods: list[Any], rate: float, created: dict[str, 
 
 async def one_run(url: str, args: AgentBench, name: str, workers: int, coarse: bool) -> Run:
     nodes = pool_nodes(NodePool(name="n", count=args.nodes, resources={"cpu": 16, "memory": "64Gi", "pods": 110}))
-    cpu = max(1, int(args.fill * args.nodes * 16000 / args.pods))
+    cpu = pod_cpu(args)
     pods = [
         make_pod(f"{name}-{i}", scheduler=AGENT, requests={"cpu": f"{cpu}m", "memory": "256Mi"})
         for i in range(args.pods)
@@ -128,6 +174,7 @@ async def one_run(url: str, args: AgentBench, name: str, workers: int, coarse: b
         name,
         nodes,
         pods,
+        residents=residents(nodes, args.fill),
         workers=workers,
         coarse=coarse,
         rate=args.rate,
@@ -142,6 +189,7 @@ async def place(
     nodes: list[Node],
     pods: list[Pod],
     *,
+    residents: list[Pod] | None = None,
     workers: int,
     coarse: bool = False,
     score: ScoreKind = ScoreKind.BINPACK,
@@ -155,6 +203,7 @@ async def place(
 ) -> Run:
     """Place ``pods`` on a fresh cluster of ``nodes`` with the agent loop and ``workers`` Ray workers; the figures.
 
+    ``residents``: bound pods stored with the nodes, before the workers start.
     Pods are submitted in chunks of ``chunk`` (or at ``rate`` pods/s). The run ends when
     every pod is bound, when nothing more was bound for STALL_S, or when ``until`` (asked
     every 50 ms) says so; the figures are up to that moment.
@@ -168,6 +217,8 @@ async def place(
         store = Store(c, Keys(f"bench-agent-{name}"))
         for i in range(0, len(nodes), 2000):
             await store.upsert_nodes(nodes[i : i + 2000])
+        for i in range(0, len(residents or ()), 2000):
+            await store.upsert_pods((residents or [])[i : i + 2000])
         core = CoreConfig(worker=0, workers=workers, score=score, gpu_policy=gpu_policy)
         if weights:
             core = msgspec.structs.replace(core, weights=weights)
@@ -235,6 +286,7 @@ async def measure(url: str, args: AgentBench) -> dict[str, Any]:
         "workers": args.workers,
         "rate": args.rate,
         "fill": args.fill,
+        "take": args.take,
         **msgspec.to_builtins(main),
     }
     if not args.skip_baselines:

@@ -79,10 +79,17 @@ class Allocated:
 
     weights: Mapping[str, float]
     most: bool = True
+    # Binpack on the partition of worker ``own[0]`` of ``own[1]`` only; on the other nodes the emptiest
+    # first (1 − binpack): a worker taking room from another's partition takes it where the owner,
+    # filling its fullest nodes first, will come last.
+    own: tuple[int, int] | None = None
 
     def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
         fn = most_allocated if self.most else least_allocated
         every = fn(table, placing.request, self.weights)
+        if self.own is not None:
+            worker, workers = self.own
+            every = np.where(table.name_hash[: len(table)] % workers == worker, every, 1.0 - every)
         # Over every node, then the rows: contiguous columns beat gathering when most rows remain.
         return every if rows is None else every[rows]
 
@@ -237,28 +244,38 @@ class LabelBonus:
 
 @dataclass(frozen=True)
 class PartitionBonus:
-    """``weight`` on the nodes whose name hashes to ``worker`` (mod ``workers``): workers sharing one
-    view fill different nodes first and rarely collide; a worker whose partition is full falls back."""
+    """Worker partitions: the nodes whose name hashes to ``worker`` (mod ``workers``) first, so that
+    workers sharing one view fill different nodes and rarely collide. A worker whose partition is
+    full goes on to the next worker's partition, then the one after: each level ``2·weight`` above
+    the next (more than the scores' range), so that two workers out of room take from different
+    partitions rather than from the same nodes."""
 
     worker: int
     workers: int
     weight: float
 
     def bonus(self, table: NodeTable) -> Values:
-        mine: Values = (table.name_hash[: len(table)] % self.workers == self.worker) * float(self.weight)
-        return mine
+        steps = (table.name_hash[: len(table)] - self.worker) % self.workers  # 0: own, 1: the next worker's …
+        levels: Values = ((self.workers - 1 - steps) * (2.0 * self.weight)).astype(np.float64)
+        return levels
 
 
 @dataclass(frozen=True)
 class TopK:
-    """A seeded draw among the ``k`` best rows, so that workers holding the same view do not all chase one node."""
+    """A seeded draw among the ``k`` best rows, so that workers holding the same view do not all chase one node.
+
+    Rows tied with the k-th best are in the draw too (kube-scheduler's selectHost draws among all the
+    rows tied for the best score): a fixed cut through a tie would hand every worker the same few
+    of many equal nodes — the first of a fresh pool, say — and their commits would collide there."""
 
     k: int
 
     def select(self, rows: Rows, values: Values, rng: random.Random) -> int:
         k = min(self.k, len(rows))
-        top = rows[np.argpartition(-values, k - 1)[:k]] if k < len(rows) else rows
-        return int(top[rng.randrange(len(top))])
+        if k < len(rows):
+            kth = values[np.argpartition(-values, k - 1)[k - 1]]
+            rows = rows[values >= kth]
+        return int(rows[rng.randrange(len(rows))])
 
 
 @dataclass(frozen=True, eq=False)

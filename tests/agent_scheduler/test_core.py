@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import zlib
 
 import msgspec
 
@@ -56,12 +57,21 @@ def test_choices_are_applied_before_the_next_pod() -> None:
 
 
 def test_top_k_draw_is_seeded_and_spreads_ties() -> None:
+    """The draw is among the K best and every node tied with the K-th, as kube-scheduler draws among
+    all the nodes tied for the best score: a cut through a tie handed every worker the same 5 of 10
+    equal nodes (the first of a fresh pool), and their commits collided there."""
     cols = columns(*[(f"n{i}", 8000, 0, "") for i in range(10)])
     picks = {
         decide(cols.snapshot(), [task("x")], CoreConfig(candidates=5), random.Random(seed))[0].node
-        for seed in range(40)
+        for seed in range(60)
     }  # type: ignore[union-attr]
-    assert len(picks) == 5
+    assert len(picks) == 10
+    graded = columns(*[(f"n{i}", 8000, 500 * i, "") for i in range(10)])  # n9 the fullest
+    picks = {
+        decide(graded.snapshot(), [task("x")], CoreConfig(candidates=5), random.Random(seed))[0].node
+        for seed in range(60)
+    }  # type: ignore[union-attr]
+    assert picks == {"n5", "n6", "n7", "n8", "n9"}
     again = [decide(cols.snapshot(), [task("x")], CoreConfig(candidates=5), random.Random(3))[0] for _ in range(3)]
     assert again[0] == again[1] == again[2]
 
@@ -177,3 +187,28 @@ def test_fgd_scores_against_the_typical_pods_given_and_learns_none() -> None:
     p = pod("cpu-only", cpu="1", memory="1Gi")
     fgd.observe([(p, p.request())] * 200)
     assert fgd.typical() == given
+
+
+def test_a_worker_out_of_room_takes_from_the_next_partition_the_end_its_owner_comes_to_last() -> None:
+    """Four workers on one view. Worker 0's partition is full: it takes room in worker 1's partition
+    (not 2's or 3's, where workers 3 and 2 would go) and there the emptiest node, while worker 1
+    binpacks its fullest: the two do not commit to the same node. Names are hashed as the table does."""
+    part = {p: [] for p in range(4)}  # type: dict[int, list[str]]
+    i = 0
+    while min(len(v) for v in part.values()) < 3:
+        name = f"n{i}"
+        part[zlib.crc32(name.encode()) % 4].append(name)
+        i += 1
+    specs = [(n, 8000, 8000, "") for n in part[0][:3]]  # worker 0's partition: no room
+    for p in (1, 2, 3):
+        specs += [(n, 8000, used, "") for n, used in zip(part[p][:3], (0, 3000, 6000))]
+    cols = columns(*specs)
+    out = {}
+    for w in range(4):
+        config = CoreConfig(candidates=1, sharding=ShardingMode.NONE, worker=w, workers=4)
+        [c] = decide(cols.snapshot(), [task("x")], config, random.Random(0))
+        assert isinstance(c, Choice)
+        out[w] = c.node
+    assert out[0] == part[1][0]  # the next partition's emptiest
+    assert out[1] == part[1][2]  # its owner's fullest
+    assert (out[2], out[3]) == (part[2][2], part[3][2])

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+import zlib
+from collections import Counter
 
 import msgspec
 
+from agent_scheduler.core import CoreConfig
 from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.worker import OutcomeKind, Worker, WorkerConfig
 from binder.commit import Binder
@@ -125,3 +128,35 @@ async def test_a_pod_with_scheduling_gates_waits_until_they_are_removed(store: S
         stop.set()
         await runner
         await worker.stop()
+
+
+async def test_a_burst_is_split_over_every_worker_at_once(store: Store) -> None:
+    """400 pods arrive at once for four workers (two batches in flight each, up to 256 a batch): each
+    worker gets a share of the burst in its first batches, not the first two workers 256 apiece
+    (which overflowed their partitions of the nodes into the others', where commits collided)."""
+    await store.upsert_nodes([node(f"n{i}", cpu="64") for i in range(40)])
+    workers = []
+    for i in range(4):
+        config = WorkerConfig(core=CoreConfig(worker=i, workers=4), seed=i)
+        w = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), SimBindTarget(store), config)
+        await w.start()
+        w.name = f"w{i}"  # type: ignore[attr-defined]
+        workers.append(w)
+    loop = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2))  # type: ignore[arg-type]
+    await store.upsert_pods([make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(400)])
+    stop = asyncio.Event()
+    runner = asyncio.create_task(loop.run(stop))
+    try:
+        deadline = time.monotonic() + 20
+        while len(loop.bound) < 400:
+            assert time.monotonic() < deadline, len(loop.bound)
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await runner
+        for w in workers:
+            await w.stop()
+    # Each worker places in its own partition while it has room (plenty here): where a pod was bound
+    # says which worker placed it.
+    per_worker = Counter(zlib.crc32(n.encode()) % 4 for n in loop.bound.values())
+    assert sorted(per_worker) == [0, 1, 2, 3] and all(50 <= n <= 150 for n in per_worker.values()), per_worker

@@ -79,12 +79,28 @@ def test_bench_sharding_reports_sync_percentiles(redis_server: RedisServer) -> N
 
 
 def test_bench_agent_reports_its_figures_beside_the_baselines(redis_server: RedisServer) -> None:
+    """On a shard half full of resident pods (the audit counts them on their nodes), the measured pods
+    take half of the room left: every one is placed, nothing over-committed."""
     r = caldera(
-        "bench", "agent", "--redis-url", redis_server.url, "--nodes", "40", "--pods", "400", "--workers", "2", "--json"
+        "bench",
+        "agent",
+        "--redis-url",
+        redis_server.url,
+        "--nodes",
+        "40",
+        "--pods",
+        "400",
+        "--workers",
+        "2",
+        "--fill",
+        "0.5",
+        "--take",
+        "0.5",
+        "--json",
     )
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads(r.stdout)
-    assert report["placed"] == 400 and report["audit"] == "ok"
+    assert report["placed"] == 400 and report["audit"] == "ok" and (report["fill"], report["take"]) == (0.5, 0.5)
     for key in (
         "pods_per_s",
         "p50_ms",
