@@ -27,9 +27,11 @@ import msgspec
 from agent_scheduler.metrics import AgentMetrics
 from agent_scheduler.pod_context import PlacedRef, PodContext
 from agent_scheduler.queue import QueuePart, SchedulingQueue
-from agent_scheduler.worker import BatchResult, OutcomeKind
+from agent_scheduler.stages import StageFigures, Stages
+from agent_scheduler.worker import BatchResult, Outcome, OutcomeKind
 from binder.metrics import BinderMetrics
 from cluster.model.core import Namespace
+from cluster.nodeview.pod_affinity import bears_rules
 from cluster.runtime.heartbeat import Stats
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
@@ -79,6 +81,7 @@ class AgentStats(Stats, frozen=True, kw_only=True):
     conflicts: int
     conflicts_resolved: int
     pods_per_s: float | None = None  # lately; None until two samples
+    stages: dict[str, StageFigures] = {}  # where the pods' time went so far (agent_scheduler.stages)
 
 
 class AgentLoop:
@@ -114,14 +117,25 @@ class AgentLoop:
         self.totals = {"committed": 0, "conflicts": 0, "resolved": 0, "rejected": 0, "unschedulable": 0}
         self._work = asyncio.Event()
         self._handed = 0  # batches with a worker now
+        self._ruled_out = False  # a batch with pods that have inter-pod rules is with a worker
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
         self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50)
         self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
+        self.stages = Stages(metrics.stage_seconds if metrics is not None else None)
+        # The observed stage: uid -> when its bind calls returned (wall clock), until the feed shows
+        # it bound; uid -> when the feed showed it bound while its batch was still out.
+        self.listed = asyncio.Event()  # set once the first listing of the pods is taken in
+        self._unobserved: dict[str, float] = {}
+        self._seen_bound: dict[str, float] = {}
 
-    def _enqueue(self, rec: PodRecord) -> None:
+    def _enqueue(self, rec: PodRecord, written: float = 0.0) -> None:
+        """A pending pod; ``written``: when the store wrote what the feed brought (0: not known)."""
         self.records[rec.uid] = rec
         if rec.uid not in self.queue:
-            self.first_seen.setdefault(rec.uid, self.clock())
+            if rec.uid not in self.first_seen:
+                self.first_seen[rec.uid] = self.clock()
+                if written:
+                    self.stages.observe("feed", time.time() - written)
             self.queue.add(rec.uid, rec.priority)
             self._work.set()
 
@@ -136,6 +150,9 @@ class AgentLoop:
             self.bound_at.pop(uid, None)
         for uid in [u for u in self.context.index.pods if u not in update.pods]:
             self.context.seen(uid, None)
+        for waiting in (self._unobserved, self._seen_bound):
+            for uid in [u for u in waiting if u not in update.pods]:
+                waiting.pop(uid, None)
         namespaces = update.objects.get(Kind.NAMESPACE, {})
         for name in [n for n in self.context.index.namespace_labels if n not in namespaces]:
             self.context.namespace_seen(name, None)
@@ -154,7 +171,7 @@ class AgentLoop:
                 # A pod with scheduling gates waits until they are all removed (kube-scheduler's rule).
                 if rec is not None and rec.pending and rec.scheduler == self.config.scheduler:
                     if not rec.pod.spec.scheduling_gates:
-                        self._enqueue(rec)
+                        self._enqueue(rec, update.written.get(uid, 0.0))
                         continue
                     names = ", ".join(g.name for g in rec.pod.spec.scheduling_gates)
                     gated[uid] = f"SchedulingGated: scheduling is blocked by the pod's scheduling gates ({names})"
@@ -162,6 +179,10 @@ class AgentLoop:
                 if rec is None:
                     self.bound.pop(uid, None)
                     self.bound_at.pop(uid, None)
+                    self._unobserved.pop(uid, None)
+                    self._seen_bound.pop(uid, None)
+                elif rec.node:
+                    self._observed(uid)
                 state = self.queue.state(uid)
                 if state is QueuePart.INFLIGHT:  # settles with its outcome; a retry sends the newest record
                     if rec is not None:
@@ -173,6 +194,7 @@ class AgentLoop:
                 self._work.set()
             if gated:
                 await self.store.set_reasons(self.config.scheduler, gated)
+            self.listed.set()
 
     def _share(self) -> int:
         """How many pods a batch takes now: the waiting pods split evenly over the batches that could
@@ -185,19 +207,40 @@ class AgentLoop:
     async def drive(self, worker: WorkerHandle, stop: asyncio.Event) -> None:
         """Keep one worker busy until ``stop`` or until it fails."""
         while not stop.is_set() and worker.name not in self.failed_workers:
-            batch = self.queue.pop(self._share()) if self.leading() else []
+            batch = self._take() if self.leading() else []
             if not batch:
                 self._work.clear()
                 due = self.queue.next_backoff_due()
                 wait = 0.2 if due is None else max(min(due - self.clock(), 0.2), 0.001)
                 await pause(self._work, wait)
                 continue
+            ruled = any(bears_rules(self.records[uid].pod) for uid in batch)
             self._handed += 1
+            self._ruled_out |= ruled
             try:
                 if not await self._hand(worker, batch):
                     return
             finally:
                 self._handed -= 1
+                if ruled:
+                    self._ruled_out = False
+                    self._work.set()
+
+    def _take(self) -> list[str]:
+        """The next batch. Pods with inter-pod rules of their own go out one batch at a time: the pods
+        of a batch count each other, but not those of another batch in flight (whose placements the
+        loop has not heard of yet), so two that must stay apart could land together. While such a
+        batch is out, they wait for it (first in the queue); the other pods go on."""
+        batch = self.queue.pop(self._share())
+        if not self._ruled_out:
+            return batch
+        plain = []
+        for uid in batch:
+            if bears_rules(self.records[uid].pod):
+                self.queue.retry_now(uid)
+            else:
+                plain.append(uid)
+        return plain
 
     async def _hand(self, worker: WorkerHandle, batch: list[str]) -> bool:
         """One batch through ``worker``, its outcomes absorbed; False when the worker failed and could
@@ -245,35 +288,48 @@ class AgentLoop:
             raise NoWorkers(f"no agent worker could be started again ({', '.join(self.failed_workers)})")
         return False
 
+    def _observed(self, uid: str) -> None:
+        """The feed shows ``uid`` bound."""
+        returned = self._unobserved.pop(uid, None)
+        if returned is not None:
+            self.stages.observe("observed", time.time() - returned)
+        elif self.queue.state(uid) is QueuePart.INFLIGHT:  # before its batch's answer
+            self._seen_bound.setdefault(uid, time.time())
+
     def _stages(self, batch: Sequence[str], handed: float, result: BatchResult) -> None:
-        """Where the batch's time went (caldera_agent_stage_seconds)."""
-        if self.metrics is None:
-            return
-        stage = self.metrics.stage_seconds
-        for uid in batch:
-            stage.labels("queue").observe(max(0.0, handed - self.first_seen.get(uid, handed)))
-        stage.labels("hop").observe(max(0.0, self.clock() - handed - result.seconds))
-        stage.labels("decide").observe(result.decide_seconds)
-        stage.labels("commit").observe(sum(result.commit_seconds))
-        stage.labels("bind").observe(result.bind_seconds)
+        """Where the batch's pods' time went (:mod:`agent_scheduler.stages`)."""
+        n = len(batch)
+        self.stages.observe_each("queue", [handed - self.first_seen.get(uid, handed) for uid in batch])
+        self.stages.observe("hop", self.clock() - handed - result.seconds, n)
+        self.stages.observe("decide", result.decide_seconds, n)
+        self.stages.observe("commit", sum(result.commit_seconds), n)
+        self.stages.observe("bind", result.bind_seconds, n)
+
+    def _bound(self, o: Outcome, now: float, bound_wall: float) -> None:
+        rec = self.records.get(o.uid)
+        if rec is not None:  # seen by the next batches' rules before the feed brings it
+            self.context.bound(o.uid, rec.pod, o.node)
+        self.bound[o.uid] = o.node
+        self.bound_at[o.uid] = now
+        seen = self._seen_bound.pop(o.uid, None)
+        if seen is not None:
+            self.stages.observe("observed", seen - bound_wall)
+        elif bound_wall:
+            self._unobserved[o.uid] = bound_wall
+        self.bound_total += 1
+        started = self.first_seen.get(o.uid, now)
+        self._forget(o.uid)
+        self.queue.done(o.uid)
+        if self.metrics is not None:
+            self.metrics.e2e_latency.observe((now - started) * 1000)
+            self.metrics.attempts.labels("scheduled").inc()
 
     async def _absorb(self, worker: str, result: BatchResult) -> None:
         reasons: dict[str, str] = {}
         now = self.clock()
         for o in result.outcomes:
             if o.kind is OutcomeKind.BOUND:
-                rec = self.records.get(o.uid)
-                if rec is not None:  # seen by the next batches' rules before the feed brings it
-                    self.context.bound(o.uid, rec.pod, o.node)
-                self.bound[o.uid] = o.node
-                self.bound_at[o.uid] = now
-                self.bound_total += 1
-                started = self.first_seen.get(o.uid, now)
-                self._forget(o.uid)
-                self.queue.done(o.uid)
-                if self.metrics is not None:
-                    self.metrics.e2e_latency.observe((now - started) * 1000)
-                    self.metrics.attempts.labels("scheduled").inc()
+                self._bound(o, now, result.bound_wall)
             elif o.kind is OutcomeKind.UNSCHEDULABLE:
                 self.queue.back_off(o.uid)
                 self.totals["unschedulable"] += 1
@@ -316,6 +372,7 @@ class AgentLoop:
             conflicts=self.totals["conflicts"],
             conflicts_resolved=self.totals["resolved"],
             pods_per_s=round((n1 - n0) / (t1 - t0), 1) if t1 > t0 else None,
+            stages=self.stages.figures(),
         )
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from agent_scheduler.stages import BUCKETS
+
 LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000)
 
 
@@ -26,11 +28,12 @@ class AgentMetrics:
         )
         self.stage_seconds = Histogram(
             "caldera_agent_stage_seconds",
-            "Where an agent pod's time goes: queue (first seen pending to handed to a worker, per pod); "
-            "per worker call: hop (the call's round trip beyond the worker's own time), decide, commit "
-            "(the binder's round trips), bind (the cluster's pods/binding calls).",
+            "Where each agent pod's time goes (agent_scheduler.stages): feed (the store's write to the loop "
+            "seeing it), queue (seen to handed to a worker), hop (the worker call's round trip beyond the "
+            "worker's own time), decide, commit (the binder's round trips), bind (the cluster's pods/binding "
+            "calls), observed (bind returned to the bound pod seen on the feed). One observation per pod.",
             ["stage"],
-            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 5.0),
+            buckets=BUCKETS,
             registry=registry,
         )
         self.batch_seconds = Histogram(

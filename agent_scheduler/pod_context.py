@@ -10,9 +10,10 @@ its table and adds its own choices as it goes, so the pods of one batch count ea
 Pods without rules, in a cluster where no placed pod has inter-pod terms, carry nothing.
 
 The window this leaves: a pod another worker placed in the last moment and the loop has not
-heard of yet (about one batch's round trip) is not seen. Two pods that must stay apart and
-reach two workers at that moment may land together; the batch scheduler, deciding a session
-at a time, has no such window.
+heard of yet (about one batch's round trip) is not seen. The loop closes it between pods that
+have rules of their own by handing them out one batch at a time (``AgentLoop._take``); it stays
+open between such a pod and a plain pod its terms select, decided by another worker at that
+moment. The batch scheduler, deciding a session at a time, has no such window.
 """
 
 from __future__ import annotations

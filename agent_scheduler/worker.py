@@ -63,6 +63,7 @@ class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
     released: int = 0  # reservations given back because their bind failed
     decide_seconds: float = 0.0  # of ``seconds``: deciding (every attempt)
     bind_seconds: float = 0.0  # of ``seconds``: the bind calls
+    bound_wall: float = 0.0  # when the bind calls returned (time.time(): the loop compares it with the feed's)
 
 
 class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -93,6 +94,7 @@ class _Call:
     released: int = 0
     decide_seconds: float = 0.0
     bind_seconds: float = 0.0
+    bound_wall: float = 0.0
 
 
 class Worker:
@@ -173,6 +175,7 @@ class Worker:
             started = time.perf_counter()
             await self._bind(call)
             call.bind_seconds = time.perf_counter() - started
+            call.bound_wall = time.time()
         return BatchResult(
             outcomes=call.outcomes,
             committed=len(call.committed),
@@ -184,6 +187,7 @@ class Worker:
             released=call.released,
             decide_seconds=call.decide_seconds,
             bind_seconds=call.bind_seconds,
+            bound_wall=call.bound_wall,
         )
 
     async def _commit(self, placements: list[Placement], call: _Call) -> list[Result]:

@@ -6,8 +6,9 @@ process's growth after the warm-up), its samples, the processes' resources and t
 during the run (caldera.demo.resources), each a JSON key of the file.
 The demo samples every couple of seconds (pods bound and their latency per scheduler,
 shard sizes, cpu and GPUs allocated per shard); the report is those samples and the totals.
-The chart has four panels over time: throughput per scheduler, latency percentiles per
-scheduler, shard sizes, and utilization per shard; matplotlib is imported only to draw it.
+The chart has five panels over time: throughput per scheduler, latency percentiles per
+scheduler, where an agent pod's time goes (each stage's p50: agent_scheduler.stages), shard
+sizes, and utilization per shard; matplotlib is imported only to draw it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import msgspec
 
+from agent_scheduler.stages import STAGES, StageFigures
 from caldera.demo.resources import AuditSample, Growth, Usage
 from caldera.demo.resources import chart as resources_chart
 from caldera.demo.supervisor import Restart
@@ -66,6 +68,27 @@ class ConflictFigures(msgspec.Struct, frozen=True, kw_only=True):
         return {AGENT: self.agent, VOLCANO: self.volcano}.get(scheduler, Conflicts(true=0, resolved=0))
 
 
+class StageTotal(msgspec.Struct, frozen=True, kw_only=True):
+    """One stage of the agent pods' way (agent_scheduler.stages) over the whole run."""
+
+    pods: int
+    p50_ms: float | None
+    p99_ms: float | None
+    mean_ms: float | None
+
+    @classmethod
+    def of(cls, f: StageFigures) -> StageTotal:
+        def ms(v: float | None) -> float | None:
+            return None if v is None else round(v * 1000, 2)
+
+        return cls(
+            pods=f.pods,
+            p50_ms=ms(f.quantile(0.5)),
+            p99_ms=ms(f.quantile(0.99)),
+            mean_ms=ms(f.seconds / f.pods) if f.pods else None,
+        )
+
+
 class Report(msgspec.Struct, frozen=True, kw_only=True):
     duration_s: float
     cluster: str  # the driver's description
@@ -82,6 +105,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     growth: list[Growth] = []  # per process, RSS and open files after the warm-up (caldera.demo.resources)
     warmup_share: float = 0.2  # the share of the run before growth is measured
     failed: list[str] = []  # the demo's own tasks (the simulator, the load, ...) that died, and why
+    agent_stages: dict[str, StageTotal] = {}  # where the agent pods' time went, stage by stage
 
     @property
     def ok(self) -> bool:
@@ -104,6 +128,7 @@ class Sample(msgspec.Struct):
     shard_cpu: dict[str, float]  # share of the shard's cpu allocated
     shard_gpu: dict[str, float] = {}  # share of the shard's GPUs allocated (shards with GPUs)
     shard_fragment: dict[str, float] = {}  # share of the shard's GPUs free on cards partly in use
+    agent_stage_p50_ms: dict[str, float | None] = {}  # per stage, over the agent pods counted since the last sample
 
 
 def gap(value: float | None) -> float:
@@ -130,13 +155,13 @@ def write(
 
 
 def chart(path: Path, samples: list[Sample]) -> None:
-    """The four panels over time, as a PNG."""
+    """The five panels over time, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2, ax3, ax4) = plt.subplots(4, 1, figsize=(10, 13), sharex=True)
+    fig, (ax1, ax2, ax5, ax3, ax4) = plt.subplots(5, 1, figsize=(10, 16), sharex=True)
     t = [s.t for s in samples]
     schedulers = sorted({k for s in samples for k in s.pods_per_s})
     for i, name in enumerate(schedulers):  # one colour per scheduler (and its shard) across the panels
@@ -177,14 +202,21 @@ def chart(path: Path, samples: list[Sample]) -> None:
                 linestyle=":",
                 label=f"{label} GPUs in fragments",
             )
+    stages = [st for st in STAGES if any(s.agent_stage_p50_ms.get(st) is not None for s in samples)]
+    for i, st in enumerate(stages):
+        ax5.plot(t, [gap(s.agent_stage_p50_ms.get(st)) for s in samples], color=f"C{i}", marker=".", label=st)
+    ax5.set_ylabel("p50 ms")
+    ax5.set_yscale("log")
+    ax5.set_title("where an agent pod's time goes: each stage's p50 (feed, queue, hop, decide, commit, bind, observed)")
     ax3.set_ylabel("nodes")
     ax3.set_title("shard sizes (the sharding controller moves nodes between schedulers)")
     ax4.set_ylabel("allocated (GPUs in fragments: free on partly used cards), %")
     ax4.set_ylim(0, 100)
     ax4.set_title("utilization per shard")
     ax4.set_xlabel("seconds")
-    for ax in (ax1, ax2, ax3, ax4):
-        ax.legend(loc="upper left", fontsize="small")
+    for ax in (ax1, ax2, ax5, ax3, ax4):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

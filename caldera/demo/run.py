@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from agent_scheduler.stages import StageFigures
 from caldera._loop import run_loop
 from caldera._store import client, redis_url
 from caldera.demo import config as flags
@@ -39,6 +40,7 @@ from caldera.demo.report import (
     Sample,
     SchedulerTotals,
     Shards,
+    StageTotal,
     write,
 )
 from caldera.demo.resources import AuditSample, Sampler, Usage, growth
@@ -77,6 +79,7 @@ class Monitor:
         self.figures: dict[str, dict[str, Any]] = {}
         self.moves = 0
         self.largest_change: dict[str, int] = {}
+        self._stage_counts: dict[str, list[int]] = {}  # at the last stages_lately()
 
     async def poll(self) -> None:
         nodes = await self.store.list_nodes()
@@ -115,6 +118,25 @@ class Monitor:
         while not stop.is_set():
             await self.poll()
             await pause(stop, 1.0)
+
+    def stages(self) -> dict[str, StageFigures]:
+        """The agent pods' stages so far, from the agent scheduler's heartbeat ({} before one)."""
+        try:
+            return msgspec.convert(self.figures.get("agent-scheduler", {}).get("stages") or {}, dict[str, StageFigures])
+        except msgspec.ValidationError:
+            return {}
+
+    def stages_lately(self) -> dict[str, float | None]:
+        """Each stage's p50 in ms over the pods counted since the last call (None: none counted)."""
+        now = self.stages()
+        out: dict[str, float | None] = {}
+        for name, f in now.items():
+            before = self._stage_counts.get(name, [0] * len(f.counts))
+            delta = StageFigures(counts=[a - b for a, b in zip(f.counts, before)], seconds=0.0)
+            p50 = delta.quantile(0.5) if all(n >= 0 for n in delta.counts) else None  # negative: a restarted agent
+            out[name] = None if p50 is None else round(p50 * 1000, 2)
+        self._stage_counts = {name: f.counts for name, f in now.items()}
+        return out
 
     def conflicts(self) -> dict[str, Conflicts]:
         agent, batch = self.figures.get("agent-scheduler", {}), self.figures.get("batch-scheduler", {})
@@ -287,6 +309,7 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         failed=failures(tasks),
         growth=growth(sampler.usage, driver.steady_after),
         warmup_share=driver.steady_after,
+        agent_stages={name: StageTotal.of(f) for name, f in monitor.stages().items()},
     )
     return Outcome(report=report, samples=samples, usage=sampler.usage, audits=sampler.audits, interrupted=interrupted)
 
@@ -311,6 +334,7 @@ def sample(tracker: Tracker, monitor: Monitor, t: float) -> Sample:
         shard_cpu={k: round(v["cpu"], 3) for k, v in monitor.shards.items()},
         shard_gpu={k: round(v["gpu"], 3) for k, v in monitor.shards.items() if v["gpus"]},
         shard_fragment={k: round(v["fragment"], 4) for k, v in monitor.shards.items() if v["gpus"]},
+        agent_stage_p50_ms=monitor.stages_lately(),
     )
 
 

@@ -202,6 +202,11 @@ def summary(report: Report) -> Table:
         table.add_row(f"{name}: submit → bound p50 / p99 ms", f"{s.p50_ms:,.0f} / {s.p99_ms:,.0f}")
         c = report.conflicts.of(name)
         table.add_row(f"{name}: conflicts resolved / true", f"{c.resolved:,} / {c.true:,}")
+    for label in ("p50", "p99"):
+        figures = {name: getattr(t, f"{label}_ms") for name, t in report.agent_stages.items()}
+        parts = [f"{name} {ms:,.1f}" for name, ms in figures.items() if ms is not None]
+        if parts:
+            table.add_row(f"agent pods' time by stage, {label} ms", " · ".join(parts))
     for queue, j in report.jobs.items():
         table.add_row(
             f"queue {queue}: gang jobs started / waiting", f"{j.started:,} / {j.waiting:,} (of {j.submitted:,})"

@@ -27,6 +27,7 @@ class Change(msgspec.Struct, frozen=True):
     kind: Kind
     name: str
     deleted: bool
+    at: float = 0.0  # when it was written, seconds since the epoch by the store's clock (0: not said)
 
 
 class FeedTrimmed(Exception):
@@ -38,14 +39,14 @@ class StoreReset(FeedTrimmed):
     list again."""
 
 
-def parse_entry(text: bytes) -> list[Change]:
+def parse_entry(text: bytes, at: float = 0.0) -> list[Change]:
     changes: list[Change] = []
     if not text:
         return changes  # a new epoch's entry carries no change
     for line in text.decode().split("\n"):
         kind, _, name = line.partition(":")
         deleted = kind.startswith("-")
-        changes.append(Change(Kind(kind.lstrip("-")), name, deleted))
+        changes.append(Change(Kind(kind.lstrip("-")), name, deleted, at))
     return changes
 
 
@@ -84,7 +85,7 @@ class FeedReader:
                         raise StoreReset(f"the store's epoch is {epoch or 'gone'}, the reader listed in {self.epoch}")
                     self.epoch = epoch
                 self.position = version
-                changes += parse_entry(fields[b"c"])
+                changes += parse_entry(fields[b"c"], int(fields.get(b"t", b"0")) / 1e6)
         if not reply:
             await self._check_store()
         return changes
@@ -189,6 +190,9 @@ class Informer:
             elif kind is Kind.POD:
                 found_pods = await self.store.get_pods(live)
                 update.pods = {n: found_pods.get(n) for n in names}
+                for c in changes:
+                    if c.kind is Kind.POD:
+                        update.written.setdefault(c.name, c.at)
             else:
                 cls = next(c for c, k in OBJECT_KINDS.items() if k is kind)
                 found = await self.store.get_objects(cls, live)  # type: ignore[type-var]

@@ -146,3 +146,6 @@ class Update(msgspec.Struct, kw_only=True):
     nodes: dict[str, NodeRecord | None] = {}
     pods: dict[str, PodRecord | None] = {}
     objects: dict[Kind, dict[str, Any]] = {}
+    # uid -> when the update's first change of that pod was written (seconds since the epoch, the
+    # store's clock; 0 when the store did not say): how long the feed took to bring it.
+    written: dict[str, float] = {}

@@ -118,12 +118,14 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
     # The workers commit in their own processes; their round trips and releases reach the loop's metrics.
     assert (sample("caldera_binder_commit_duration_seconds_count") or 0) > 0
     assert sample("caldera_binder_releases_total") == 0  # every bind worked
-    # Where the pods' time went: every pod's wait in the queue, every call's stages.
-    calls = sum(sample("caldera_agent_batch_duration_seconds_count", {"worker": w}) or 0 for w in ("w0", "w1"))
-    assert sample("caldera_agent_stage_seconds_count", {"stage": "queue"}) >= 2000
-    for stage in ("hop", "decide", "commit", "bind"):
-        assert sample("caldera_agent_stage_seconds_count", {"stage": stage}) == calls, stage
+    # Where each pod's time went, stage by stage: every pod counted in every stage it went through
+    # (a pod handed out twice counts twice). These pods were listed, not brought by the feed: no feed
+    # stage (tests/agent_scheduler/test_loop.py has one).
+    stages = loop.stats().stages
+    for stage in ("queue", "hop", "decide", "commit", "bind"):
+        assert sample("caldera_agent_stage_seconds_count", {"stage": stage}) == stages[stage].pods >= 2000, stage
     assert (sample("caldera_agent_stage_seconds_sum", {"stage": "bind"}) or 0) > 0
+    assert 1000 <= stages["observed"].pods <= 2000  # bound pods seen back on the feed before the loop stopped
     assert sample("caldera_agent_queue_depth", {"queue": "backoff"}) is not None
     assert (sample("caldera_agent_batch_duration_seconds_count", {"worker": "w0"}) or 0) > 0
 

@@ -151,6 +151,14 @@ async def test_a_burst_is_split_over_every_worker_at_once(store: Store) -> None:
         while len(loop.bound) < 400:
             assert time.monotonic() < deadline, len(loop.bound)
             await asyncio.sleep(0.05)
+        per_worker = Counter(zlib.crc32(n.encode()) % 4 for n in loop.bound.values())
+        # Then 40 more, brought by the feed: each has its feed stage, from the store's write.
+        await store.upsert_pods(
+            [make_pod(f"q{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(40)]
+        )
+        while len(loop.bound) < 440:
+            assert time.monotonic() < deadline, len(loop.bound)
+            await asyncio.sleep(0.05)
     finally:
         stop.set()
         await runner
@@ -158,5 +166,6 @@ async def test_a_burst_is_split_over_every_worker_at_once(store: Store) -> None:
             await w.stop()
     # Each worker places in its own partition while it has room (plenty here): where a pod was bound
     # says which worker placed it.
-    per_worker = Counter(zlib.crc32(n.encode()) % 4 for n in loop.bound.values())
     assert sorted(per_worker) == [0, 1, 2, 3] and all(50 <= n <= 150 for n in per_worker.values()), per_worker
+    feed = loop.stats().stages["feed"]
+    assert feed.pods == 40 and 0 < feed.seconds / feed.pods < 1.0 and feed.quantile(0.99) is not None

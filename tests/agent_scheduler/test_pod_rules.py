@@ -207,3 +207,21 @@ async def test_a_namespace_selector_reads_the_namespaces_labels(store: Store) ->
     await _run(store, pods, want=6)
     records = await store.get_pods([p.uid for p in pods])
     assert {r.node for r in records.values()} <= {"n1", "n2"} and all(r.node for r in records.values())
+
+
+async def test_pods_with_rules_in_small_batches_still_see_each_other(store: Store) -> None:
+    """Batches of 2 with two batches in flight: pods that must stay apart are handed out one batch at
+    a time, so a batch sees where the one before it placed (before, two batches in flight placed
+    their pods side by side, neither seeing the other's)."""
+    await store.upsert_nodes([node(f"n{i}", cpu="16", labels=labelled(i)) for i in range(6)])
+    web = [
+        ruled(
+            make_pod(f"web{i}", requests={"cpu": "1"}, scheduler="agent-scheduler", labels={"app": "web"}),
+            anti={"app": "web"},
+        )
+        for i in range(8)
+    ]
+    await _run(store, web, want=8, batch_size=2)
+    records = await store.get_pods([p.uid for p in web])
+    nodes = sorted(r.node for r in records.values() if r.node)
+    assert nodes == [f"n{i}" for i in range(6)], nodes  # one per node; the other two wait with a reason

@@ -35,10 +35,13 @@ local function epoch()
   return e
 end
 
+-- Each entry carries when it was written ('t', microseconds since the epoch, Redis's clock), so
+-- that a reader can tell how long a change took to reach it.
 local function publish()
   if RV then
+    local t = redis.call('TIME')
     redis.call('XADD', P .. 'feed', 'MAXLEN', '~', FEEDLEN, RV .. '-0', 'c', table.concat(CHANGES, '\n'),
-      'e', epoch())
+      'e', epoch(), 't', t[1] .. string.format('%06d', tonumber(t[2])))
   end
   return RV or 0
 end

@@ -1,0 +1,117 @@
+"""Where an agent pod's time goes, stage by stage, per pod.
+
+From the write that made the pod pending to the moment its binding is seen back on the feed:
+
+- ``feed``: the store's write → the loop sees the pod on the feed (the feed entry's time, by the
+  store's clock, against this process's: exact on one machine, off by the clocks' skew across
+  machines);
+- ``queue``: first seen → handed to a worker;
+- ``hop``: the worker call's round trip beyond the worker's own time (Ray, the records' transfer,
+  the loop's turn to read the answer);
+- ``decide``, ``commit`` (the binder's round trips, retries included), ``bind`` (the cluster's
+  pods/binding calls): the worker's call, each pod of the call counted with the call's time;
+- ``observed``: the bind calls returned → the bound pod is seen on the feed (0 when the feed
+  brought it before the worker's answer reached the loop).
+
+The stages of one pod add up to its time from write to observed, give or take the loop's own
+turns between them. Kept as bucket counts (the heartbeat carries them to ``caldera status`` and
+the demo's report) and, when a registry is given, as ``caldera_agent_stage_seconds{stage}``.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+STAGES = ("feed", "queue", "hop", "decide", "commit", "bind", "observed")
+BUCKETS = (
+    0.0005,
+    0.001,
+    0.002,
+    0.003,
+    0.005,
+    0.0075,
+    0.01,
+    0.015,
+    0.02,
+    0.03,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.5,
+    1.0,
+    2.0,
+    5.0,
+    10.0,
+)
+"""Upper bounds in seconds; a last bucket above them all."""
+
+
+class StageFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """One stage as counted so far: pods per bucket (``BUCKETS``, then one above them) and the sum."""
+
+    counts: list[int]
+    seconds: float
+
+    @property
+    def pods(self) -> int:
+        return sum(self.counts)
+
+    def quantile(self, q: float) -> float | None:
+        """The ``q`` quantile in seconds, interpolated within its bucket as Prometheus'
+        histogram_quantile does (the last bucket answers with the highest bound); None when empty."""
+        total = self.pods
+        if not total:
+            return None
+        rank = q * total
+        seen = 0
+        for i, n in enumerate(self.counts):
+            if n and seen + n >= rank:
+                if i >= len(BUCKETS):
+                    return BUCKETS[-1]
+                low = BUCKETS[i - 1] if i else 0.0
+                return low + (BUCKETS[i] - low) * (rank - seen) / n
+            seen += n
+        return BUCKETS[-1]
+
+
+class Stages:
+    """Bucket counts per stage (and the Prometheus histogram, when given)."""
+
+    def __init__(self, histogram: object | None = None) -> None:
+        self._bounds = np.array(BUCKETS)
+        self._counts = {s: np.zeros(len(BUCKETS) + 1, dtype=np.int64) for s in STAGES}
+        self._sums = dict.fromkeys(STAGES, 0.0)
+        self._histogram = histogram
+
+    def observe(self, stage: str, seconds: float, pods: int = 1) -> None:
+        """``pods`` pods spent ``seconds`` in ``stage``."""
+        if pods <= 0:
+            return
+        seconds = max(0.0, seconds)
+        self._counts[stage][int(np.searchsorted(self._bounds, seconds))] += pods
+        self._sums[stage] += seconds * pods
+        if self._histogram is not None:
+            child = self._histogram.labels(stage)  # type: ignore[attr-defined]
+            for _ in range(pods):
+                child.observe(seconds)
+
+    def observe_each(self, stage: str, seconds: list[float]) -> None:
+        """One pod per value."""
+        if not seconds:
+            return
+        values = np.maximum(np.asarray(seconds, dtype=np.float64), 0.0)
+        np.add.at(self._counts[stage], np.searchsorted(self._bounds, values), 1)
+        self._sums[stage] += float(values.sum())
+        if self._histogram is not None:
+            child = self._histogram.labels(stage)  # type: ignore[attr-defined]
+            for v in values:
+                child.observe(float(v))
+
+    def figures(self) -> dict[str, StageFigures]:
+        return {
+            s: StageFigures(counts=[int(n) for n in self._counts[s]], seconds=round(self._sums[s], 6)) for s in STAGES
+        }
