@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 import psutil
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from agent_scheduler.pod_context import PlacedRef
 from agent_scheduler.worker import BatchResult, Worker, WorkerConfig
@@ -93,7 +94,8 @@ class WorkerActor:
         self.kube: KubeTarget | None = None
         self.stopping = asyncio.Event()
 
-    async def start(self) -> int:
+    async def start(self) -> tuple[int, str]:
+        """Start the worker; the actor's pid and the Ray node (raylet) it runs on."""
         self.client = connect(self.spec.redis_url)
         keys = Keys(self.spec.cluster)
         store = Store(self.client, keys)
@@ -104,7 +106,7 @@ class WorkerActor:
         target: BindTarget = self.kube if self.kube is not None else SimBindTarget(store)
         self.worker = Worker(store, binder, target, self.spec.worker)
         await self.worker.start()
-        return os.getpid()
+        return os.getpid(), ray.get_runtime_context().get_node_id()
 
     async def serve(self, inbox: str, outbox: str) -> None:
         """Answer the batches pushed to ``inbox`` into ``outbox`` until :meth:`stop`."""
@@ -160,6 +162,18 @@ class WorkerFailed(RuntimeError):
     """The worker's actor died or could not schedule a batch."""
 
 
+def placement(index: int) -> Any:
+    """Where worker ``index`` runs: on a Ray cluster of several raylets, the alive ones in turn (by
+    node id); on one raylet, Ray's default. Ray would otherwise put actors that ask for no CPU on the
+    driver's node: SPREAD and soft node affinity both fell back to it while the other raylet was
+    still starting a worker process. Strict: an actor whose raylet died fails, and its restart
+    places the new actor among the raylets alive then."""
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))  # type: ignore[no-untyped-call]
+    if len(nodes) < 2:
+        return "DEFAULT"
+    return NodeAffinitySchedulingStrategy(node_id=nodes[index % len(nodes)], soft=False)
+
+
 class RayWorker:
     """The loop's handle on one actor: ``await schedule(pods)``, with a timeout on every call.
 
@@ -176,6 +190,7 @@ class RayWorker:
         self.spec = spec
         self.binder = binder
         self.pid = 0
+        self.node_id = ""  # the Ray node (raylet) the actor runs on
         self.ids = itertools.count()
         self.waiting: dict[int, asyncio.Future[BatchResult]] = {}
         self.client: Client | None = None
@@ -187,7 +202,7 @@ class RayWorker:
 
     def _new_actor(self) -> None:
         self.actor: Any = WorkerActor.options(  # type: ignore[attr-defined]
-            name=None, max_concurrency=CONCURRENCY + 4
+            name=None, max_concurrency=CONCURRENCY + 4, scheduling_strategy=placement(self.spec.worker.core.worker)
         ).remote(msgspec.msgpack.encode(self.spec), self.binder)
         token = uuid.uuid4().hex[:12]
         keys = Keys(self.spec.cluster)
@@ -200,7 +215,7 @@ class RayWorker:
 
     async def start(self, timeout: float = 120.0) -> None:
         """The actor's start (``timeout``: a first start waits for Ray to come up)."""
-        self.pid = await asyncio.wait_for(self.actor.start.remote(), timeout=timeout)
+        self.pid, self.node_id = await asyncio.wait_for(self.actor.start.remote(), timeout=timeout)
         if self.client is None:
             self.client = connect(self.spec.redis_url)
         serving = self.actor.serve.remote(self.inbox, self.outbox)

@@ -51,6 +51,7 @@ class Run(msgspec.Struct):
     resolved_conflicts: int
     placed: int
     audit: str
+    raylets: int = 1  # the Ray nodes the workers ran on
 
 
 def add_parser(sub: Any) -> None:
@@ -75,6 +76,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--inflight", type=positive_int, default=2, help="batches in flight per worker (default: 2)")
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--skip-baselines", action="store_true", help="measure only the W-worker fine-binder run")
+    p.add_argument(
+        "--curve",
+        type=worker_counts,
+        default=(),
+        help="worker counts to measure the same run at, as a curve: 1,2,4,8 (default: none)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default="",
+        help="join this Ray cluster (workers spread over its raylets) instead of starting a local Ray (default: local)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
@@ -92,6 +104,8 @@ class AgentBench(msgspec.Struct, frozen=True, kw_only=True):
     inflight: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 batches")] = 2
     redis_url: str | None = None
     skip_baselines: bool = False
+    curve: tuple[Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS)], ...] = ()
+    ray_address: str = ""
     json: bool = False
 
     def __post_init__(self) -> None:
@@ -134,6 +148,14 @@ def residents(nodes: list[Node], fill: float, seed: int = 0) -> list[Pod]:
                 )
             )
     return out
+
+
+def worker_counts(text: str) -> tuple[int, ...]:
+    """argparse type: worker counts separated by commas, each 1 to MAX_WORKERS."""
+    counts = tuple(positive_int(part) for part in text.split(","))
+    if any(n > MAX_WORKERS for n in counts):
+        raise argparse.ArgumentTypeError(f"{text} (expected worker counts of 1 to {MAX_WORKERS}, such as 1,2,4,8)")
+    return counts
 
 
 def config(args: argparse.Namespace) -> AgentBench:
@@ -261,6 +283,7 @@ async def place(
         stop.set()
         await runner
         await asyncio.gather(*(h.stop() for h in handles))
+        raylets = len({h.node_id for h in handles})
         problems = await audit(store)
         lat = np.array([(t - created[u]) * 1000 for u, t in placed.items() if u in created] or [0.0])
         t = loop.totals
@@ -275,6 +298,7 @@ async def place(
             resolved_conflicts=t["resolved"],
             placed=len(placed),
             audit="ok" if not problems else f"{len(problems)} violations",
+            raylets=raylets,
         )
 
 
@@ -289,6 +313,12 @@ async def measure(url: str, args: AgentBench) -> dict[str, Any]:
         "take": args.take,
         **msgspec.to_builtins(main),
     }
+    if args.curve:
+        curve = [(w, await one_run(url, args, f"curve{w}", w, False)) for w in args.curve]
+        report["curve"] = [
+            {"workers": w, **{k: getattr(r, k) for k in ("pods_per_s", "p50_ms", "conflict_rate", "raylets", "audit")}}
+            for w, r in curve
+        ]
     if not args.skip_baselines:
         one = await one_run(url, args, "one", 1, False)
         coarse = await one_run(url, args, "coarse", args.workers, True)
@@ -307,5 +337,10 @@ def run(args: argparse.Namespace) -> int:
     if bench is None:
         return 2
     return run_bench(
-        bench, lambda url: measure(url, bench), figures(32), ok=lambda report: report["audit"] == "ok", ray=True
+        bench,
+        lambda url: measure(url, bench),
+        figures(32),
+        ok=lambda report: report["audit"] == "ok" and all(c["audit"] == "ok" for c in report.get("curve", [])),
+        ray=True,
+        ray_address=bench.ray_address,
     )

@@ -43,22 +43,24 @@ class Output(Protocol):
     def json(self) -> bool: ...
 
 
-def measured(redis: str | None, measure: Callable[[str], Coroutine[Any, Any, R]], *, ray: bool = False) -> R:
+def measured(
+    redis: str | None, measure: Callable[[str], Coroutine[Any, Any, R]], *, ray: bool = False, ray_address: str = ""
+) -> R:
     """``measure(url)`` (see caldera._loop), with the Redis at ``redis`` (or a private redis-server) and, with ``ray``,
-    a local Ray around it."""
-    with redis_url(redis) as url, local_ray() if ray else contextlib.nullcontext():
+    a local Ray around it (or the Ray cluster at ``ray_address``, joined and left)."""
+    with redis_url(redis) as url, local_ray(ray_address) if ray else contextlib.nullcontext():
         return run_loop(measure(url))
 
 
 @contextlib.contextmanager
-def local_ray() -> Iterator[None]:
-    """A local Ray with a CPU per core, stopped on exit."""
+def local_ray(address: str = "") -> Iterator[None]:
+    """A local Ray with a CPU per core (or the cluster at ``address``, joined), stopped (left) on exit."""
     from agent_scheduler.actors import (  # ray is heavy: import it only to use it
         start_ray,
         stop_ray,
     )
 
-    start_ray("", num_cpus=os.cpu_count() or 2)
+    start_ray(address, num_cpus=os.cpu_count() or 2)
     try:
         yield
     finally:
@@ -72,9 +74,10 @@ def run_bench(
     *,
     ok: Callable[[R], bool] = lambda report: True,
     ray: bool = False,
+    ray_address: str = "",
 ) -> int:
     """Measure (see :func:`measured`; ``--redis-url``), print the report, and exit 0 when ``ok(report)``, else 1."""
-    report = measured(args.redis_url, measure, ray=ray)
+    report = measured(args.redis_url, measure, ray=ray, ray_address=ray_address)
     print(json.dumps(msgspec.to_builtins(report)) if args.json else text(report))
     return 0 if ok(report) else 1
 
