@@ -339,7 +339,11 @@ def start_ray(address: str, num_cpus: int) -> None:
         # The workers do the scheduling: they run at the loop's priority, not at the nice 15 Ray gives
         # its workers by default (on a busy host that starved them; bench api: ~20% fewer pods/s).
         os.environ.setdefault("RAY_worker_niceness", "0")
-        ray.init(num_cpus=num_cpus, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+        # address="local": a Ray of its own even where `ray start` left a cluster running on this
+        # machine (ray.init without an address joins that one, and refuses num_cpus).
+        ray.init(
+            address="local", num_cpus=num_cpus, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False
+        )
     for sig, handler in handlers.items():
         if handler is not None:
             signal.signal(sig, handler)

@@ -42,8 +42,9 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         p.kill()
 
 
-@pytest.fixture
-def two_raylets(tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def two_raylets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    logs = tmp_path_factory.mktemp("ray")
     port = free_port()
     address = f"127.0.0.1:{port}"
     started = []
@@ -54,7 +55,7 @@ def two_raylets(tmp_path: Path) -> Iterator[str]:
                     [RAY, "start", "--block", "--num-cpus", "1", *extra],
                     env=ENV,
                     stdout=subprocess.DEVNULL,
-                    stderr=(tmp_path / f"ray-{len(started)}.log").open("wb"),
+                    stderr=(logs / f"ray-{len(started)}.log").open("wb"),
                     start_new_session=True,
                 )
             )
@@ -110,3 +111,16 @@ def test_workers_run_across_two_raylets_and_the_curve_is_measured(two_raylets: s
     assert report["raylets"] == 2 and report["placed"] == 200 and report["audit"] == "ok"
     assert [(c["workers"], c["raylets"]) for c in report["curve"]] == [(1, 1), (2, 2)]
     assert all(c["pods_per_s"] > 0 and c["audit"] == "ok" for c in report["curve"])
+
+
+def test_without_an_address_a_local_ray_of_its_own_starts_beside_a_running_cluster(
+    two_raylets: str, redis_server: RedisServer
+) -> None:
+    """ray.init without an address joins a cluster `ray start` left on the machine (and refuses
+    num_cpus: the bench failed with a traceback); the process starts its own Ray instead."""
+    argv = ["bench", "agent", "--redis-url", redis_server.url, "--nodes", "20", "--pods", "40", "--skip-baselines"]
+    r = subprocess.run(
+        [sys.executable, "-m", "caldera", *argv, "--json"], env=ENV, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout)["placed"] == 40 and ray_nodes(two_raylets) == 2  # the cluster untouched
