@@ -275,7 +275,7 @@ class BatchScheduler:
                 ]
                 for tasks in jobs
             ]
-            results = await binder.commit_many(placements, gang=True)
+            results = await binder.commit_gangs(placements)
             bindings: list[Binding] = []
             # (node, request) -> (pods committed there with that request, the node's newest version)
             taken: dict[tuple[str, Resources], tuple[int, int]] = {}
@@ -336,8 +336,9 @@ class BatchScheduler:
         feed's records count them (``taken``: (node, request) -> (pods, the node's newest version))."""
         held: dict[str, tuple[Resources, int]] = {}
         for (node, request), (count, version) in taken.items():
-            total, newest = held.get(node, (Resources(), 0))
-            held[node] = (total + request.scaled(count), max(newest, version))
+            amount = request.scaled(count) if count > 1 else request
+            was = held.get(node)
+            held[node] = (amount, version) if was is None else (was[0] + amount, max(was[1], version))
         for node, (request, version) in held.items():
             if node in self.cache.columns.index:
                 self.cache.assumed.confirm(self.cache.assumed.assume(node, request), version)

@@ -137,6 +137,8 @@ class PluginSet:
         (``task_order_key``) and the tasks all have a pod index or all have none, a tuple key
         sorts them as the comparisons would, without calling back into Python per comparison."""
         out = list(tasks)
+        if len(out) < 2:  # most of a backlog's jobs are small: nothing to order
+            return out
         plugins = [p for tier in self.task_orders for p in tier]
         keys = [getattr(p, "task_order_key", None) for p in plugins]
         indexed = sum(1 for t in out if t.index is not None)
@@ -144,7 +146,13 @@ class PluginSet:
             out.sort(key=self.task_key())
             return out
         plugin_keys = [k for k in keys if k is not None]
-        if indexed:
+        if len(plugin_keys) == 1:  # the usual conf (priority's): no tuple built from a generator per task
+            (first,) = plugin_keys
+            if indexed:
+                out.sort(key=lambda t: (first(t), t.index, t.created, t.uid))
+            else:
+                out.sort(key=lambda t: (first(t), t.created, t.uid))
+        elif indexed:
             out.sort(key=lambda t: (*(k(t) for k in plugin_keys), t.index, t.created, t.uid))
         else:
             out.sort(key=lambda t: (*(k(t) for k in plugin_keys), t.created, t.uid))

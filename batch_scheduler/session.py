@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from batch_scheduler.chooser import Chooser
+from batch_scheduler.chooser import Chooser, Template
 from batch_scheduler.conf import SchedulerConf
 from batch_scheduler.jobs import JobInfo
 from batch_scheduler.plugin_set import PluginSet
@@ -48,6 +48,7 @@ Observe = Callable[[str], AbstractContextManager[object]]
 
 
 _NO_PODS = PlacedPods()
+MAX_VERDICTS = 256  # task templates whose verdict a session keeps (then it starts over)
 
 
 def _has_anti(pod: Pod) -> bool:
@@ -111,6 +112,9 @@ class Session:
         for plugin in (p for tier in self.tiers.tiers for p in tier):
             plugin.open(self)
         self.chooser = Chooser(self)
+        # feasible(task) per task template (and card need), with the length of the chooser's
+        # change log it was taken at: see verdict().
+        self._verdicts: dict[tuple[Template, Need | None], tuple[int, Filtered]] = {}
 
     # -- what statements change ---------------------------------------------------------
 
@@ -276,6 +280,23 @@ class Session:
             mask &= fit
         return Filtered(mask=mask, failed=failed, total=self.n)
 
+    def verdict(self, task: TaskInfo) -> Filtered:
+        """:meth:`feasible` for the task, shared by the tasks of its template until a placement
+        changes the nodes (every change of the columns goes through :meth:`place`, which the
+        chooser logs). A backlog of jobs that fit nowhere asks it once per template, not once
+        per job. Read-only: the mask cannot be written."""
+        key = (task.template, task.need)
+        seen = len(self.chooser.changes)
+        known = self._verdicts.get(key)
+        if known is not None and known[0] == seen:
+            return known[1]
+        verdict = self.feasible(task)
+        verdict.mask.flags.writeable = False
+        if len(self._verdicts) >= MAX_VERDICTS:
+            self._verdicts.clear()
+        self._verdicts[key] = (seen, verdict)
+        return verdict
+
     def best_node(self, task: TaskInfo, within: Mask | None = None) -> tuple[int, bool] | Filtered:
         """Where the task goes: the highest-scoring node with room now (own shard first in soft
         mode; ties go to the first), else the best one whose room evictions are freeing — as
@@ -294,7 +315,7 @@ class Session:
         future = self.future_node(task, within)
         if future is not None:
             return future, True
-        verdict = self.feasible(task)
+        verdict = self.verdict(task)
         failed = dict(verdict.failed)
         mask = verdict.mask
         if rules is not None:  # counted over the nodes the predicates let through, as kube-scheduler's message

@@ -23,6 +23,8 @@ from cluster.store.records import encode_request
 from cluster.store.scripts import Arg, Script, run_loaded
 from cluster.store.store import DEFAULT_FEED_MAXLEN
 
+GANG_PLACEMENTS_PER_CALL = 256  # see Binder.commit_gangs
+
 
 def _figures(raw: list[object]) -> tuple[Resources, Resources]:
     """Allocatable and allocated from the script's (name, allocatable, allocated) triples."""
@@ -122,33 +124,84 @@ class Binder:
     async def commit_many(self, batches: Sequence[Sequence[Placement]], gang: bool = False) -> list[list[Result]]:
         """Commit several batches (each one script call; each a gang with ``gang``) in one round trip."""
         out: list[list[Result]] = []
-        calls: list[tuple[int, list[Placement]]] = []
+        calls: list[tuple[str, int, list[int], list[Placement]]] = []
         for batch in batches:
-            uids = [p.uid for p in batch]
-            if len(set(uids)) != len(uids):
-                raise ValueError(f"placements: a pod appears twice in one batch: {sorted(uids)}")
-            invalid = [_invalid(p) for p in batch]
-            results: list[Result | None] = list(invalid)
-            if gang and any(invalid):
-                results = [r or Rejected(reason=Reason.GANG_MEMBER_FAILED) for r in invalid]
+            results, todo = self._screen(batch, gang)
             out.append(results)  # type: ignore[arg-type]
-            todo = [p for p, r in zip(batch, results) if r is None]
             if todo:
-                calls.append((len(out) - 1, todo))
+                calls.append(("1" if gang else "0", 1, [len(out) - 1], todo))
+        return await self._finish(out, calls)
+
+    async def commit_gangs(
+        self, gangs: Sequence[Sequence[Placement]], per_call: int = GANG_PLACEMENTS_PER_CALL
+    ) -> list[list[Result]]:
+        """Commit gangs, each all or nothing, in one round trip: several gangs to a script call, up
+        to about ``per_call`` placements each (a larger gang has a call of its own).
+
+        Several gangs in one call cost Redis one script run instead of one each, and a node that
+        an earlier gang of the same call took from does not count as having moved under a later
+        one (a scheduler placing a session's gangs decided on them in that order). ``per_call``
+        bounds how long one call holds Redis: while a script runs no other client is served.
+        A commit re-checked on a node that moved comes without the node's figures (a session's
+        later gangs on a node its earlier calls took from are most of them, and the batch
+        scheduler decides again from its cache); a :class:`Conflict` still carries them.
+        """
+        out: list[list[Result]] = []
+        calls: list[tuple[str, int, list[int], list[Placement]]] = []
+        sizes: list[int] = []
+        indices: list[int] = []
+        todo_all: list[Placement] = []
+        seen: set[str] = set()
+        for batch in gangs:
+            results, todo = self._screen(batch, True)
+            taken = seen.intersection(p.uid for p in batch)
+            if taken:
+                raise ValueError(f"placements: a pod appears in two gangs: {sorted(taken)}")
+            seen.update(p.uid for p in batch)
+            out.append(results)  # type: ignore[arg-type]
+            if not todo:
+                continue
+            if todo_all and len(todo_all) + len(todo) > per_call:
+                calls.append((" ".join(map(str, sizes)), 0, indices, todo_all))
+                sizes, indices, todo_all = [], [], []
+            sizes.append(len(todo))
+            indices.append(len(out) - 1)
+            todo_all.extend(todo)
+        if todo_all:
+            calls.append((" ".join(map(str, sizes)), 0, indices, todo_all))
+        return await self._finish(out, calls)
+
+    @staticmethod
+    def _screen(batch: Sequence[Placement], gang: bool) -> tuple[list[Result | None], list[Placement]]:
+        """Each placement's result decided here (None: for the script), and those for the script."""
+        uids = [p.uid for p in batch]
+        if len(set(uids)) != len(uids):
+            raise ValueError(f"placements: a pod appears twice in one batch: {sorted(uids)}")
+        invalid = [_invalid(p) for p in batch]
+        results: list[Result | None] = list(invalid)
+        if gang and any(invalid):
+            results = [r or Rejected(reason=Reason.GANG_MEMBER_FAILED) for r in invalid]
+        return results, [p for p, r in zip(batch, results) if r is None]
+
+    async def _finish(
+        self, out: list[list[Result]], calls: list[tuple[str, int, list[int], list[Placement]]]
+    ) -> list[list[Result]]:
+        """Run the calls (the script's gang and figures arguments, the batches of ``out`` they
+        answer, their placements) and fill each batch's undecided results in from the script's."""
         if calls:
-            raws = await self._call(calls, gang)
-            for (index, todo), raw in zip(calls, raws):
-                decoded = iter(decode_result(p.node, r) for p, r in zip(todo, raw))
-                out[index] = [r if r is not None else next(decoded) for r in out[index]]
+            raws = await self._call([(gang, figures, todo) for gang, figures, _, todo in calls])
+            for (_, _, indices, todo), raw in zip(calls, raws):
+                decoded = iter([decode_result(p.node, r) for p, r in zip(todo, raw)])
+                for index in indices:
+                    out[index] = [r if r is not None else next(decoded) for r in out[index]]
         if self.metrics is not None:
             self._count(out)
         return out
 
-    async def _call(self, calls: list[tuple[int, list[Placement]]], gang: bool) -> list[list[list[object]]]:
-        head = [*self._head, *self._flags, int(gang)]
+    async def _call(self, calls: list[tuple[str, int, list[Placement]]]) -> list[list[list[object]]]:
         argv = []
-        for _, todo in calls:
-            args = list(head)
+        for gang, figures, todo in calls:
+            args = [*self._head, *self._flags, gang, figures]
             for p in todo:
                 args += [
                     p.uid,

@@ -30,7 +30,8 @@ class Committed(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 
     ``resolved``: the node had moved since the scheduler looked but the pod still fit; then
     ``allocatable``/``allocated``/``unschedulable`` are the node's figures as the commit
-    left it (the call's own placements included), to refresh the scheduler's view.
+    left it (the call's own placements included), to refresh the scheduler's view — except
+    from :meth:`~binder.commit.Binder.commit_gangs`, which leaves them out.
     ``idempotent``: the pod was already bound to this node (a repeated commit).
     """
 

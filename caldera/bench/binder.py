@@ -113,7 +113,7 @@ def resp(*parts: str | int | bytes) -> bytes:
 
 def ceiling(url: str, keys: Keys, script: Script, calls: list[list[Placement]], gang: bool, pipeline: int) -> float:
     """Seconds Redis takes to run the calls, pre-encoded, over a raw socket."""
-    head: list[str | int] = [keys.prefix, 200000, "bench", "fine", 0, int(gang)]
+    head: list[str | int] = [keys.prefix, 200000, "bench", "fine", 0, int(gang), 1]
     encoded = []
     for call in calls:
         args: list[str | int] = list(head)

@@ -21,7 +21,17 @@ def encode_request(request: Resources) -> str:
     Canonical (fixed resource order, no zero entries) so that the binder can compare a
     placement's request with the stored one by string equality.
     """
-    return " ".join(f"{name} {request[name]}" for name in request.names())
+    if (known := _ENCODED.get(request)) is not None:
+        return known
+    text = " ".join(f"{name} {request[name]}" for name in request.names())
+    if len(_ENCODED) < _DECODED_MAX:
+        _ENCODED[request] = text
+    return text
+
+
+_ENCODED: dict[Resources, str] = {}
+"""Requests already encoded (a binder encodes every placement's; a cluster's pods repeat a few). Bounded
+as :data:`_DECODED`."""
 
 
 _DECODED: dict[str | bytes, Resources] = {}

@@ -92,3 +92,28 @@ def test_soft_sharding_prefers_own_nodes_over_better_scores() -> None:
     )
     row = ssn.chooser.choose(ssn.tasks["uid-p"])
     assert row is not None and ssn.columns.names[row] == "mine"
+
+
+def test_a_templates_verdict_is_shared_until_a_placement_changes_the_nodes() -> None:
+    """Tasks alike that fit nowhere get the same verdict without the predicates run again, and a
+    placement (or its discard) makes the next one fresh: the counts always match feasible()."""
+    ssn = session(
+        CONFS["default"],
+        [node("n1", cpu="4"), node("n2", cpu="4")],
+        [task("big-1", cpu="6"), task("big-2", cpu="6"), task("small", cpu="3")],
+    )
+    big1, big2, small = ssn.tasks["uid-big-1"], ssn.tasks["uid-big-2"], ssn.tasks["uid-small"]
+    first = ssn.best_node(big1)
+    assert not isinstance(first, tuple) and ssn.best_node(big2) is first
+    assert first.reason() == "0/2 nodes are available: 2 Insufficient cpu."
+    assert not first.mask.flags.writeable  # shared: nobody may change it
+    stmt = Statement(ssn)
+    row = ssn.chooser.choose(small)
+    assert row is not None
+    stmt.allocate(small, ssn.columns.names[row])
+    after = ssn.best_node(big2)
+    assert not isinstance(after, tuple) and after is not first
+    assert after.failed == ssn.feasible(big2).failed
+    stmt.discard()
+    again = ssn.best_node(big1)
+    assert not isinstance(again, tuple) and again is not after and again.failed == ssn.feasible(big1).failed

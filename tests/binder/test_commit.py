@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from redis.exceptions import ResponseError
 
 from binder.commit import Binder
 from binder.results import Committed, Conflict, Placement, Reason, Rejected
@@ -10,6 +11,7 @@ from caldera.bench.binders import VersionOnlyBinder
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.store.audit import audit
+from cluster.store.records import encode_request
 from cluster.store.store import Own, Store
 from tests.builders import node, pod
 
@@ -177,6 +179,60 @@ async def test_gang_is_all_or_nothing(store: Store) -> None:
     again = await binder.commit(gang[:3], gang=True)
     assert all(isinstance(r, Committed) and r.idempotent for r in again)
     assert await audit(store) == []
+
+
+async def test_gangs_share_calls_and_each_stands_or_falls_alone(store: Store) -> None:
+    """commit_gangs packs several gangs into one script call: a gang that does not fit leaves the
+    gangs beside it committed, and a node an earlier gang of the call took from has not moved
+    for a later one (a session's gangs decided in that order)."""
+    await store.upsert_nodes([node("n1", cpu="8", gpu=2), node("n2", cpu="8", gpu=1)])
+    await store.upsert_pods([pod(f"g{i}", gpu=1) for i in range(6)])
+    binder = Binder(store.client, store.keys, "s")
+    seen = {n: r.version for n, r in (await store.get_nodes(["n1", "n2"])).items()}
+
+    async def at(i: int, n: str) -> Placement:
+        return await placement(store, f"uid-g{i}", n, version=seen[n])
+
+    first = [await at(0, "n1")]
+    too_big = [await at(1, "n2"), await at(2, "n2")]  # n2 has one GPU
+    second = [await at(3, "n1"), await at(4, "n2")]
+    results = await binder.commit_gangs([first, too_big, second], per_call=64)
+    assert all(isinstance(r, Committed) and not r.resolved for r in results[0] + results[2])
+    assert [r.reason for r in results[1]] == [Reason.GANG_MEMBER_FAILED, Reason.INSUFFICIENT]  # type: ignore[union-attr]
+    nodes = await store.get_nodes(["n1", "n2"])
+    assert nodes["n1"].allocated["nvidia.com/gpu"] == 2 and nodes["n2"].allocated["nvidia.com/gpu"] == 1
+    assert sorted(await store.pending("s")) == ["uid-g1", "uid-g2", "uid-g5"]
+    assert await audit(store) == []
+
+
+async def test_gangs_over_several_calls_get_the_same_results(store: Store) -> None:
+    """Split over calls (per_call 1), the later call sees n1 moved: it re-checks, still commits,
+    and leaves the figures out; the results line up with the gangs either way."""
+    await store.upsert_nodes([node("n1", cpu="8", gpu=4)])
+    await store.upsert_pods([pod(f"g{i}", gpu=1) for i in range(3)])
+    binder = Binder(store.client, store.keys, "s")
+    gangs = [[await placement(store, "uid-g0", "n1")], [await placement(store, f"uid-g{i}", "n1") for i in (1, 2)]]
+    first, second = await binder.commit_gangs(gangs, per_call=1)
+    assert isinstance(first[0], Committed) and not first[0].resolved
+    assert all(isinstance(r, Committed) and r.resolved and r.allocated is None for r in second)
+    assert (await store.get_nodes(["n1"]))["n1"].allocated["nvidia.com/gpu"] == 3
+    with pytest.raises(ValueError, match="a pod appears in two gangs"):
+        await binder.commit_gangs([gangs[0], gangs[0]])
+
+
+async def test_gang_sizes_that_do_not_add_up_are_refused_before_any_write(store: Store) -> None:
+    await store.upsert_nodes([node("n1")])
+    await store.upsert_pods([pod("a"), pod("b")])
+    binder = Binder(store.client, store.keys, "s")
+    await binder.load()
+    p = [await placement(store, u, "n1") for u in ("uid-a", "uid-b")]
+    args = [store.keys.prefix, 1000, "s", "fine", 0, "1 2", 1]
+    for x in p:
+        args += [x.uid, x.node, x.version, encode_request(x.request), ""]
+    before = await dump(store)
+    with pytest.raises(ResponseError, match="gang sizes 1 2 do not add up to the 2 placements"):
+        await binder.commit_script.call(store.client, [store.keys.rv], args)
+    assert await dump(store) == before
 
 
 async def test_gang_with_an_invalid_member_touches_nothing(store: Store) -> None:

@@ -46,15 +46,42 @@ local function publish()
   return RV or 0
 end
 
-local function node_key(name) return P .. 'node:' .. name end
-local function pod_key(uid) return P .. 'pod:' .. uid end
+-- Keys and parsed requests are kept for the script's run: a script touches the same node
+-- or meets the same request many times, and making a Lua string costs more than the
+-- hash command that uses it.
+local NODE_KEYS, POD_KEYS = {}, {}
+local function node_key(name)
+  local k = NODE_KEYS[name]
+  if not k then
+    k = P .. 'node:' .. name
+    NODE_KEYS[name] = k
+  end
+  return k
+end
+local function pod_key(uid)
+  local k = POD_KEYS[uid]
+  if not k then
+    k = P .. 'pod:' .. uid
+    POD_KEYS[uid] = k
+  end
+  return k
+end
 
 -- A request is stored and passed as "name amount name amount ..." (amounts integers).
+-- Returns {name, amount, 'a:' .. name, 'u:' .. name, amount text, -amount text} per entry,
+-- shared by every caller that parses the same text: read it, never change it.
+local function request_entry(name, n)
+  return {name, n, 'a:' .. name, 'u:' .. name, string.format('%.0f', n), n == 0 and '0' or string.format('%.0f', -n)}
+end
+local PARSED = {}
 local function parse_request(s)
-  local out = {}
+  local out = PARSED[s]
+  if out then return out end
+  out = {}
   for name, amount in string.gmatch(s, '(%S+) (%S+)') do
-    out[#out + 1] = {name, tonumber(amount)}
+    out[#out + 1] = request_entry(name, tonumber(amount))
   end
+  PARSED[s] = out
   return out
 end
 
@@ -71,13 +98,17 @@ end
 
 -- Add (sign 1) or remove (sign -1) a request to a node's allocated figures and bump the
 -- node's version. The node must exist.
+local NODE_CHANGED = {}
 local function account(node, req, sign)
   local key = node_key(node)
   for _, r in ipairs(parse_request(req)) do
-    redis.call('HINCRBY', key, 'u:' .. r[1], sign * r[2])
+    redis.call('HINCRBY', key, r[4], sign > 0 and r[5] or r[6])
   end
   redis.call('HSET', key, 'version', version())
-  changed('node', node)
+  if not NODE_CHANGED[node] then  -- one feed line per node, however many pods moved on it
+    NODE_CHANGED[node] = true
+    changed('node', node)
+  end
 end
 
 -- Set a pod's accounted node to `target` ('' for none), moving its request between nodes.
