@@ -36,7 +36,7 @@ AGENT = "agent-scheduler"
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
