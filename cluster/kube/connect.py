@@ -12,7 +12,10 @@ from collections.abc import Mapping
 
 import kubernetes
 import msgspec
+import yaml
 from kubernetes import client as k8s
+
+from cluster.model import yaml_input
 
 IN_CLUSTER_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 
@@ -44,12 +47,32 @@ def add_kube_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _check_kubeconfig(path: str) -> None:
+    """ConfigException unless ``path`` holds one YAML mapping (the client's loader fails with a
+    TypeError on anything else: a text file, a list), read with the hostile-input checks."""
+    if os.path.getsize(path) > MAX_KUBECONFIG_BYTES:
+        raise kubernetes.config.ConfigException(f"larger than {MAX_KUBECONFIG_BYTES >> 20} MiB")
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = yaml_input.load(f.read())
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise kubernetes.config.ConfigException(f"not YAML: {type(e).__name__}") from None
+    if not isinstance(document, dict):
+        raise kubernetes.config.ConfigException(
+            f"not a kubeconfig (a YAML {type(document).__name__}; expected a mapping with clusters, contexts and users)"
+        )
+
+
+MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
+
+
 def api_client(kubeconfig: str | None, master: str | None) -> k8s.ApiClient:
     """A client for the cluster: the kubeconfig if given, in-cluster config inside a pod, else the
     default kubeconfig; ``master`` overrides the server address. Raises ValueError with one line."""
     config = k8s.Configuration()
     try:
         if kubeconfig:
+            _check_kubeconfig(kubeconfig)
             kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=config)  # type: ignore[no-untyped-call]
         elif os.environ.get(IN_CLUSTER_HOST_ENV):
             kubernetes.config.load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]

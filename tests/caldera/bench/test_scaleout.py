@@ -67,6 +67,10 @@ def two_raylets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         for proc in reversed(started):
             stop(proc)
+        # `ray start` names its cluster in this file for a later ray.init() to join; gone with it.
+        current = Path("/tmp/ray/ray_current_cluster")
+        if current.exists() and current.read_text().strip().endswith(f":{port}"):
+            current.unlink()
 
 
 def ray_nodes(address: str) -> int:
