@@ -4,6 +4,7 @@ In one process, one private redis-server and one Ray start: ``binder`` (beside t
 script over a socket), ``sharding`` (beside the policy alone), ``batch`` (a session at
 5,000 nodes beside one at 1,000), ``topology`` (gangs on a tiered network beside the same
 run without topology), ``mixed`` (the demo's workload; its own processes),
+``api`` (pods bound through the in-repo API server beside a binder that decides nothing),
 ``agent`` (2 workers beside 1 worker, the fine binder beside the coarse one), ``peer``
 (Volcano's published shape beside Volcano's published figures), and with ``--trace`` and
 ``--trace-nodes`` ``saturation`` (the trace through the agent scheduler, binpack beside
@@ -16,6 +17,7 @@ its own command's defaults; ``caldera bench NAME --help`` tells them.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import time
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import msgspec
 
 from caldera.bench import agent as bench_agent
+from caldera.bench import api as bench_api
 from caldera.bench import batch as bench_batch
 from caldera.bench import binder as bench_binder
 from caldera.bench import mixed as bench_mixed
@@ -51,6 +54,7 @@ QUICK = {
     "agent": ["--nodes", "200", "--pods", "1000"],
     "topology": ["--nodes", "512", "--rounds", "1"],
     "trace": ["--seeds", "1"],
+    "api": ["--shapes", "40x400", "--rate", "50", "--steady", "2"],
 }
 
 
@@ -197,6 +201,26 @@ def mixed_rows(r: dict[str, Any]) -> list[Row]:
     ]
 
 
+def api_rows(r: Any) -> list[Row]:
+    run = r.runs[0]
+    shape = f"{run.nodes:,} nodes, {run.pods:,} pods"
+    return [
+        (
+            "pods/s through the API",
+            f"{r.pods_per_s:,.0f}",
+            f"{r.ceiling_pods_per_s:,.0f}",
+            f"a binder deciding nothing, {shape}",
+        ),
+        ("… ratio", f"{r.ratio:.2f}", "0.5", "the aim"),
+        (
+            f"p50 / p99 ms at {run.rate:g} pods/s",
+            f"{r.p50_ms:.1f} / {r.p99_ms:.1f}",
+            f"{run.ceiling_p50_ms:.1f} / {run.ceiling_p99_ms:.1f}",
+            "the same binder",
+        ),
+    ]
+
+
 def agent_rows(r: dict[str, Any]) -> list[Row]:
     return [
         (
@@ -311,7 +335,9 @@ async def measure(url: str, args: Suite, trace: Trace | None, progress: Callable
         lambda: one(bench_mixed.measure(url, workloads.load(None), mixed.duration, mixed.workers, mixed.seed)),
         mixed_rows,
     )
-    with local_ray():  # after mixed: its agent scheduler process starts its own
+    api = bench_api.api_config(defaults(bench_api, "api", *flags("api")))
+    await bench("api", lambda: asyncio.to_thread(lambda: (bench_api.measure(api),)), api_rows)
+    with local_ray():  # after mixed and api: their agent scheduler processes start their own
         await bench(
             "agent",
             lambda: one(bench_agent.measure(url, configured(bench_agent, "agent", *flags("agent")))),

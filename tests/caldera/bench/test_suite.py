@@ -40,7 +40,18 @@ def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_pat
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     out = json.loads(r.stdout)
     benches = out["benches"]
-    assert list(benches) == ["binder", "sharding", "batch", "topology", "mixed", "agent", "peer", "saturation", "trace"]
+    assert list(benches) == [
+        "binder",
+        "sharding",
+        "batch",
+        "topology",
+        "mixed",
+        "api",
+        "agent",
+        "peer",
+        "saturation",
+        "trace",
+    ]
     for name, bench in benches.items():
         assert bench["rows"] and all(len(row) == 4 and row[1] for row in bench["rows"]), name
     binder = benches["binder"]["report"]
@@ -53,6 +64,8 @@ def test_bench_runs_every_bench_and_puts_each_figure_beside_its_baseline(tmp_pat
         benches["mixed"]["report"]["audit"] == "ok"
         and benches["mixed"]["report"]["schedulers"]["agent-scheduler"]["pods_bound"] > 0
     )
+    api = benches["api"]["report"]
+    assert api["runs"][0]["unbound"] == 0 and api["pods_per_s"] > 0 and api["ratio"] > 0 and api["p50_ms"] > 0
     agent = benches["agent"]["report"]
     assert (
         agent["placed"] == 1000
