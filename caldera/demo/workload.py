@@ -41,6 +41,7 @@ from cluster.model.core import Node, Pod, PriorityClass
 from cluster.model.queue_admission import MAX_WEIGHT
 from cluster.model.resources import Resources
 from cluster.model.schema import Problem, struct_unknown_fields
+from cluster.model.text import one_line
 from cluster.model.topology import MODES, NetworkTopologySpec
 from cluster.model.volcano import Queue
 from cluster.sim.pods import make_pod, make_podgroup
@@ -236,12 +237,12 @@ def load(path: str | None) -> Workload:
     except yaml.YAMLError as e:
         raise ValueError(f"workload {name}: not YAML: {str(e).splitlines()[0]}") from None
     unknown = struct_unknown_fields(raw, Workload)  # every Struct, also those that let unknown keys pass
-    if unknown:
-        raise ValueError(f"workload {name}: {unknown[0]}")
+    if unknown:  # a field's name may hold a line break: escaped, so the refusal stays one line
+        raise ValueError(one_line(f"workload {name}: {unknown[0]}"))
     try:
         return msgspec.convert(raw, Workload)
     except (msgspec.ValidationError, ValueError) as e:
-        raise ValueError(f"workload {name}: {e}") from None
+        raise ValueError(one_line(f"workload {name}: {e}")) from None
 
 
 def arrivals(rng: random.Random, every_s: float, ramp: Ramp, duration: float, step: float = 0.05) -> Iterator[float]:

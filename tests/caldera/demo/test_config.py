@@ -80,3 +80,12 @@ async def test_rate_multiplies_every_arrival_rate(store: Store, tmp_path: Path) 
 
     once, four_times = await submitted(1.0), await submitted(4.0)
     assert 30 <= once <= 95 and 3 * once <= four_times, (once, four_times)  # 60 and 240 expected
+
+
+def test_a_workload_field_named_with_a_line_break_is_refused_on_one_line(tmp_path: Path) -> None:
+    """Found by the hostile-input fuzz test: a top-level key "\\n" put a line break in the refusal."""
+    path = tmp_path / "w.yaml"
+    path.write_text('"\\n": 1\npools: []\n')
+    with pytest.raises(ValueError) as e:
+        load(str(path))
+    assert "\n" not in str(e.value) and "\\n: unknown field" in str(e.value), str(e.value)
