@@ -62,6 +62,17 @@ def labelled(i: int) -> dict[str, str]:
     return {HOST: f"n{i}", ZONE: f"z{i % 2}"}
 
 
+def apart(n: int) -> list[Pod]:
+    """``n`` pods of app web, each refusing a node that holds another (required anti-affinity)."""
+    return [
+        ruled(
+            make_pod(f"web{i}", requests={"cpu": "1"}, scheduler="agent-scheduler", labels={"app": "web"}),
+            anti={"app": "web"},
+        )
+        for i in range(n)
+    ]
+
+
 async def _run(store: Store, pods: list[Pod], want: int, batch_size: int = 256) -> AgentLoop:
     worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), SimBindTarget(store), WorkerConfig())
     await worker.start()
@@ -85,13 +96,7 @@ async def _run(store: Store, pods: list[Pod], want: int, batch_size: int = 256) 
 
 async def test_required_anti_affinity_keeps_one_pod_per_node_within_one_batch(store: Store) -> None:
     await store.upsert_nodes([node(f"n{i}", cpu="16", labels=labelled(i)) for i in range(4)])
-    web = [
-        ruled(
-            make_pod(f"web{i}", requests={"cpu": "1"}, scheduler="agent-scheduler", labels={"app": "web"}),
-            anti={"app": "web"},
-        )
-        for i in range(5)
-    ]
+    web = apart(5)
     loop = await _run(store, web, want=5)
     records = await store.get_pods([p.uid for p in web])
     nodes = [r.node for r in records.values() if r.node]
@@ -214,13 +219,7 @@ async def test_pods_with_rules_in_small_batches_still_see_each_other(store: Stor
     a time, so a batch sees where the one before it placed (before, two batches in flight placed
     their pods side by side, neither seeing the other's)."""
     await store.upsert_nodes([node(f"n{i}", cpu="16", labels=labelled(i)) for i in range(6)])
-    web = [
-        ruled(
-            make_pod(f"web{i}", requests={"cpu": "1"}, scheduler="agent-scheduler", labels={"app": "web"}),
-            anti={"app": "web"},
-        )
-        for i in range(8)
-    ]
+    web = apart(8)
     await _run(store, web, want=8, batch_size=2)
     records = await store.get_pods([p.uid for p in web])
     nodes = sorted(r.node for r in records.values() if r.node)
