@@ -122,9 +122,9 @@ class AgentLoop:
         self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50)
         self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
         self.stages = Stages(metrics.stage_seconds if metrics is not None else None)
+        self.listed = asyncio.Event()  # set once the first listing of the pods is taken in
         # The observed stage: uid -> when its bind calls returned (wall clock), until the feed shows
         # it bound; uid -> when the feed showed it bound while its batch was still out.
-        self.listed = asyncio.Event()  # set once the first listing of the pods is taken in
         self._unobserved: dict[str, float] = {}
         self._seen_bound: dict[str, float] = {}
 
@@ -207,14 +207,13 @@ class AgentLoop:
     async def drive(self, worker: WorkerHandle, stop: asyncio.Event) -> None:
         """Keep one worker busy until ``stop`` or until it fails."""
         while not stop.is_set() and worker.name not in self.failed_workers:
-            batch = self._take() if self.leading() else []
+            batch, ruled = self._take() if self.leading() else ([], False)
             if not batch:
                 self._work.clear()
                 due = self.queue.next_backoff_due()
                 wait = 0.2 if due is None else max(min(due - self.clock(), 0.2), 0.001)
                 await pause(self._work, wait)
                 continue
-            ruled = any(bears_rules(self.records[uid].pod) for uid in batch)
             self._handed += 1
             self._ruled_out |= ruled
             try:
@@ -226,21 +225,20 @@ class AgentLoop:
                     self._ruled_out = False
                     self._work.set()
 
-    def _take(self) -> list[str]:
-        """The next batch. Pods with inter-pod rules of their own go out one batch at a time: the pods
-        of a batch count each other, but not those of another batch in flight (whose placements the
-        loop has not heard of yet), so two that must stay apart could land together. While such a
-        batch is out, they wait for it (first in the queue); the other pods go on."""
+    def _take(self) -> tuple[list[str], bool]:
+        """The next batch, and whether it holds pods with inter-pod rules of their own. Those go out
+        one batch at a time: the pods of a batch count each other, but not those of another batch in
+        flight (whose placements the loop has not heard of yet), so two that must stay apart could
+        land together. While such a batch is out, they wait for it (first in the queue); the other
+        pods go on."""
         batch = self.queue.pop(self._share())
-        if not self._ruled_out:
-            return batch
-        plain = []
-        for uid in batch:
-            if bears_rules(self.records[uid].pod):
-                self.queue.retry_now(uid)
-            else:
-                plain.append(uid)
-        return plain
+        ruled = [uid for uid in batch if bears_rules(self.records[uid].pod)]
+        if not ruled or not self._ruled_out:
+            return batch, bool(ruled)
+        for uid in ruled:  # in their order: first in the queue again
+            self.queue.retry_now(uid)
+        waiting = set(ruled)
+        return [uid for uid in batch if uid not in waiting], False
 
     async def _hand(self, worker: WorkerHandle, batch: list[str]) -> bool:
         """One batch through ``worker``, its outcomes absorbed; False when the worker failed and could

@@ -172,17 +172,12 @@ local function gather(command, key, uid)
   m[2][#m[2] + 1] = uid
 end
 
-local SCHED_KEYS, BYNODE_KEYS = {}, {}
+local SCHED_KEYS, bynode_key = {}, keys_of('bynode:')
 local function apply(p, res)
   if not before[p.node] then before[p.node] = p.seen end
   account(p.node, held(p.req, p.cards), 1)
   redis.call('HSET', pod_key(p.uid), 'acct', p.node, 'node', p.node, 'cards', p.cards, 'version', version())
-  local bynode = BYNODE_KEYS[p.node]
-  if not bynode then
-    bynode = P .. 'bynode:' .. p.node
-    BYNODE_KEYS[p.node] = bynode
-  end
-  gather('SADD', bynode, p.uid)
+  gather('SADD', bynode_key(p.node), p.uid)
   local keys = SCHED_KEYS[p.sched]
   if not keys then
     keys = {P .. 'pending:' .. p.sched, P .. 'reasons:' .. p.sched, P .. 'binding:' .. p.sched}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any
 
 import msgspec
@@ -211,7 +211,7 @@ async def place(
     nodes: list[Node],
     pods: list[Pod],
     *,
-    residents: list[Pod] | None = None,
+    residents: Sequence[Pod] = (),
     workers: int,
     coarse: bool = False,
     score: ScoreKind = ScoreKind.BINPACK,
@@ -239,8 +239,8 @@ async def place(
         store = Store(c, Keys(f"bench-agent-{name}"))
         for i in range(0, len(nodes), 2000):
             await store.upsert_nodes(nodes[i : i + 2000])
-        for i in range(0, len(residents or ()), 2000):
-            await store.upsert_pods((residents or [])[i : i + 2000])
+        for i in range(0, len(residents), 2000):
+            await store.upsert_pods(list(residents[i : i + 2000]))
         core = CoreConfig(worker=0, workers=workers, score=score, gpu_policy=gpu_policy)
         if weights:
             core = msgspec.structs.replace(core, weights=weights)

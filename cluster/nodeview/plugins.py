@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from cluster.model.core import Pod, Toleration
 from cluster.model.resources import CPU, MEMORY, Resources
@@ -87,11 +88,13 @@ class Allocated:
     def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
         fn = most_allocated if self.most else least_allocated
         every = fn(table, placing.request, self.weights)
-        if self.own is not None:
-            worker, workers = self.own
-            every = np.where(table.name_hash[: len(table)] % workers == worker, every, 1.0 - every)
         # Over every node, then the rows: contiguous columns beat gathering when most rows remain.
-        return every if rows is None else every[rows]
+        values = every if rows is None else every[rows]
+        if self.own is None:
+            return values
+        worker, workers = self.own
+        mine = standing(table, ("own-partition", worker, workers), lambda: partition_steps(table, worker, workers) == 0)
+        return np.where(mine if rows is None else mine[rows], values, 1.0 - values)
 
 
 @dataclass(frozen=True)
@@ -255,9 +258,16 @@ class PartitionBonus:
     weight: float
 
     def bonus(self, table: NodeTable) -> Values:
-        steps = (table.name_hash[: len(table)] - self.worker) % self.workers  # 0: own, 1: the next worker's …
+        steps = partition_steps(table, self.worker, self.workers)
         levels: Values = ((self.workers - 1 - steps) * (2.0 * self.weight)).astype(np.float64)
         return levels
+
+
+def partition_steps(table: NodeTable, worker: int, workers: int) -> npt.NDArray[np.int64]:
+    """Per node, how far its partition (name hash mod ``workers``) comes after ``worker``'s: 0 for
+    its own, 1 for the next worker's, and so on."""
+    steps: npt.NDArray[np.int64] = (table.name_hash[: len(table)] - worker) % workers
+    return steps
 
 
 @dataclass(frozen=True)

@@ -49,23 +49,18 @@ end
 -- Keys and parsed requests are kept for the script's run: a script touches the same node
 -- or meets the same request many times, and making a Lua string costs more than the
 -- hash command that uses it.
-local NODE_KEYS, POD_KEYS = {}, {}
-local function node_key(name)
-  local k = NODE_KEYS[name]
-  if not k then
-    k = P .. 'node:' .. name
-    NODE_KEYS[name] = k
+local function keys_of(kind)
+  local made = {}
+  return function(name)
+    local k = made[name]
+    if not k then
+      k = P .. kind .. name
+      made[name] = k
+    end
+    return k
   end
-  return k
 end
-local function pod_key(uid)
-  local k = POD_KEYS[uid]
-  if not k then
-    k = P .. 'pod:' .. uid
-    POD_KEYS[uid] = k
-  end
-  return k
-end
+local node_key, pod_key = keys_of('node:'), keys_of('pod:')
 
 -- A request is stored and passed as "name amount name amount ..." (amounts integers).
 -- Returns {name, amount, 'a:' .. name, 'u:' .. name, amount text, -amount text} per entry,
