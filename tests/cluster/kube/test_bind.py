@@ -104,3 +104,33 @@ async def test_a_pod_deleted_between_commit_and_bind_gives_its_reservation_back(
     assert not n1.allocated.get("cpu")  # released
     assert await store.pending("volcano") == ["uid-p"]  # pending again, until the mirror sees it gone
     assert await audit(store) == []
+
+
+async def test_bindings_in_runs_answer_each_pod_in_its_place_and_retry_a_server_error(
+    kube_api: KubeAPIServer,  # noqa: F811
+) -> None:
+    import asyncio
+
+    api = kubernetes.client.ApiClient(kube_api.configuration())
+    core = kubernetes.client.CoreV1Api(api)
+    names = [f"p{i}" for i in range(20)]
+    for name in names:
+        if name not in ("p3", "p10", "p17"):  # these three are never created
+            core.create_namespaced_pod("default", pod_body(name))
+    target = KubeTarget(api, backoff=0.05)  # 8 runs at once: more pods than runs
+    bindings = [Binding(uid=f"u{i}", namespace="default", name=name, node=f"n{i}") for i, name in enumerate(names)]
+    kube_api.api.faults.bind_status = 500  # every first try fails; the retry after the backoff lands
+
+    async def heal() -> None:
+        await asyncio.sleep(0.02)
+        kube_api.api.faults.bind_status = 0
+
+    try:
+        out, _ = await asyncio.gather(target.bind(bindings), heal())
+    finally:
+        target.close()
+    missing = Failure(reason="pod not found")
+    assert out == [missing if name in ("p3", "p10", "p17") else None for name in names]
+    for i, name in enumerate(names):
+        if name not in ("p3", "p10", "p17"):
+            assert core.read_namespaced_pod(name, "default").spec.node_name == f"n{i}"
