@@ -3,7 +3,7 @@
 Both run the official (synchronous) client in a small thread pool, so a batch of
 bindings goes out concurrently, paced to ``qps`` with a ``burst``. The binding call — once
 per pod — is a plain JSON POST through the client's own connection pool and credentials
-(:class:`_Post`, its short answer read whole so that the connection goes back to the pool),
+(:class:`Post`, its short answer read whole so that the connection goes back to the pool),
 judged by the HTTP status: 201/200 bound; 409 (already
 bound) and 404 (gone) are failures the caller answers by releasing the reservation;
 other errors and broken connections are retried with backoff, then reported.
@@ -73,11 +73,11 @@ def binding_body(name: str, namespace: str, node: str) -> dict[str, Any]:
     }
 
 
-class _Post:
+class Post:
     """JSON POSTs through the client's own connection pool, TLS settings and credentials (a token
     refreshed as the client refreshes it), without the client's per-call machinery — argument
     validation, models, serialization, header negotiation — a quarter of a bind's CPU here. For
-    ``pods/binding``: the call a scheduler makes once per pod."""
+    ``pods/binding``, the call a scheduler makes once per pod, and the mirror's Events."""
 
     TIMEOUT = urllib3.Timeout(connect=5, read=30)
 
@@ -133,7 +133,7 @@ class KubeTarget:
         backoff: float = 0.2,
     ) -> None:
         self.core = k8s.CoreV1Api(api)
-        self.post = _Post(api)
+        self.post = Post(api)
         self.pacer = Pacer(qps, burst)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube-call")
         self.runs = workers  # bindings in this many runs at once
@@ -164,7 +164,7 @@ class KubeTarget:
         """Write each pod's GPU-card annotations (when it has cards; a merge patch), then bind it.
 
         Pods without annotations are bound in up to ``workers`` runs at once, each run one thread's
-        POSTs one after another (:meth:`_Post.many`); a pod whose first try is not final is tried
+        POSTs one after another (:meth:`Post.many`); a pod whose first try is not final is tried
         again on its own, as the others are."""
 
         def annotate(b: Binding) -> Callable[[], Any]:

@@ -24,11 +24,13 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from cluster.kube.bind import Post
 from cluster.kube.connect import KUBE_API_BURST, KUBE_API_QPS
 from cluster.kube.pacing import Pacer
 from cluster.model.core import Pod
@@ -48,8 +50,32 @@ STATUS_KINDS = (Kind.PODGROUP, Kind.QUEUE, Kind.HYPERNODE)
 COMPONENT = "caldera"
 
 
+EVENTS_PER_RUN = 100
+
+
 def _now(wall: Callable[[], float]) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(wall(), datetime.UTC)
+
+
+def _event(
+    namespace: str, name: str, ref: dict[str, Any], type_: str, reason: str, message: str, when: str
+) -> dict[str, Any]:
+    """A core/v1 Event about ``ref`` as a plain JSON body (what the client would send for a CoreV1Event)."""
+    involved = {"kind": ref["kind"], "apiVersion": ref["apiVersion"], "namespace": namespace, "name": name}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{name}.", "namespace": namespace},
+        "involvedObject": involved | ({"uid": ref["uid"]} if ref.get("uid") else {}),
+        "reason": reason,
+        "message": message[:1024],
+        "type": type_,
+        "count": 1,
+        "firstTimestamp": when,
+        "lastTimestamp": when,
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+    }
 
 
 class WriteBack:
@@ -66,7 +92,7 @@ class WriteBack:
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.core = k8s.CoreV1Api(api)
+        self.post = Post(api)
         self.custom = k8s.CustomObjectsApi(api)
         self.schedulers = tuple(schedulers)
         self.pacer = Pacer(qps, burst)
@@ -212,26 +238,22 @@ class WriteBack:
         self._pending.append((namespace, name, ref, type_, reason, message))
 
     async def _flush(self) -> None:
+        """Post the queued Events as plain JSON bodies (no client models: a fifth of the CPU), in runs of
+        :data:`EVENTS_PER_RUN` one after another on one thread — best effort, as kube-scheduler's
+        recorder: they never hold more than one of the API server's connections at once."""
         pending, self._pending = self._pending, []
-        when = _now(self.wall)
-        for namespace, name, ref, type_, reason, message in pending:
-            event = k8s.CoreV1Event(
-                metadata=k8s.V1ObjectMeta(generate_name=f"{name}.", namespace=namespace),
-                involved_object=k8s.V1ObjectReference(
-                    namespace=namespace,
-                    name=name,
-                    **{"kind": ref["kind"], "api_version": ref["apiVersion"], "uid": ref.get("uid") or None},
-                ),
-                reason=reason,
-                message=message[:1024],
-                type=type_,
-                count=1,
-                first_timestamp=when,
-                last_timestamp=when,
-                source=k8s.V1EventSource(component=COMPONENT),
-                reporting_component=COMPONENT,
-            )
-            if await self._call(
-                lambda event=event, namespace=namespace: self.core.create_namespaced_event(namespace, event)  # type: ignore[misc]
-            ):
-                self.events += 1
+        when = _now(self.wall).strftime("%Y-%m-%dT%H:%M:%SZ")
+        calls = [
+            (f"/api/v1/namespaces/{quote(namespace, safe='')}/events", _event(namespace, name, ref, *said, when))
+            for namespace, name, ref, *said in pending
+        ]
+        loop = asyncio.get_running_loop()
+        for i in range(0, len(calls), EVENTS_PER_RUN):
+            run = calls[i : i + EVENTS_PER_RUN]
+            for _ in run:
+                await self.pacer.take()
+            statuses = await loop.run_in_executor(self._pool, self.post.many, run)
+            refused = [s for s in statuses if s not in (200, 201)]
+            self.events += len(run) - len(refused)
+            if refused:
+                log.warning("%d Events not written (the API server answered %s)", len(refused), refused[0] or "nothing")

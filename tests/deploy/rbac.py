@@ -86,7 +86,7 @@ NEEDS: dict[str, tuple[Need, ...]] = {
         need(VOLCANO, "podgroups/status", "patch", f"{WRITEBACK}._status: patch_namespaced_custom_object_status"),
         need(VOLCANO, "queues/status", "patch", f"{WRITEBACK}._status: patch_cluster_custom_object_status"),
         need(TOPOLOGY, "hypernodes/status", "patch", f"{WRITEBACK}._status: patch_cluster_custom_object_status"),
-        need("", "events", "create", f"{WRITEBACK}._flush: create_namespaced_event"),
+        need("", "events", "create", f"{WRITEBACK}._flush: POST events"),
         *leases("mirror"),
     ),
     "caldera-sharding": (
