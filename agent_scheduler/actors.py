@@ -33,6 +33,7 @@ from binder.commit import Binder
 from cluster.kube.bind import KubeTarget
 from cluster.kube.connect import KubeConnection
 from cluster.model.resources import Resources
+from cluster.runtime import heap
 from cluster.sim.cluster import SimBindTarget
 from cluster.store.client import STORE_DOWN, Client, Outage, connect
 from cluster.store.keys import Keys
@@ -106,6 +107,7 @@ class WorkerActor:
         target: BindTarget = self.kube if self.kube is not None else SimBindTarget(store)
         self.worker = Worker(store, binder, target, self.spec.worker)
         await self.worker.start()
+        heap.settle()  # the actor's process: Ray's, numpy's and the worker's replica, out of the collector's way
         return os.getpid(), ray.get_runtime_context().get_node_id()
 
     async def serve(self, inbox: str, outbox: str) -> None:

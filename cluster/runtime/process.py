@@ -29,7 +29,7 @@ import uvloop
 from prometheus_client import CollectorRegistry
 
 from cluster.model.text import one_line
-from cluster.runtime import heartbeat
+from cluster.runtime import heap, heartbeat
 from cluster.runtime.flags import parse_duration
 from cluster.runtime.logs import LogFormat, add_log_flags, configure, logger
 from cluster.runtime.serving import HttpEndpoint
@@ -369,6 +369,7 @@ def launch(
     process, config = configs
     registry = CollectorRegistry()
     build, elect = make(process, config, registry)
+    heap.settle()
     fatal: BaseExceptionGroup[Fatal] | None = None
     status = 0
     try:
