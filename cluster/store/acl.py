@@ -38,8 +38,7 @@ _SIM_BIND = (("cluster.store", "pod_nodes"),)  # binding in the simulator reads 
 
 # What the code sends itself, outside scripts.
 _CONNECT = ("ping", "select")  # a health check; SELECT for a URL naming a database other than 0
-# Store's reads (objects' hashes: a read-only script sent whole); the informer's feed
-_READ = ("get", "smembers", "hget", "hgetall", "zrange", "xread", "eval_ro")
+_READ = ("get", "smembers", "hget", "hgetall", "zrange", "xread")  # Store's reads; the informer's feed
 _HEAD = ("multi", "exec")  # Store.head: the epoch and the version read together (the informers)
 _CALL = ("evalsha", "script|load")  # Script.call: by SHA, loaded again after a NOSCRIPT
 _BEAT = ("hset", "hdel")  # heartbeat: the process's field of `processes`, removed on exit

@@ -77,12 +77,6 @@ class Own(msgspec.Struct, frozen=True):
 Write = Put | Delete | Own
 
 
-# The hashes of KEYS, in order (an empty one for a missing key). Sent whole (EVAL_RO, ~100 bytes):
-# Redis keeps it compiled, and a read-only user needs no SCRIPT LOAD.
-_HASHES = "local out = {} for i, key in ipairs(KEYS) do out[i] = redis.call('HGETALL', key) end return out"
-HASHES_PER_CALL = 256  # keys per script call: Redis serves nothing else while one runs (~0.3 ms)
-
-
 class Store:
     """Async access to one cluster's state in Redis."""
 
@@ -207,17 +201,10 @@ class Store:
         return sorted(_decoded(await self.client.smembers(self.keys.index(kind))))
 
     async def _hashes(self, kind: Kind, names: Sequence[str]) -> list[dict[bytes, bytes]]:
-        """Each named object's hash ({} for none), in one round trip: a read-only script per
-        :data:`HASHES_PER_CALL` keys returns their fields together — a quarter of the client's CPU
-        of one HGETALL per key, pipelined, whose per-command replies redis-py handles one by one."""
-        if not names:
-            return []
-        keys = [self.keys.object(kind, name) for name in names]
         pipe = self.client.pipeline(transaction=False)
-        for i in range(0, len(keys), HASHES_PER_CALL):
-            chunk = keys[i : i + HASHES_PER_CALL]
-            pipe.eval_ro(_HASHES, len(chunk), *chunk)
-        return [dict(zip(h[::2], h[1::2], strict=True)) for reply in await pipe.execute() for h in reply]
+        for name in names:
+            pipe.hgetall(self.keys.object(kind, name))
+        return list(await pipe.execute())
 
     async def get_nodes(self, names: Sequence[str]) -> dict[str, NodeRecord]:
         """Records of the named nodes that exist."""
