@@ -44,7 +44,7 @@ from caldera.flag_config import checked, from_flags, number, readable_file, redi
 from cluster.model.core import Pod
 from cluster.model.sharding import ShardingMode
 from cluster.model.volcano import PodGroup, Queue
-from cluster.runtime.heap import HeapKeeper
+from cluster.runtime.heap import HeapKeeper, settle
 from cluster.sim.cluster import SimBindTarget, SimEvictor
 from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
@@ -346,6 +346,7 @@ def run(args: argparse.Namespace) -> int:
     bench = checked("caldera bench batch", args, config)
     if bench is None:
         return 2
+    settle()  # the collector as the batch-scheduler process has it (its launch settles it)
     return run_bench(
         bench,
         lambda url: measure(url, bench, lambda line: print(f"bench batch: {line}", file=sys.stderr, flush=True)),
