@@ -57,7 +57,7 @@ def _now(wall: Callable[[], float]) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(wall(), datetime.UTC)
 
 
-def _event(
+def _event_body(
     namespace: str, name: str, ref: dict[str, Any], type_: str, reason: str, message: str, when: str
 ) -> dict[str, Any]:
     """A core/v1 Event about ``ref`` as a plain JSON body (what the client would send for a CoreV1Event)."""
@@ -244,8 +244,11 @@ class WriteBack:
         pending, self._pending = self._pending, []
         when = _now(self.wall).strftime("%Y-%m-%dT%H:%M:%SZ")
         calls = [
-            (f"/api/v1/namespaces/{quote(namespace, safe='')}/events", _event(namespace, name, ref, *said, when))
-            for namespace, name, ref, *said in pending
+            (
+                f"/api/v1/namespaces/{quote(namespace, safe='')}/events",
+                _event_body(namespace, name, ref, type_, reason, message, when),
+            )
+            for namespace, name, ref, type_, reason, message in pending
         ]
         loop = asyncio.get_running_loop()
         for i in range(0, len(calls), EVENTS_PER_RUN):
