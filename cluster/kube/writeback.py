@@ -50,7 +50,7 @@ STATUS_KINDS = (Kind.PODGROUP, Kind.QUEUE, Kind.HYPERNODE)
 COMPONENT = "caldera"
 
 
-EVENTS_PER_RUN = 100
+EVENTS_PER_RUN = 100  # Events a flush posts on one connection before it yields to the loop
 
 
 def _now(wall: Callable[[], float]) -> datetime.datetime:
@@ -238,9 +238,10 @@ class WriteBack:
         self._pending.append((namespace, name, ref, type_, reason, message))
 
     async def _flush(self) -> None:
-        """Post the queued Events as plain JSON bodies (no client models: a fifth of the CPU), in runs of
+        """Post the queued Events as plain JSON bodies (no client models), in runs of
         :data:`EVENTS_PER_RUN` one after another on one thread — best effort, as kube-scheduler's
-        recorder: they never hold more than one of the API server's connections at once."""
+        recorder: they never hold more than one of the API server's connections at once. A refused
+        Event is counted in the log, not posted again."""
         pending, self._pending = self._pending, []
         when = _now(self.wall).strftime("%Y-%m-%dT%H:%M:%SZ")
         calls = [
