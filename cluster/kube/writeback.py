@@ -50,7 +50,7 @@ STATUS_KINDS = (Kind.PODGROUP, Kind.QUEUE, Kind.HYPERNODE)
 COMPONENT = "caldera"
 
 
-EVENTS_PER_RUN = 100  # Events a flush posts on one connection before it yields to the loop
+EVENTS_PER_RUN = 100  # Events one executor job posts, one after another on one connection
 
 
 def _now(wall: Callable[[], float]) -> datetime.datetime:
