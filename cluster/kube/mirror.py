@@ -64,10 +64,13 @@ class Mirror:
         watch_seconds: int = 60,
         resync_seconds: float = 300.0,
         observe: Callable[[Kind, Any], None] | None = None,
+        forget: Callable[[Kind, str], None] | None = None,
     ) -> None:
-        """``observe`` sees every object as the API server reported it (the write-back's baseline)."""
+        """``observe`` sees every object as the API server reported it (the write-back's baseline);
+        ``forget`` hears of each one gone (by its store name), so that what follows them can let go."""
         self.store = store
         self.observe = observe
+        self.forget = forget
         self.reflectors = [
             Reflector(k, self._sink, watch_seconds=watch_seconds, resync_seconds=resync_seconds) for k in kinds
         ]
@@ -200,6 +203,9 @@ class Mirror:
             await self._upsert(kind, objects[i : i + CHUNK])
         if not gone:
             return
+        if self.forget is not None:
+            for name in gone:
+                self.forget(kind, name)
         if kind is Kind.NODE:
             await self.store.delete_nodes(gone)
         elif kind is Kind.POD:

@@ -90,6 +90,7 @@ class MirrorProcess:
             watch_seconds=config.watch_seconds,
             resync_seconds=config.resync,
             observe=self.writeback.observe,
+            forget=self.writeback.forget,
         )
         relists = Gauge(
             "caldera_mirror_lists",

@@ -100,8 +100,9 @@ class WriteBack:
         self.clock, self.wall = clock, wall
         self.seen: dict[tuple[Kind, str], Any] = {}  # the status the API server last reported
         self.bound: dict[str, str] = {}  # pod uid -> node, as last seen from the API server
-        self.said: dict[str, tuple[str, float]] = {}  # object -> (last event message, when)
-        self.noted: set[tuple[str, str]] = set()  # (pod uid, field) already named in a NotHonoured Event
+        # object (a pod's uid, else kind/namespace/name) -> reason -> (last event message, when)
+        self.said: dict[str, dict[str, tuple[str, float]]] = {}
+        self.noted: dict[str, set[str]] = {}  # pod uid -> fields already named in a NotHonoured Event
         self.patched = 0
         self.events = 0
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kube-writeback")
@@ -127,9 +128,10 @@ class WriteBack:
                     "Scheduled",
                     f"Successfully assigned {obj.namespace}/{obj.name} to {obj.node_name}",
                 )
+                noted = self.noted.setdefault(obj.uid, set())
                 for path in unhonoured(obj):
-                    if (obj.uid, path) not in self.noted:
-                        self.noted.add((obj.uid, path))
+                    if path not in noted:
+                        noted.add(path)
                         self._pending.append(
                             (
                                 obj.namespace,
@@ -140,6 +142,17 @@ class WriteBack:
                                 f"placed on {obj.node_name}; {notice(path)}",
                             )
                         )
+
+    def forget(self, kind: Kind, name: str) -> None:
+        """An object is gone from the cluster (``name``: the store's, a pod's uid): what was kept
+        for it goes, so a mirror that sees pods come and go for months does not grow."""
+        if kind is Kind.POD:
+            self.bound.pop(name, None)
+            self.noted.pop(name, None)
+            self.said.pop(name, None)
+        elif kind is Kind.PODGROUP:
+            self.said.pop(f"PodGroup/{name}", None)
+        self.seen.pop((kind, name), None)
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -229,12 +242,13 @@ class WriteBack:
 
     def _event(self, namespace: str, name: str, ref: dict[str, Any], type_: str, reason: str, message: str) -> None:
         """Queue an Event unless the object got the same one less than ``repeat`` seconds ago."""
-        key = f"{ref['kind']}/{namespace}/{name}/{reason}"
-        last = self.said.get(key)
+        key = ref["uid"] if ref["kind"] == "Pod" and ref.get("uid") else f"{ref['kind']}/{namespace}/{name}"
+        said = self.said.setdefault(key, {})
+        last = said.get(reason)
         now = self.clock()
         if last is not None and last[0] == message and now - last[1] < self.repeat:
             return
-        self.said[key] = (message, now)
+        said[reason] = (message, now)
         self._pending.append((namespace, name, ref, type_, reason, message))
 
     async def _flush(self) -> None:

@@ -265,3 +265,34 @@ def test_a_relist_cuts_a_quiet_watch_at_once(kube_api_factory: Callable[..., Kub
     finally:
         reflector.stop()
         thread.join(10)
+
+
+async def test_the_write_back_lets_go_of_pods_gone_from_the_cluster(store: Store, kube_api: KubeAPIServer) -> None:  # noqa: F811
+    """A pod seen bound gets its Scheduled Event; once deleted, nothing of it stays in the write-back
+    (a mirror that sees pods come and go for months must not grow with them)."""
+    from cluster.kube.writeback import WriteBack
+
+    api = kubernetes.client.ApiClient(kube_api.configuration())
+    core = kubernetes.client.CoreV1Api(api)
+    core.create_node(node_body("n1"))
+    writeback = WriteBack(store, api, schedulers=["volcano"])
+    async for mirror in run_mirror(store, kube_api, observe=writeback.observe, forget=writeback.forget):
+        await asyncio.wait_for(mirror.synced.wait(), 15)
+        for i in range(5):
+            core.create_namespaced_pod("default", pod_body(f"p{i}", node="n1", cpu="100m"))
+
+        async def seen() -> bool:
+            return len(writeback.bound) == 5
+
+        await eventually(seen)
+        await writeback._flush()
+        scheduled = [e for e in core.list_namespaced_event("default").items if e.reason == "Scheduled"]
+        assert sorted(e.involved_object.name for e in scheduled) == [f"p{i}" for i in range(5)]
+        assert len(writeback.said) == 5
+        for i in range(5):
+            core.delete_namespaced_pod(f"p{i}", "default")
+
+        async def forgotten() -> bool:
+            return not writeback.bound and not writeback.said and not writeback.noted
+
+        await eventually(forgotten)
