@@ -121,7 +121,7 @@ class AgentLoop:
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
         self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50)
         self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
-        self.stages = Stages(metrics.stage_seconds if metrics is not None else None)
+        self.stages = metrics.stages if metrics is not None else Stages()
         self.listed = asyncio.Event()  # set once the first listing of the pods is taken in
         # The observed stage: uid -> when its bind calls returned (wall clock), until the feed shows
         # it bound; uid -> when the feed showed it bound while its batch was still out.

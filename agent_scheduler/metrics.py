@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from agent_scheduler.stages import BUCKETS
+from agent_scheduler.stages import Stages
 
 LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000)
 
@@ -26,16 +26,9 @@ class AgentMetrics:
         self.queue_depth = Gauge(
             "caldera_agent_queue_depth", "Pods in each part of the scheduling queue.", ["queue"], registry=registry
         )
-        self.stage_seconds = Histogram(
-            "caldera_agent_stage_seconds",
-            "Where each agent pod's time goes (agent_scheduler.stages): feed (the store's write to the loop "
-            "seeing it), queue (seen to handed to a worker), hop (the worker call's round trip beyond the "
-            "worker's own time), decide, commit (the binder's round trips), bind (the cluster's pods/binding "
-            "calls), observed (bind returned to the bound pod seen on the feed). One observation per pod.",
-            ["stage"],
-            buckets=BUCKETS,
-            registry=registry,
-        )
+        # caldera_agent_stage_seconds{stage}: the loop's own per-pod bucket counts, read at each scrape.
+        self.stages = Stages()
+        registry.register(self.stages)
         self.batch_seconds = Histogram(
             "caldera_agent_batch_duration_seconds",
             "One worker call: decide, commit, retry conflicts, bind.",

@@ -14,14 +14,20 @@ From the write that made the pod pending to the moment its binding is seen back 
   brought it before the worker's answer reached the loop).
 
 The stages of one pod add up to its time from write to observed, give or take the loop's own
-turns between them. Kept as bucket counts (the heartbeat carries them to ``caldera status`` and
-the demo's report) and, when a registry is given, as ``caldera_agent_stage_seconds{stage}``.
+turns between them. Kept as bucket counts: the heartbeat carries them to ``caldera status`` and
+the demo's report, and a registry that :class:`Stages` is registered with exports them as the
+histogram ``caldera_agent_stage_seconds{stage}`` (one observation per pod) — counted once, read
+at each scrape.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import msgspec
 import numpy as np
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
 
 STAGES = ("feed", "queue", "hop", "decide", "commit", "bind", "observed")
 BUCKETS = (
@@ -78,14 +84,22 @@ class StageFigures(msgspec.Struct, frozen=True, kw_only=True):
         return BUCKETS[-1]
 
 
-class Stages:
-    """Bucket counts per stage (and the Prometheus histogram, when given)."""
+METRIC = "caldera_agent_stage_seconds"
+HELP = (
+    "Where each agent pod's time goes (agent_scheduler.stages): feed (the store's write to the loop "
+    "seeing it), queue (seen to handed to a worker), hop (the worker call's round trip beyond the "
+    "worker's own time), decide, commit (the binder's round trips), bind (the cluster's pods/binding "
+    "calls), observed (bind returned to the bound pod seen on the feed). One observation per pod."
+)
 
-    def __init__(self, histogram: object | None = None) -> None:
+
+class Stages(Collector):
+    """Bucket counts per stage; as a Prometheus collector, the histogram :data:`METRIC`."""
+
+    def __init__(self) -> None:
         self._bounds = np.array(BUCKETS)
         self._counts = {s: np.zeros(len(BUCKETS) + 1, dtype=np.int64) for s in STAGES}
         self._sums = dict.fromkeys(STAGES, 0.0)
-        self._histogram = histogram
 
     def observe(self, stage: str, seconds: float, pods: int = 1) -> None:
         """``pods`` pods spent ``seconds`` in ``stage``."""
@@ -94,10 +108,6 @@ class Stages:
         seconds = max(0.0, seconds)
         self._counts[stage][int(np.searchsorted(self._bounds, seconds))] += pods
         self._sums[stage] += seconds * pods
-        if self._histogram is not None:
-            child = self._histogram.labels(stage)  # type: ignore[attr-defined]
-            for _ in range(pods):
-                child.observe(seconds)
 
     def observe_each(self, stage: str, seconds: list[float]) -> None:
         """One pod per value."""
@@ -106,12 +116,16 @@ class Stages:
         values = np.maximum(np.asarray(seconds, dtype=np.float64), 0.0)
         np.add.at(self._counts[stage], np.searchsorted(self._bounds, values), 1)
         self._sums[stage] += float(values.sum())
-        if self._histogram is not None:
-            child = self._histogram.labels(stage)  # type: ignore[attr-defined]
-            for v in values:
-                child.observe(float(v))
 
     def figures(self) -> dict[str, StageFigures]:
         return {
             s: StageFigures(counts=[int(n) for n in self._counts[s]], seconds=round(self._sums[s], 6)) for s in STAGES
         }
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        family = HistogramMetricFamily(METRIC, HELP, labels=["stage"])
+        for stage in STAGES:
+            cumulative = np.cumsum(self._counts[stage])
+            buckets = [(str(bound), float(n)) for bound, n in zip(BUCKETS, cumulative, strict=False)]
+            family.add_metric([stage], [*buckets, ("+Inf", float(cumulative[-1]))], self._sums[stage])
+        yield family
