@@ -47,6 +47,9 @@ def add_kube_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
+
+
 def _check_kubeconfig(path: str) -> None:
     """ConfigException unless ``path`` holds one YAML mapping (the client's loader fails with a
     TypeError on anything else: a text file, a list), read with the hostile-input checks."""
@@ -61,9 +64,6 @@ def _check_kubeconfig(path: str) -> None:
         raise kubernetes.config.ConfigException(
             f"not a kubeconfig (a YAML {type(document).__name__}; expected a mapping with clusters, contexts and users)"
         )
-
-
-MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
 
 
 def api_client(kubeconfig: str | None, master: str | None) -> k8s.ApiClient:
