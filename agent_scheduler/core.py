@@ -10,7 +10,8 @@ workers holding the same view do not all chase the same node. With several worke
 fills its own partition of the nodes first; out of room there, it takes from the next
 worker's partition, the end its owner comes to last (:class:`~cluster.nodeview.plugins.PartitionBonus`,
 :class:`~cluster.nodeview.plugins.Allocated`'s ``own``). Each choice is taken on the table before the next pod, so
-one batch never over-fills a node by itself.
+one batch never over-fills a node by itself; pods alike are judged over every node once a batch
+(:class:`~cluster.nodeview.alike.Alike`), each take re-judging its one node.
 
 Inter-pod affinity, anti-affinity and topology spread (required ones filter, preferred and
 ScheduleAnyway ones score, as in kube-scheduler) are judged against the placed pods the loop
@@ -31,6 +32,7 @@ from cluster.model.core import Pod
 from cluster.model.labels import WARMUP_LABEL
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
+from cluster.nodeview.alike import Alike, takes_alike
 from cluster.nodeview.devices import CardPolicy, card_need, choose_cards
 from cluster.nodeview.fgd_score import FgdConfig, FgdScore
 from cluster.nodeview.plugins import (
@@ -140,15 +142,20 @@ def decide(
     fgd = next((s for s in placing.scores if isinstance(s, FgdScore)), None)
     if fgd is not None:
         fgd.observe([(t.pod, t.request) for t in tasks])
+    # Pods alike judged over every node once (exact; not for GPU cards, inter-pod rules or FGD).
+    alike = Alike(placing) if fgd is None and takes_alike(placing) else None
     out: list[Choice | NoFit] = []
     for task in tasks:
         judged = placed is not None and (bool(placed.with_terms) or bears_rules(task.pod))
-        row = (ruled if judged else placing).place(columns, task.pod, task.request, rng)
+        need = card_need(task.pod, task.request)
+        if alike is not None and not judged and need is None:
+            row = alike.place(columns, task.pod, task.request, rng)
+        else:
+            row = (ruled if judged else placing).place(columns, task.pod, task.request, rng)
         if isinstance(row, Filtered):
             out.append(NoFit(uid=task.uid, reason=row.reason()))
             continue
         name = columns.names[row]
-        need = card_need(task.pod, task.request)
         cards = Resources()
         if need is not None:
             first = None
@@ -163,6 +170,8 @@ def decide(
         columns.take(name, task.request)
         if cards:
             columns.take(name, cards)
+        if alike is not None:
+            alike.taken(columns, row)
         if placed is not None:
             placed.add(task.uid, task.pod, row)
         out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row]), cards=cards))

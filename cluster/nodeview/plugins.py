@@ -39,6 +39,7 @@ from cluster.nodeview.scores import (
     DEFAULT_MEMORY,
     DEFAULT_MILLI_CPU,
     MAX_NODE_SCORE,
+    allocated_fraction_of,
     balanced_resource_score,
     default_normalize,
     label_bonus,
@@ -87,14 +88,25 @@ class Allocated:
 
     def score(self, table: NodeTable, placing: Placing, rows: Rows | None) -> Values:
         fn = most_allocated if self.most else least_allocated
-        every = fn(table, placing.request, self.weights)
-        # Over every node, then the rows: contiguous columns beat gathering when most rows remain.
-        values = every if rows is None else every[rows]
+        if rows is not None and len(rows) * 8 < len(table):  # a few rows (one re-judged): gather them
+            values = fn(table, placing.request, self.weights, nodes=rows)
+        else:  # over every node, then the rows: contiguous columns beat gathering when most rows remain
+            every = fn(table, placing.request, self.weights)
+            values = every if rows is None else every[rows]
         if self.own is None:
             return values
         worker, workers = self.own
         mine = standing(table, ("own-partition", worker, workers), lambda: partition_steps(table, worker, workers) == 0)
         return np.where(mine if rows is None else mine[rows], values, 1.0 - values)
+
+    def score_of(self, table: NodeTable, placing: Placing, row: int) -> float:
+        """:meth:`score` of one node, the same double (:func:`allocated_fraction_of`)."""
+        value = allocated_fraction_of(table, placing.request, self.weights, row, free=not self.most)
+        if self.own is None:
+            return value
+        worker, workers = self.own
+        mine = standing(table, ("own-partition", worker, workers), lambda: partition_steps(table, worker, workers) == 0)
+        return value if mine[row] else 1.0 - value
 
 
 @dataclass(frozen=True)

@@ -158,12 +158,25 @@ class Profile:
         rows = np.flatnonzero(filtered.mask)
         if not len(rows):
             return filtered
+        rows = self.best_rank(table, rows)
+        return self.select.select(rows, self.values(table, placing, rows), rng)
+
+    def best_rank(self, table: NodeTable, rows: Rows) -> Rows:
+        """Those of ``rows`` (feasible, at least one) of the best shard rank among them."""
         rank = standing(table, self._keys[1], lambda: shard_rank(table, self.scheduler, self.sharding))
         tiers = rank[rows]
-        rows = rows[tiers == tiers.min()]
+        best: Rows = rows[tiers == tiers.min()]
+        return best
+
+    def values(self, table: NodeTable, placing: Placing, rows: Rows) -> Values:
+        """The sum of the scores and the bonuses of ``rows`` for the pod."""
         values = self.scores[0].score(table, placing, rows) if self.scores else np.zeros(len(rows))
         for s in self.scores[1:]:
             values = values + s.score(table, placing, rows)
         if self.bonuses:
-            values = values + standing(table, self._keys[2], lambda: self._bonus(table))[rows]
-        return self.select.select(rows, values, rng)
+            values = values + self.bonus(table)[rows]
+        return values
+
+    def bonus(self, table: NodeTable) -> Values:
+        """The sum of the bonuses of every node (kept until the table's topology changes)."""
+        return standing(table, self._keys[2], lambda: self._bonus(table))

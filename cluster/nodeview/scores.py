@@ -78,6 +78,35 @@ def _weighted_fraction(
     return total
 
 
+def allocated_fraction_of(
+    columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float], row: int, *, free: bool
+) -> float:
+    """:func:`least_allocated` (``free``) or :func:`most_allocated` of one node, with Python floats:
+    the same operations in the same order, so the same double (the vector form costs ~15 µs of
+    numpy calls for one node; this ~2). Weights as checked there."""
+    total = 0.0
+    weight_sum = 0.0
+    for name, weight in weights.items():
+        if weight == 0:
+            continue
+        weight_sum += weight
+        r = columns.resource_index.get(name)
+        if r is None:
+            continue
+        allocatable = int(columns.allocatable[r, row])
+        if allocatable <= 0:
+            continue  # contributes 0
+        used = int(columns.allocated[r, row]) + request.get(name, 0)
+        fraction = float(allocatable - used if free else used) / float(allocatable)
+        fraction = max(min(fraction, 1.0), 0.0)
+        if weight != 1:
+            fraction *= weight
+        total += fraction
+    if weight_sum:
+        total /= weight_sum
+    return total
+
+
 def balanced_allocation(
     columns: NodeTable,
     request: Mapping[str, int],
