@@ -36,6 +36,12 @@ class SchedulerTotals(msgspec.Struct, frozen=True, kw_only=True):
     p50_ms: float
     p90_ms: float
     p99_ms: float
+    # Pods are submitted in rounds (an agent burst at once): the rounds, their mean size, and the
+    # latency of each round's first pod bound (the path, nothing of its own round ahead of it).
+    rounds: int = 0
+    round_size_mean: float = 0.0
+    round_first_p50_ms: float = 0.0
+    round_first_p99_ms: float = 0.0
 
 
 class QueueJobs(msgspec.Struct, frozen=True, kw_only=True):

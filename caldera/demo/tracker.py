@@ -4,6 +4,12 @@ The tracker is fed by the workload (what it submitted, which pods form which job
 watch of the store (when each pod was bound, when it went away). Latency is submit →
 bound as the store shows it. Figures "lately" are over a sliding window, for the live view
 and the report's samples.
+
+Pods are submitted in rounds (every 100 ms, what arrived since; an agent burst is a hundred
+pods or more at once), so a pod's latency is the path's plus its wait behind the pods of its
+own round. The tracker also keeps, per round and scheduler, the latency of the first of its
+pods to be bound — the path with nothing of its round ahead of it — and the round's size: the
+two halves of a p50 told apart.
 """
 
 from __future__ import annotations
@@ -57,7 +63,12 @@ class Tracker:
         self.schedulers = list(schedulers)
         self.clock = clock
         self.window_s = window_s
-        self.created: dict[str, tuple[str, float]] = {}
+        self.created: dict[str, tuple[str, float, int]] = {}  # uid -> scheduler, submitted, round
+        # Per submission round (and scheduler): its pods not yet bound or gone, whether one was bound.
+        self._rounds: dict[int, list[int]] = {}
+        self._round_no = 0
+        self.round_firsts: dict[str, array[float]] = {s: array("d") for s in self.schedulers}  # ms, per round
+        self.round_sizes: dict[str, array[float]] = {s: array("d") for s in self.schedulers}
         self.bound_at: dict[str, float] = {}
         # ms from submitted to bound, every pod of the run (8 bytes each: a soak binds a million)
         self.latencies: dict[str, array[float]] = {s: array("d") for s in self.schedulers}
@@ -72,11 +83,31 @@ class Tracker:
     # -- feeding -------------------------------------------------------------------------
 
     def submitted(self, pods: Iterable[Pod]) -> None:
+        """Pods submitted together: one round per scheduler among them."""
         now = self.clock()
+        rounds: dict[str, int] = {}
         for p in pods:
             name = p.scheduler_name if p.scheduler_name in self.submitted_n else self.schedulers[-1]
-            self.created[p.uid] = (name, now)
+            if name not in rounds:
+                self._round_no += 1
+                rounds[name] = self._round_no
+                self._rounds[self._round_no] = [0, 0]
+            self._rounds[rounds[name]][0] += 1
+            self.created[p.uid] = (name, now, rounds[name])
             self.submitted_n[name] += 1
+        for name, r in rounds.items():
+            self.round_sizes[name].append(self._rounds[r][0])
+
+    def _settled(self, r: int, bound: bool) -> bool:
+        """One pod of round ``r`` bound or gone; whether it is the round's first bound."""
+        entry = self._rounds[r]
+        first = bound and not entry[1]
+        if bound:
+            entry[1] = 1
+        entry[0] -= 1
+        if not entry[0]:
+            del self._rounds[r]
+        return first
 
     def job(self, name: str, queue: str, uids: list[str], need: int) -> None:
         job = Job(name, queue, len(uids), need)
@@ -88,10 +119,12 @@ class Tracker:
         entry = self.created.get(uid)
         if entry is None or uid in self.bound_at:
             return
-        scheduler, t0 = entry
+        scheduler, t0, r = entry
         self.bound_at[uid] = now
         ms = (now - t0) * 1000
         self.latencies[scheduler].append(ms)
+        if self._settled(r, True):
+            self.round_firsts[scheduler].append(ms)
         self.recent.append((now, scheduler, ms))
         job = self.job_of.get(uid)
         if job is not None:
@@ -109,6 +142,7 @@ class Tracker:
             self.completed += 1
         else:
             self.gone_unbound[entry[0]] += 1
+            self._settled(entry[2], False)
         job = self.job_of.pop(uid, None)
         if job is not None:
             job.gone += 1
@@ -169,6 +203,10 @@ class Tracker:
                 "deleted_before_bound": self.gone_unbound[s],
                 "pods_per_s": round(len(lat) / max(elapsed, 1e-9), 1),
                 **{f"p{q}_ms": percentile(lat, q) for q in (50, 90, 99)},
+                "rounds": len(self.round_sizes[s]),
+                "round_size_mean": round(float(np.mean(self.round_sizes[s])), 1) if self.round_sizes[s] else 0.0,
+                "round_first_p50_ms": percentile(self.round_firsts[s], 50),
+                "round_first_p99_ms": percentile(self.round_firsts[s], 99),
             }
         return out
 

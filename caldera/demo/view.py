@@ -200,6 +200,11 @@ def summary(report: Report) -> Table:
             table.add_row(f"{name}: pods deleted before they were bound", f"{s.deleted_before_bound:,}")
         table.add_row(f"{name}: pods/s", f"{s.pods_per_s:,.0f}")
         table.add_row(f"{name}: submit → bound p50 / p99 ms", f"{s.p50_ms:,.0f} / {s.p99_ms:,.0f}")
+        if s.rounds:
+            table.add_row(
+                f"{name}: first pod of a submission round, p50 / p99 ms",
+                f"{s.round_first_p50_ms:,.0f} / {s.round_first_p99_ms:,.0f} ({s.rounds:,} rounds, {s.round_size_mean:,.0f} pods each)",
+            )
         c = report.conflicts.of(name)
         table.add_row(f"{name}: conflicts resolved / true", f"{c.resolved:,} / {c.true:,}")
     for label in ("p50", "p99"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import msgspec
+import pytest
 
 from caldera.demo.tracker import Tracker
 from caldera.demo.workload import AGENT, VOLCANO, Workload, WorkloadDriver
@@ -33,6 +34,34 @@ def test_each_pod_is_counted_once_however_often_the_feed_reports_it_gone() -> No
         2,
     )
     assert totals["p50_ms"] == 500.0 and t.completed == 1
+
+
+def test_each_submission_round_tells_its_first_pod_bound_from_the_wait_behind_its_own_pods() -> None:
+    """Two rounds of agent pods and one of volcano pods: the first bound of each round is its path latency,
+    whatever the later pods of the round wait; a round whose pods all went unbound has no first."""
+    now = [0.0]
+    t = Tracker(["agent-scheduler", "volcano"], clock=lambda: now[0])
+    burst = [make_pod(f"a{i}", scheduler="agent-scheduler", requests={"cpu": "1"}) for i in range(4)]
+    gang = [make_pod(f"v{i}", scheduler="volcano", requests={"cpu": "1"}) for i in range(2)]
+    t.submitted(burst + gang)  # one round each
+    later = [make_pod(f"b{i}", scheduler="agent-scheduler", requests={"cpu": "1"}) for i in range(2)]
+    now[0] = 1.0
+    t.submitted(later)
+    for i, p in enumerate(burst):  # 1.010, 1.020 …: ten ms between pods of the burst
+        t.bound(p.uid, 1.01 + 0.01 * i)
+    t.bound(later[1].uid, 1.005)  # the second of its round bound first
+    t.bound(later[0].uid, 1.5)
+    t.bound(gang[0].uid, 0.2)
+    t.gone(gang[1].uid)
+    lone = make_pod("c", scheduler="agent-scheduler", requests={"cpu": "1"})
+    t.submitted([lone])
+    t.gone(lone.uid)  # deleted before it was bound: its round has no first pod
+    agent, volcano = t.totals(elapsed=2.0)["agent-scheduler"], t.totals(elapsed=2.0)["volcano"]
+    assert sorted(t.round_firsts["agent-scheduler"]) == pytest.approx([5.0, 1010.0])  # not 1,040 nor 1,500
+    assert (agent["rounds"], agent["round_size_mean"]) == (3, 2.3)
+    assert agent["round_first_p50_ms"] == 507.5
+    assert (volcano["rounds"], volcano["round_size_mean"], volcano["round_first_p50_ms"]) == (1, 2.0, 200.0)
+    assert not t._rounds  # every round settled: nothing kept
 
 
 def test_a_gang_starts_when_min_available_pods_are_bound_and_waits_otherwise() -> None:
