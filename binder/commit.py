@@ -20,7 +20,7 @@ from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.store.keys import Keys
 from cluster.store.records import encode_request
-from cluster.store.scripts import Arg, Script, run_loaded
+from cluster.store.scripts import Arg, Script, call_packed, run_loaded
 from cluster.store.store import DEFAULT_FEED_MAXLEN
 
 GANG_PLACEMENTS_PER_CALL = 256  # see Binder.commit_gangs
@@ -213,10 +213,7 @@ class Binder:
             argv.append(args)
 
         async def go() -> list[list[list[object]]]:
-            pipe = self.client.pipeline(transaction=False)
-            for args in argv:
-                self._commit.queue(pipe, [self.keys.rv], args)
-            return list(await pipe.execute())
+            return await call_packed(self.client, [self._commit.command([self.keys.rv], args) for args in argv])
 
         start = self.clock()
         raws = await run_loaded(self.client, [self._commit, self._release], go)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+import hiredis
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError
+from redis.asyncio.connection import Connection
+from redis.exceptions import NoScriptError, ResponseError
 
 T = TypeVar("T")
 
@@ -32,6 +34,10 @@ class Script:
 
     async def load(self, client: aioredis.Redis) -> None:
         await client.script_load(self.source)
+
+    def command(self, keys: Sequence[str], args: Sequence[Arg]) -> tuple[Arg, ...]:
+        """The EVALSHA of a call, for :func:`call_packed`."""
+        return ("EVALSHA", self.sha, len(keys), *keys, *args)
 
     def queue(self, pipe: aioredis.client.Pipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Add a call to a pipeline (the caller runs it through :func:`run_loaded`)."""
@@ -61,3 +67,42 @@ async def run_loaded(client: aioredis.Redis, scripts: Sequence[Script], call: Ca
         for script in scripts:
             await script.load(client)
         return await call()
+
+
+async def call_packed(client: aioredis.Redis, commands: Sequence[Sequence[Arg]]) -> list[Any]:
+    """``commands`` as one pipeline (not a transaction): their replies in order, or the first error
+    once every reply is read (a NOSCRIPT as :class:`NoScriptError`, for :func:`run_loaded`).
+
+    For the few calls with very many arguments — a commit of a burst's placements: ~50,000 of
+    them — each command is packed in one C call (``hiredis.pack_command``), where redis-py's
+    pipeline encodes every argument in Python first: 4.4 ms instead of 28.6 for 50,000. The
+    connection comes from the client's pool and goes back to it, or is dropped when a reply
+    was not read; a connection error is retried as the client retries its own commands
+    (every caldera script is idempotent for the calls that ran)."""
+    pool = client.connection_pool
+    # (hiredis's stub types the tuple as of one element; it takes any number)
+    packed = [hiredis.pack_command(cast(Any, tuple(c))) for c in commands]
+
+    async def exchange(conn: Connection) -> list[Any]:
+        await conn.send_packed_command(packed, check_health=False)
+        replies: list[Any] = []
+        try:
+            for _ in packed:
+                try:
+                    replies.append(await conn.read_response())
+                except ResponseError as e:
+                    replies.append(e)
+        except BaseException:
+            await conn.disconnect(nowait=True)  # replies left on the socket: never hand it on
+            raise
+        return replies
+
+    conn: Connection = await pool.get_connection()  # type: ignore[no-untyped-call]
+    try:
+        replies: list[Any] = await conn.retry.call_with_retry(lambda: exchange(conn), lambda _: conn.disconnect())
+    finally:
+        await pool.release(conn)
+    for r in replies:
+        if isinstance(r, ResponseError):
+            raise r
+    return replies
