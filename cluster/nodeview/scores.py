@@ -46,12 +46,13 @@ def most_allocated(
     return _weighted_fraction(columns, request, weights, free=False, nodes=nodes)
 
 
-def _weighted_fraction(
-    columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float], *, free: bool, nodes: Index | None
-) -> Scores:
-    sel: slice | Index = slice(0, len(columns)) if nodes is None else nodes
-    n = len(columns) if nodes is None else len(nodes)
-    total = np.zeros(n, dtype=np.float64)
+def _counted(
+    columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float]
+) -> tuple[list[tuple[float, int, int]], float]:
+    """The weights that count (checked: finite, >= 0; zero ones dropped) as (weight, the resource's
+    row, the amount requested) for the resources some node has, and the sum of all counted weights
+    (a resource no node has adds 0 but still counts its weight)."""
+    parts: list[tuple[float, int, int]] = []
     weight_sum = 0.0
     for name, weight in weights.items():
         if not (math.isfinite(weight) and weight >= 0):
@@ -60,10 +61,20 @@ def _weighted_fraction(
             continue
         weight_sum += weight
         r = columns.resource_index.get(name)
-        if r is None:
-            continue  # no node has any: contributes 0 everywhere
+        if r is not None:
+            parts.append((weight, r, request.get(name, 0)))
+    return parts, weight_sum
+
+
+def _weighted_fraction(
+    columns: NodeTable, request: Mapping[str, int], weights: Mapping[str, float], *, free: bool, nodes: Index | None
+) -> Scores:
+    sel: slice | Index = slice(0, len(columns)) if nodes is None else nodes
+    n = len(columns) if nodes is None else len(nodes)
+    total = np.zeros(n, dtype=np.float64)
+    parts, weight_sum = _counted(columns, request, weights)
+    for weight, r, amount in parts:
         allocatable = columns.allocatable[r, sel]
-        amount = request.get(name, 0)
         used = columns.allocated[r, sel] + amount if amount else columns.allocated[r, sel]
         part = allocatable - used if free else used
         fraction = np.divide(part, allocatable, out=np.zeros(n, dtype=np.float64), where=allocatable > 0)
@@ -83,25 +94,16 @@ def allocated_fraction_of(
 ) -> float:
     """:func:`least_allocated` (``free``) or :func:`most_allocated` of one node, with Python floats:
     the same operations in the same order, so the same double (the vector form costs ~15 µs of
-    numpy calls for one node; this ~2). Weights as checked there."""
+    numpy calls for one node; this ~2)."""
     total = 0.0
-    weight_sum = 0.0
-    for name, weight in weights.items():
-        if weight == 0:
-            continue
-        weight_sum += weight
-        r = columns.resource_index.get(name)
-        if r is None:
-            continue
+    parts, weight_sum = _counted(columns, request, weights)
+    for weight, r, amount in parts:
         allocatable = int(columns.allocatable[r, row])
         if allocatable <= 0:
             continue  # contributes 0
-        used = int(columns.allocated[r, row]) + request.get(name, 0)
-        fraction = float(allocatable - used if free else used) / float(allocatable)
-        fraction = max(min(fraction, 1.0), 0.0)
-        if weight != 1:
-            fraction *= weight
-        total += fraction
+        used = int(columns.allocated[r, row]) + amount
+        fraction = max(min(float(allocatable - used if free else used) / float(allocatable), 1.0), 0.0)
+        total += fraction * weight if weight != 1 else fraction
     if weight_sum:
         total /= weight_sum
     return total

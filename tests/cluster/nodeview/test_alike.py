@@ -79,29 +79,29 @@ def _pod(i: int, kind: tuple[str, str, bool, str | None]) -> Pod:
     )
 
 
-def _full_way(table: NodeTable, pods: list[Pod], config: CoreConfig, seed: int) -> list[int | str]:
+def _placed(table: NodeTable, pods: list[Pod], config: CoreConfig, seed: int, *, alike: bool) -> list[int | str]:
+    """Each pod's row (taken on the table) or the reason it fits nowhere: placed by :class:`Alike`,
+    or the full way (``Profile.place``)."""
     chosen, rng, out = profile(config), random.Random(seed), []
+    placer = Alike(chosen) if alike else chosen
     for p in pods:
-        row = chosen.place(table, p, p.request(), rng)
+        row = placer.place(table, p, p.request(), rng)
         if isinstance(row, Filtered):
             out.append(row.reason())
             continue
         table.take(table.names[row], p.request())
+        if isinstance(placer, Alike):
+            placer.taken(table, row)
         out.append(row)
     return out
+
+
+def _full_way(table: NodeTable, pods: list[Pod], config: CoreConfig, seed: int) -> list[int | str]:
+    return _placed(table, pods, config, seed, alike=False)
 
 
 def _alike(table: NodeTable, pods: list[Pod], config: CoreConfig, seed: int) -> list[int | str]:
-    alike, rng, out = Alike(profile(config)), random.Random(seed), []
-    for p in pods:
-        row = alike.place(table, p, p.request(), rng)
-        if isinstance(row, Filtered):
-            out.append(row.reason())
-            continue
-        table.take(table.names[row], p.request())
-        alike.taken(table, row)
-        out.append(row)
-    return out
+    return _placed(table, pods, config, seed, alike=True)
 
 
 @settings(max_examples=300, deadline=None)
