@@ -36,16 +36,13 @@ class Script:
         await client.script_load(self.source)
 
     def command(self, keys: Sequence[str], args: Sequence[Arg]) -> tuple[Arg, ...]:
-        """The EVALSHA of a call, for :func:`call_packed`."""
+        """The EVALSHA of a call, for :func:`call_packed` (the caller runs it through :func:`run_loaded`)."""
         return ("EVALSHA", self.sha, len(keys), *keys, *args)
-
-    def queue(self, pipe: aioredis.client.Pipeline, keys: Sequence[str], args: Sequence[Arg]) -> None:
-        """Add a call to a pipeline (the caller runs it through :func:`run_loaded`)."""
-        pipe.evalsha(self.sha, len(keys), *keys, *args)
 
     async def call(self, client: aioredis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         async def once() -> Any:
-            return await client.evalsha(self.sha, len(keys), *keys, *args)
+            [reply] = await call_packed(client, [self.command(keys, args)])
+            return reply
 
         return await run_loaded(client, [self], once)
 

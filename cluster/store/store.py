@@ -26,7 +26,7 @@ from cluster.store.records import (
     node_record,
     pod_record,
 )
-from cluster.store.scripts import Arg, Script, run_loaded
+from cluster.store.scripts import Arg, Script, call_packed, run_loaded
 
 DEFAULT_FEED_MAXLEN = 200_000
 
@@ -98,10 +98,8 @@ class Store:
             return []
 
         async def go() -> list[int]:
-            pipe = self.client.pipeline(transaction=False)
-            for args in calls:
-                script.queue(pipe, [self.keys.rv], [*self._head, *args])
-            return [int(v) for v in await pipe.execute()]
+            commands = [script.command([self.keys.rv], [*self._head, *args]) for args in calls]
+            return [int(v) for v in await call_packed(self.client, commands)]
 
         return await run_loaded(self.client, self._scripts, go)
 
