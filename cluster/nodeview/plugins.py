@@ -263,7 +263,12 @@ class PartitionBonus:
     workers sharing one view fill different nodes and rarely collide. A worker whose partition is
     full goes on to the next worker's partition, then the one after: each level ``2·weight`` above
     the next (more than the scores' range), so that two workers out of room take from different
-    partitions rather than from the same nodes."""
+    partitions rather than from the same nodes.
+
+    Nodes that score alike (a fresh pool, nodes filled alike) are told apart by a key of their
+    name, :data:`TIE_BREAK` apart at most: the owner of a partition takes the lowest keys first,
+    a worker taking room there the highest, so that the two meet on the last of them rather than
+    anywhere among them."""
 
     worker: int
     workers: int
@@ -272,7 +277,13 @@ class PartitionBonus:
     def bonus(self, table: NodeTable) -> Values:
         steps = partition_steps(table, self.worker, self.workers)
         levels: Values = ((self.workers - 1 - steps) * (2.0 * self.weight)).astype(np.float64)
+        key = table.name_hash[: len(table)] / 2.0**32  # crc32's high bits; the partition is its low ones
+        levels += np.where(steps == 0, -TIE_BREAK, TIE_BREAK) * key
         return levels
+
+
+TIE_BREAK = 1e-9
+"""Far below any difference of the scores between nodes that are not alike."""
 
 
 def partition_steps(table: NodeTable, worker: int, workers: int) -> npt.NDArray[np.int64]:

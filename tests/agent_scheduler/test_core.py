@@ -212,3 +212,27 @@ def test_a_worker_out_of_room_takes_from_the_next_partition_the_end_its_owner_co
     assert out[0] == part[1][0]  # the next partition's emptiest
     assert out[1] == part[1][2]  # its owner's fullest
     assert (out[2], out[3]) == (part[2][2], part[3][2])
+
+
+def test_among_nodes_alike_an_owner_starts_at_one_end_of_its_partition_a_worker_out_of_room_at_the_other() -> None:
+    """Two workers, a fresh pool of alike nodes. Worker 1's own partition is full, so it takes room in
+    worker 0's: there, drawing among the nodes alike, the two start at opposite ends of one order (the
+    names' hash) and pick disjoint nodes until the pool is nearly gone. Without the order both draw
+    among every empty node of the partition, and two in-flight batches meet anywhere."""
+    part: dict[int, list[str]] = {0: [], 1: []}
+    i = 0
+    while len(part[0]) < 20 or len(part[1]) < 3:
+        name = f"n{i}"
+        part[zlib.crc32(name.encode()) % 2].append(name)
+        i += 1
+    specs = [(n, 8000, 0, "") for n in part[0][:20]] + [(n, 8000, 8000, "") for n in part[1][:3]]
+    cols = columns(*specs)
+    picked = {}
+    for w in (0, 1):
+        config = CoreConfig(candidates=3, sharding=ShardingMode.NONE, worker=w, workers=2)
+        batch = [task(f"w{w}-{k}", cpu="8") for k in range(6)]  # one pod fills a node
+        picked[w] = {c.node for c in decide(cols.snapshot(), batch, config, random.Random(w)) if isinstance(c, Choice)}
+    assert len(picked[0]) == len(picked[1]) == 6
+    assert not picked[0] & picked[1]
+    order = sorted(part[0][:20], key=lambda n: zlib.crc32(n.encode()))
+    assert picked[0] <= set(order[:8]) and picked[1] <= set(order[-8:])
