@@ -385,4 +385,6 @@ def load_conf(path: str | None, registry: Registry, flag: str = "--scheduler-con
             text = f.read()
     except OSError as e:
         raise ConfError(f"{flag}: {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfError(f"{flag}: {path}: not UTF-8 text (byte {e.start}; expected a scheduler conf YAML)") from None
     return parse_conf(text, registry)

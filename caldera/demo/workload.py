@@ -226,12 +226,14 @@ def load(path: str | None) -> Workload:
     name = path or f"caldera/demo/workloads/{DEFAULT}"
     try:
         text = (
-            Path(path).read_text()
+            Path(path).read_text(encoding="utf-8")
             if path
-            else resources.files("caldera.demo").joinpath("workloads", DEFAULT).read_text()
+            else resources.files("caldera.demo").joinpath("workloads", DEFAULT).read_text(encoding="utf-8")
         )
     except OSError as e:
         raise ValueError(f"workload {name}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"workload {name}: not UTF-8 text (byte {e.start}; expected a workload YAML)") from None
     try:
         raw = yaml_input.load(text)
     except yaml.YAMLError as e:

@@ -122,6 +122,13 @@ class _Row:
 
 def _rows(path: str | Path, required: Sequence[str]) -> Iterator[_Row]:
     """The data rows of a CSV file whose header has every ``required`` column."""
+    try:
+        yield from _read_rows(path, required)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text (expected an OpenB CSV)") from None
+
+
+def _read_rows(path: str | Path, required: Sequence[str]) -> Iterator[_Row]:
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.reader(f)
         header = [h.strip() for h in next(reader, [])]

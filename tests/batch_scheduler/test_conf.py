@@ -889,6 +889,14 @@ def test_load_conf_with_a_missing_file_names_the_flag_and_path(tmp_path: Path) -
     assert message.startswith("--scheduler-conf: ") and str(path) in message and "No such file" in message
 
 
+def test_load_conf_with_a_file_that_is_not_text_names_the_flag_and_path(tmp_path: Path) -> None:
+    path = tmp_path / "binary.conf"
+    path.write_bytes(b"actions: \xff\xfe")
+    with pytest.raises(ConfError) as info:
+        load(str(path))
+    assert str(info.value) == f"--scheduler-conf: {path}: not UTF-8 text (byte 9; expected a scheduler conf YAML)"
+
+
 def test_load_conf_reports_a_bad_file_by_entry(tmp_path: Path) -> None:
     path = tmp_path / "bad.conf"
     path.write_text('actions: "enqueue, dance"\ntiers:\n- plugins:\n  - name: gang\n', encoding="utf-8")

@@ -51,6 +51,14 @@ def test_a_bad_workload_is_refused_by_name(tmp_path: Path, text: str, message: s
     )
 
 
+def test_a_workload_that_is_not_text_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "binary"
+    path.write_bytes(b"\x00\xff\xfe pools: []")
+    with pytest.raises(ValueError) as e:
+        workload.load(str(path))
+    assert str(e.value) == f"workload {path}: not UTF-8 text (byte 1; expected a workload YAML)"
+
+
 def test_demo_refuses_a_misspelled_key_by_name_and_starts_nothing(tmp_path: Path) -> None:
     (tmp_path / "w.yaml").write_text(POOL + TRAINING.replace("requests:", "requets:"))
     r = subprocess.run(

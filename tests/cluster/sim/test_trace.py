@@ -149,6 +149,15 @@ def test_files_without_rows_are_empty(tmp_path: Path) -> None:
     assert read_nodes(write(tmp_path, "nodes.csv", "")) == []
 
 
+def test_a_trace_that_is_not_text_is_refused_by_path(tmp_path: Path) -> None:
+    for reader, name in ((read_pods, "pods.csv"), (read_nodes, "nodes.csv")):
+        path = tmp_path / name
+        path.write_bytes(b"sn,cpu_milli\n\xff\xfe,1\n")
+        with pytest.raises(ValueError) as info:
+            reader(str(path))
+        assert str(info.value) == f"{path}: not UTF-8 text (expected an OpenB CSV)"
+
+
 def test_mapping_sends_named_qos_classes_and_star_takes_the_rest() -> None:
     default = parse_mapping(DEFAULT_MAPPING)
     assert default == {"LS": "agent-scheduler", "*": "volcano"}
