@@ -34,7 +34,7 @@ import numpy as np
 from cluster.model.core import Pod
 from cluster.model.resources import Resources
 from cluster.nodeview.fit import fits_once_freed
-from cluster.nodeview.plugins import Allocated, NodePredicates, TopK, kth_largest
+from cluster.nodeview.plugins import Allocated, NodePredicates, TopK
 from cluster.nodeview.predicates import Filtered
 from cluster.nodeview.profile import Placing, Profile, Values
 from cluster.nodeview.table import Mask, NodeTable
@@ -129,11 +129,8 @@ class Alike:
             if m is not None:
                 drawn = sorted(r for r, v in kind.pool.items() if v >= m)
                 return drawn[rng.randrange(len(drawn))]
-        rows = np.flatnonzero(kind.live)
-        if k < len(rows):  # ties with the k-th reach past the pool
-            values = kind.values[rows]
-            rows = rows[values >= kth_largest(values, k)]
-        return int(rows[rng.randrange(len(rows))])
+        rows = np.flatnonzero(kind.live)  # every live row drawn, or ties with the k-th reach past the pool
+        return self.profile.select.select(rows, kind.values[rows], rng)
 
     def _kth(self, kind: _Kind, k: int) -> float | None:
         """The k-th best value of the kind when the pool holds it and all tied with it (above the floor);

@@ -93,20 +93,26 @@ class Allocated:
         else:  # over every node, then the rows: contiguous columns beat gathering when most rows remain
             every = fn(table, placing.request, self.weights)
             values = every if rows is None else every[rows]
-        if self.own is None:
+        mine = self._mine(table)
+        if mine is None:
             return values
-        worker, workers = self.own
-        mine = standing(table, ("own-partition", worker, workers), lambda: partition_steps(table, worker, workers) == 0)
         return np.where(mine if rows is None else mine[rows], values, 1.0 - values)
 
     def score_of(self, table: NodeTable, placing: Placing, row: int) -> float:
         """:meth:`score` of one node, the same double (:func:`allocated_fraction_of`)."""
         value = allocated_fraction_of(table, placing.request, self.weights, row, free=not self.most)
+        mine = self._mine(table)
+        return value if mine is None or mine[row] else 1.0 - value
+
+    def _mine(self, table: NodeTable) -> npt.NDArray[np.bool_] | None:
+        """The nodes of ``own``'s partition (None: no partitions)."""
         if self.own is None:
-            return value
+            return None
         worker, workers = self.own
-        mine = standing(table, ("own-partition", worker, workers), lambda: partition_steps(table, worker, workers) == 0)
-        return value if mine[row] else 1.0 - value
+        mine: npt.NDArray[np.bool_] = standing(
+            table, ("own-partition", worker, workers), lambda: partition_steps(table, worker, workers) == 0
+        )
+        return mine
 
 
 @dataclass(frozen=True)
