@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import msgspec
 
@@ -40,7 +40,7 @@ from batch_scheduler.status import (
 )
 from batch_scheduler.tasks import TaskInfo, TaskStatus
 from binder.bind import BindTarget, Evictor, GateLifter, bind_committed
-from binder.commit import Binder
+from binder.commit import Binder, GangStream
 from binder.metrics import BinderMetrics
 from binder.rebind import DEFAULT_AFTER_S, Rebinder
 from binder.results import Committed, Conflict, Placement
@@ -50,6 +50,7 @@ from cluster.model.devices import card_annotations
 from cluster.model.labels import QUEUE_ALLOCATION_GATE
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroupStatus
+from cluster.nodeview.table import NodeTable
 from cluster.runtime.heap import HeapKeeper
 from cluster.store.records import PodRecord, Update
 from cluster.store.store import Put, Store, Write
@@ -188,9 +189,14 @@ class BatchScheduler:
             yield
             report.actions[action] = self.clock() - t0
 
-        ssn.run(observe=timed)
+        commits = await self._open_commits(ssn)
+        try:
+            ssn.run(observe=timed)
+        except BaseException:
+            await commits.abandon()
+            raise
         await self._evict(ssn, report)
-        await self._commit(ssn, report)
+        await self._commit(ssn, report, commits)
         await self._lift_gates(ssn)
         await self._write_back(ssn, report)
         report.seconds = self.clock() - start
@@ -254,28 +260,21 @@ class BatchScheduler:
                     "could not lift %s/%s's queue-allocation gate: %s", lift.namespace, lift.name, failure.reason
                 )
 
-    async def _commit(self, ssn: Session, report: SessionReport) -> None:
-        batches: dict[str, list[list[TaskInfo]]] = {}
-        for tasks in ssn.commits:
-            scheduler = self.pods[tasks[0].uid].scheduler if tasks[0].uid in self.pods else self.config.names[0]
-            batches.setdefault(scheduler, []).append(tasks)
+    async def _open_commits(self, ssn: Session) -> SessionCommits:
+        commits = SessionCommits(
+            {name: await binder.gang_stream() for name, binder in self.binders.items()},
+            self.config.names[0],
+            self.pods,
+            self.cache.columns,
+        )
+        ssn.on_commit = commits.add
+        return commits
+
+    async def _commit(self, ssn: Session, report: SessionReport, commits: SessionCommits) -> None:
         now = self.clock()
-        for scheduler, jobs in batches.items():
-            binder = self.binders.get(scheduler, self.binders[self.config.names[0]])
-            placements = [
-                [
-                    Placement(
-                        uid=t.uid,
-                        node=t.node,
-                        request=t.request,
-                        version=int(self.cache.columns.version[self.cache.columns.index[t.node]]),
-                        cards=t.cards,
-                    )
-                    for t in tasks
-                ]
-                for tasks in jobs
-            ]
-            results = await binder.commit_gangs(placements)
+        for name, jobs, stream in commits.per_binder():
+            binder = self.binders[name]
+            results = await stream.results()
             bindings: list[Binding] = []
             # (node, request) -> (pods committed there with that request, the node's newest version)
             taken: dict[tuple[str, Resources], tuple[int, int]] = {}
@@ -403,3 +402,48 @@ class BatchScheduler:
             await self.store.set_reasons(name, changed)
             await self.store.clear_reasons(name, gone)
             self.reasons[name] = reasons
+
+
+class SessionCommits:
+    """A session's gangs, each added to its binder's commit stream as the session hands it over
+    (``Session.on_commit``, from its statements' commits): every full script call of them is
+    sent to Redis at once, so Redis commits the session's first gangs on its own core while the
+    session places the rest (Volcano's session binds asynchronously too, as each job's
+    statement commits). :meth:`BatchScheduler._commit` reads the results after the session; a
+    session that fails leaves what it sent committed, and the rebinder binds it.
+
+    A gang goes to its pods' scheduler's binder (the first scheduler name's when the pod's
+    scheduler has none), with each node's version as the cache knows it: the cache does not
+    change while the session runs (it runs without awaiting)."""
+
+    def __init__(
+        self, streams: dict[str, GangStream], default: str, pods: Mapping[str, PodRecord], columns: NodeTable
+    ) -> None:
+        self.streams, self.default, self.pods, self.columns = streams, default, pods, columns
+        self.jobs: dict[str, list[list[TaskInfo]]] = {name: [] for name in streams}
+
+    def add(self, tasks: list[TaskInfo]) -> None:
+        record = self.pods.get(tasks[0].uid)
+        name = record.scheduler if record is not None and record.scheduler in self.streams else self.default
+        columns = self.columns
+        self.streams[name].add(
+            [
+                Placement(
+                    uid=t.uid,
+                    node=t.node,
+                    request=t.request,
+                    version=int(columns.version[columns.index[t.node]]),
+                    cards=t.cards,
+                )
+                for t in tasks
+            ]
+        )
+        self.jobs[name].append(tasks)
+
+    def per_binder(self) -> Iterator[tuple[str, list[list[TaskInfo]], GangStream]]:
+        for name, stream in self.streams.items():
+            yield name, self.jobs[name], stream
+
+    async def abandon(self) -> None:
+        for stream in self.streams.values():
+            await stream.abandon()

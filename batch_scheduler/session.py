@@ -102,6 +102,8 @@ class Session:
         for task in built.releasing:
             self.releasing_add(task, +1)
         self.commits: list[list[TaskInfo]] = []  # gang batches for the binder
+        # Called with each gang batch as it is handed over (the cycle sends it to Redis at once).
+        self.on_commit: Callable[[list[TaskInfo]], None] | None = None
         self.ungated: list[TaskInfo] = []  # pods whose queue-allocation gate this session lifts
         self.evictions: list[TaskInfo] = []
         self.tiers: PluginSet = conf.build()
@@ -208,8 +210,12 @@ class Session:
         self.tiers.deallocated(task)
 
     def bind_later(self, tasks: list[TaskInfo]) -> None:
-        """Hand placed tasks to the binder, as one gang batch, once the session ends."""
+        """Hand placed tasks to the binder, as one gang batch: to ``on_commit`` now when set
+        (its commit goes to Redis while the session goes on), their results read once the
+        session ends."""
         self.commits.append(tasks)
+        if self.on_commit is not None:
+            self.on_commit(tasks)
 
     def evict_later(self, tasks: list[TaskInfo]) -> None:
         self.evictions += tasks

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import redis.asyncio as aioredis
+from redis.exceptions import NoScriptError
 
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement, Reason, Rejected, Result
@@ -20,7 +21,7 @@ from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.store.keys import Keys
 from cluster.store.records import encode_request
-from cluster.store.scripts import Arg, Script, call_packed, run_loaded
+from cluster.store.scripts import Arg, Script, SentAhead, call_packed, run_loaded
 from cluster.store.store import DEFAULT_FEED_MAXLEN
 
 GANG_PLACEMENTS_PER_CALL = 256  # see Binder.commit_gangs
@@ -146,30 +147,18 @@ class Binder:
         later gangs on a node its earlier calls took from are most of them, and the batch
         scheduler decides again from its cache); a :class:`Conflict` still carries them.
         """
-        out: list[list[Result]] = []
-        calls: list[tuple[str, int, list[int], list[Placement]]] = []
-        sizes: list[int] = []
-        indices: list[int] = []
-        todo_all: list[Placement] = []
-        seen: set[str] = set()
-        for batch in gangs:
-            results, todo = self._screen(batch, True)
-            taken = seen.intersection(p.uid for p in batch)
-            if taken:
-                raise ValueError(f"placements: a pod appears in two gangs: {sorted(taken)}")
-            seen.update(p.uid for p in batch)
-            out.append(results)  # type: ignore[arg-type]
-            if not todo:
-                continue
-            if todo_all and len(todo_all) + len(todo) > per_call:
-                calls.append((" ".join(map(str, sizes)), 0, indices, todo_all))
-                sizes, indices, todo_all = [], [], []
-            sizes.append(len(todo))
-            indices.append(len(out) - 1)
-            todo_all.extend(todo)
-        if todo_all:
-            calls.append((" ".join(map(str, sizes)), 0, indices, todo_all))
-        return await self._finish(out, calls)
+        stream = GangStream(self, None, per_call)
+        for gang in gangs:
+            stream.add(gang)
+        return await stream.results()
+
+    async def gang_stream(self, per_call: int = GANG_PLACEMENTS_PER_CALL) -> GangStream:
+        """:meth:`commit_gangs` gang by gang, each script call sent to Redis as soon as it is
+        full, from synchronous code (:class:`~cluster.store.scripts.SentAhead`): the batch
+        session commits its first gangs while it places the others. Read the results with
+        :meth:`GangStream.results` (or give the connection back with
+        :meth:`GangStream.abandon`)."""
+        return GangStream(self, await SentAhead.open(self.client), per_call)
 
     @staticmethod
     def _screen(batch: Sequence[Placement], gang: bool) -> tuple[list[Result | None], list[Placement]]:
@@ -188,35 +177,58 @@ class Binder:
     ) -> list[list[Result]]:
         """Run the calls (the script's gang and figures arguments, the batches of ``out`` they
         answer, their placements) and fill each batch's undecided results in from the script's."""
-        if calls:
-            raws = await self._call([(gang, figures, todo) for gang, figures, _, todo in calls])
-            for (_, _, indices, todo), raw in zip(calls, raws):
-                decoded = iter([decode_result(p.node, r) for p, r in zip(todo, raw)])
-                for index in indices:
-                    out[index] = [r if r is not None else next(decoded) for r in out[index]]
+        raws = await self._call([(gang, figures, todo) for gang, figures, _, todo in calls]) if calls else []
+        return self._decoded(out, calls, raws)
+
+    def _decoded(
+        self,
+        out: list[list[Result]],
+        calls: Sequence[tuple[str, int, list[int], list[Placement]]],
+        raws: Sequence[list[list[object]]],
+    ) -> list[list[Result]]:
+        for (_, _, indices, todo), raw in zip(calls, raws):
+            decoded = iter([decode_result(p.node, r) for p, r in zip(todo, raw)])
+            for index in indices:
+                out[index] = [r if r is not None else next(decoded) for r in out[index]]
         if self.metrics is not None:
             self._count(out)
         return out
 
+    def _command(self, gang: str, figures: int, todo: Sequence[Placement]) -> tuple[Arg, ...]:
+        """The commit script's EVALSHA for one call."""
+        args: list[Arg] = [*self._head, *self._flags, gang, figures]
+        for p in todo:
+            args += [
+                p.uid,
+                p.node,
+                p.version,
+                encode_request(p.request),
+                encode_request(p.cards) if p.cards else "",
+            ]
+        return self._commit.command([self.keys.rv], args)
+
     async def _call(self, calls: list[tuple[str, int, list[Placement]]]) -> list[list[list[object]]]:
-        argv = []
-        for gang, figures, todo in calls:
-            args = [*self._head, *self._flags, gang, figures]
-            for p in todo:
-                args += [
-                    p.uid,
-                    p.node,
-                    p.version,
-                    encode_request(p.request),
-                    encode_request(p.cards) if p.cards else "",
-                ]
-            argv.append(args)
+        commands = [self._command(gang, figures, todo) for gang, figures, todo in calls]
 
         async def go() -> list[list[list[object]]]:
-            return await call_packed(self.client, [self._commit.command([self.keys.rv], args) for args in argv])
+            return await call_packed(self.client, commands)
 
         start = self.clock()
         raws = await run_loaded(self.client, [self._commit, self._release], go)
+        if self.metrics is not None:
+            self.metrics.commit_seconds.observe(self.clock() - start)
+        return raws
+
+    async def _sent_replies(self, ahead: SentAhead, start: float) -> list[list[list[object]]]:
+        """The replies of the calls ``ahead`` sent from ``start`` on (the commit's round trip
+        is timed from the first send); on NOSCRIPT (Redis restarted or flushed meanwhile:
+        nothing of that call ran) the scripts loaded and every call sent again."""
+        try:
+            raws: list[list[list[object]]] = await ahead.replies()
+        except NoScriptError:
+            for script in (self._commit, self._release):
+                await script.load(self.client)
+            raws = await call_packed(self.client, ahead.commands)
         if self.metrics is not None:
             self.metrics.commit_seconds.observe(self.clock() - start)
         return raws
@@ -257,3 +269,67 @@ class Binder:
         )
         items = [v.decode() if isinstance(v, bytes) else str(v) for v in raw]
         return list(zip(items[::2], items[1::2]))
+
+
+class GangStream:
+    """Gangs for :meth:`Binder.commit_gangs`, added one at a time: a script call is closed as
+    soon as it holds ``per_call`` placements (or the next gang would take it past them), and
+    sent at once when the stream was opened with a :class:`SentAhead`
+    (:meth:`Binder.gang_stream`); :meth:`results` sends what is left and answers every gang in
+    the order added."""
+
+    def __init__(self, binder: Binder, ahead: SentAhead | None, per_call: int) -> None:
+        self.binder, self.ahead, self.per_call = binder, ahead, per_call
+        self.out: list[list[Result | None]] = []
+        # (the script's gang sizes, figures, the indices in out it answers, its placements)
+        self.calls: list[tuple[str, int, list[int], list[Placement]]] = []
+        self._sizes: list[int] = []
+        self._indices: list[int] = []
+        self._todo: list[Placement] = []
+        self._seen: set[str] = set()
+        self._started: float | None = None  # the binder's clock at the first call sent
+
+    def add(self, gang: Sequence[Placement]) -> None:
+        results, todo = self.binder._screen(gang, True)
+        uids = [p.uid for p in gang]
+        taken = self._seen.intersection(uids)
+        if taken:
+            raise ValueError(f"placements: a pod appears in two gangs: {sorted(taken)}")
+        self._seen.update(uids)
+        self.out.append(results)
+        if not todo:
+            return
+        if self._todo and len(self._todo) + len(todo) > self.per_call:
+            self._close()
+        self._sizes.append(len(todo))
+        self._indices.append(len(self.out) - 1)
+        self._todo.extend(todo)
+        if len(self._todo) >= self.per_call:
+            self._close()
+
+    def _close(self) -> None:
+        call = (" ".join(map(str, self._sizes)), 0, self._indices, self._todo)
+        self.calls.append(call)
+        if self.ahead is not None:
+            if self._started is None:
+                self._started = self.binder.clock()
+            self.ahead.send(self.binder._command(call[0], call[1], call[3]))
+        self._sizes, self._indices, self._todo = [], [], []
+
+    async def results(self) -> list[list[Result]]:
+        """Every gang's results, in the order added."""
+        if self._todo:
+            self._close()
+        out: list[list[Result]] = self.out  # type: ignore[assignment]  # filled in by _decoded
+        if self.ahead is None:
+            return await self.binder._finish(out, self.calls)
+        if self._started is None:  # nothing sent
+            await self.ahead.abandon()
+            return self.binder._decoded(out, [], [])
+        return self.binder._decoded(out, self.calls, await self.binder._sent_replies(self.ahead, self._started))
+
+    async def abandon(self) -> None:
+        """Give the connection back without reading the replies (the calls sent may have
+        committed: the rebinder binds what stays committed and unbound)."""
+        if self.ahead is not None:
+            await self.ahead.abandon()

@@ -10,7 +10,9 @@ from typing import Any, TypeVar, cast
 import hiredis
 import redis.asyncio as aioredis
 from redis.asyncio.connection import Connection
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 T = TypeVar("T")
 
@@ -104,3 +106,81 @@ async def call_packed(client: aioredis.Redis, commands: Sequence[Sequence[Arg]])
         if isinstance(r, ResponseError):
             raise r
     return replies
+
+
+class SentAhead:
+    """Commands written to Redis as they are made, from synchronous code, and their replies read
+    afterwards: Redis runs them on its own core while the caller goes on computing (a batch
+    session sends each full call of its commits while it places the rest).
+
+    :meth:`send` hands the packed command to the connection's asyncio transport, which writes at
+    once what the socket takes and keeps the rest until the event loop runs again: nothing
+    waits, and commands reach Redis in the order sent. :meth:`replies` reads every reply, as
+    :func:`call_packed` does; if the connection failed meanwhile, every command is sent again on
+    another one (the caller's commands must be idempotent for the ones that ran: every caldera
+    script is). The connection comes from the client's pool: :meth:`replies` or :meth:`abandon`
+    gives it back (dropped when replies were left unread)."""
+
+    def __init__(self, client: aioredis.Redis, conn: Connection) -> None:
+        self.client = client
+        self._conn: Connection | None = conn
+        self._broken = False
+        self.commands: list[tuple[Arg, ...]] = []
+
+    @classmethod
+    async def open(cls, client: aioredis.Redis) -> SentAhead:
+        return cls(client, await client.connection_pool.get_connection())  # type: ignore[no-untyped-call]
+
+    def send(self, command: Sequence[Arg]) -> None:
+        """Write one command now (packed in one C call); its reply comes from :meth:`replies`."""
+        command = tuple(command)
+        self.commands.append(command)
+        if self._broken or self._conn is None:
+            return
+        # redis-py's async connection keeps its asyncio stream writer here; its own
+        # send_packed_command writes to it the same way, then awaits the drain.
+        writer = self._conn._writer
+        if writer is None or writer.transport.is_closing():
+            self._broken = True  # sent again by replies() on another connection
+            return
+        writer.write(hiredis.pack_command(cast(Any, command)))
+
+    async def replies(self) -> list[Any]:
+        """The replies in the order sent, or the first error once every reply is read (a
+        NOSCRIPT as :class:`NoScriptError`: nothing ran of that command)."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            raise RuntimeError("SentAhead.replies: already read or abandoned")
+        replies: list[Any] = []
+        try:
+            if not self._broken:
+                try:
+                    for _ in self.commands:
+                        try:
+                            replies.append(await conn.read_response())
+                        except ResponseError as e:
+                            replies.append(e)
+                except (RedisConnectionError, RedisTimeoutError, OSError):
+                    self._broken = True
+                except BaseException:
+                    await conn.disconnect(nowait=True)  # replies left on the socket: never hand it on
+                    raise
+            if self._broken:
+                await conn.disconnect(nowait=True)
+        finally:
+            await self.client.connection_pool.release(conn)
+        if self._broken:
+            return await call_packed(self.client, self.commands) if self.commands else []
+        for r in replies:
+            if isinstance(r, ResponseError):
+                raise r
+        return replies
+
+    async def abandon(self) -> None:
+        """Give the connection back without reading (dropped if anything was sent)."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if self.commands:
+            await conn.disconnect(nowait=True)
+        await self.client.connection_pool.release(conn)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from redis.exceptions import ResponseError
 
@@ -218,6 +220,55 @@ async def test_gangs_over_several_calls_get_the_same_results(store: Store) -> No
     assert (await store.get_nodes(["n1"]))["n1"].allocated["nvidia.com/gpu"] == 3
     with pytest.raises(ValueError, match="a pod appears in two gangs"):
         await binder.commit_gangs([gangs[0], gangs[0]])
+
+
+async def test_a_gang_stream_sends_each_full_call_as_it_fills_and_answers_like_commit_gangs(store: Store) -> None:
+    """Gangs added to a stream: each script call goes to Redis as soon as it holds ``per_call``
+    placements — committed before any await — and the results line up with the gangs as
+    commit_gangs's would (the last, partial call sent by results())."""
+    await store.upsert_nodes([node("n1", cpu="8", gpu=4), node("n2", cpu="8", gpu=1)])
+    await store.upsert_pods([pod(f"g{i}", gpu=1) for i in range(6)])
+    binder = Binder(store.client, store.keys, "s")
+    await binder.load()
+    seen = {n: r.version for n, r in (await store.get_nodes(["n1", "n2"])).items()}
+    gangs = [
+        [await placement(store, "uid-g0", "n1", version=seen["n1"])],
+        [await placement(store, f"uid-g{i}", "n2", version=seen["n2"]) for i in (1, 2)],  # one GPU: fails
+        [await placement(store, "uid-g3", "n1", version=seen["n1"])],
+        [await placement(store, "uid-g4", "n1", version=seen["n1"])],
+    ]
+    stream = await binder.gang_stream(per_call=2)
+    stream.add(gangs[0])
+    stream.add(gangs[1])  # over per_call with the first: the first's call is sent alone
+    stream.add(gangs[2])  # the second gang's call is full: sent
+    assert len(stream.calls) == 2
+    for _ in range(200):  # no reply read yet: Redis ran the two calls on its own
+        if "uid-g0" not in await store.pending("s"):
+            break
+        await asyncio.sleep(0.005)
+    # g0 committed, g1 and g2 refused (n2 has one GPU), g3 in the call not yet full
+    assert sorted(await store.pending("s")) == ["uid-g1", "uid-g2", "uid-g3", "uid-g4", "uid-g5"]
+    stream.add(gangs[3])
+    results = await stream.results()
+    assert [type(r) for g in results for r in g] == [Committed, Rejected, Rejected, Committed, Committed]
+    assert sorted(await store.pending("s")) == ["uid-g1", "uid-g2", "uid-g5"]
+    assert (await store.get_nodes(["n1"]))["n1"].allocated["nvidia.com/gpu"] == 3
+    assert await audit(store) == []
+
+
+async def test_a_gang_stream_after_redis_lost_its_scripts_loads_them_and_commits(store: Store) -> None:
+    """The calls sent ahead met NOSCRIPT (Redis restarted, flushed): loaded, sent again, committed."""
+    await store.upsert_nodes([node("n1", cpu="8")])
+    await store.upsert_pods([pod(f"p{i}", cpu="1") for i in range(3)])
+    binder = Binder(store.client, store.keys, "s")
+    await store.client.script_flush()
+    stream = await binder.gang_stream(per_call=1)
+    for i in range(3):
+        stream.add([await placement(store, f"uid-p{i}", "n1")])
+    results = await stream.results()
+    assert all(isinstance(r, Committed) for g in results for r in g)
+    assert (await store.get_nodes(["n1"]))["n1"].allocated["cpu"] == 3000
+    assert await audit(store) == []
 
 
 async def test_gang_sizes_that_do_not_add_up_are_refused_before_any_write(store: Store) -> None:

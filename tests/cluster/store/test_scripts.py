@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
@@ -11,7 +13,7 @@ from binder.results import Committed, Placement
 from cluster.model.resources import Resources
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.keys import Keys
-from cluster.store.scripts import call_packed
+from cluster.store.scripts import SentAhead, call_packed
 from cluster.store.store import Store
 from tests.builders import node, pod
 
@@ -55,5 +57,90 @@ async def test_a_pooled_connection_the_server_closed_is_replaced_and_the_call_se
         assert await call_packed(client, [("SET", k, 1), ("INCRBY", k, 41)]) == [b"OK", 42]
         [again] = await call_packed(client, [("CLIENT", "ID")])
         assert again != conn_id
+    finally:
+        await client.aclose()
+
+
+def _pending_incr(ahead: SentAhead, key: str, times: int) -> None:
+    """Synchronous code, as a batch session is: no await between the sends."""
+    for _ in range(times):
+        ahead.send(("INCR", key))
+
+
+async def test_commands_sent_ahead_run_before_their_replies_are_awaited(
+    redis_server: RedisServer, rclient: aioredis.Redis, keys: Keys
+) -> None:
+    """What synchronous code sends reaches Redis at once: another client sees it done while the
+    sender has not read a reply (the event loop only ran the other client's call)."""
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        k = keys.prefix + "n"
+        ahead = await SentAhead.open(client)
+        _pending_incr(ahead, k, 3)
+        for _ in range(200):
+            if await rclient.get(k) == b"3":
+                break
+            await asyncio.sleep(0.005)
+        assert await rclient.get(k) == b"3"
+        assert await ahead.replies() == [1, 2, 3]
+        assert await call_packed(client, [("GET", k)]) == [b"3"]  # the connection went back in step
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize("noticed", [False, True], ids=["unnoticed", "noticed"])
+async def test_commands_sent_ahead_on_a_connection_killed_meanwhile_are_sent_again(
+    redis_server: RedisServer, rclient: aioredis.Redis, keys: Keys, noticed: bool
+) -> None:
+    """The connection was lost before the sends — the loop has seen it closed, or not yet (the
+    writes go to a dead socket): every command is sent again on another one (the caller's
+    commands are idempotent for those that ran, as caldera's scripts are)."""
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        k = keys.prefix + "s"
+        ahead = await SentAhead.open(client)
+        [mine] = await call_packed(rclient, [("CLIENT", "ID")])
+        listed = (await rclient.execute_command("CLIENT", "LIST")).decode()
+        for line in listed.splitlines():
+            conn_id = int(line.split()[0].removeprefix("id="))
+            if conn_id != mine:
+                await rclient.execute_command("CLIENT", "KILL", "ID", conn_id)
+        if noticed:
+            await asyncio.sleep(0.05)
+        ahead.send(("SET", k, "v"))
+        ahead.send(("APPEND", k, "w"))
+        assert await ahead.replies() == [b"OK", 2]
+        assert await rclient.get(k) == b"vw"
+    finally:
+        await client.aclose()
+
+
+async def test_an_error_sent_ahead_is_raised_once_every_reply_is_read(redis_server: RedisServer, keys: Keys) -> None:
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        k = keys.prefix + "e"
+        ahead = await SentAhead.open(client)
+        ahead.send(("SET", k, "a"))
+        ahead.send(("INCR", k))
+        ahead.send(("SET", k, "b"))
+        with pytest.raises(ResponseError):
+            await ahead.replies()
+        assert await call_packed(client, [("GET", k)]) == [b"b"]  # in step: the reply is this call's
+    finally:
+        await client.aclose()
+
+
+async def test_a_stream_abandoned_drops_its_connection_and_leaves_what_it_sent(
+    redis_server: RedisServer, rclient: aioredis.Redis, keys: Keys
+) -> None:
+    """Abandoned (the session failed): what was sent runs; the connection, its replies unread,
+    is dropped rather than handed to the next caller."""
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        k = keys.prefix + "a"
+        ahead = await SentAhead.open(client)
+        _pending_incr(ahead, k, 2)
+        await ahead.abandon()
+        assert await call_packed(client, [("INCRBY", k, 40)]) == [42]
     finally:
         await client.aclose()
