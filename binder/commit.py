@@ -107,6 +107,7 @@ class Binder:
         self._commit = Script("binder", "commit")
         self._release = Script("binder", "release")
         self._unbound = Script("binder", "unbound")
+        self._loaded = False  # the scripts loaded by this binder (a gang stream loads them first)
 
     @property
     def commit_script(self) -> Script:
@@ -158,6 +159,9 @@ class Binder:
         session commits its first gangs while it places the others. Read the results with
         :meth:`GangStream.results` (or give the connection back with
         :meth:`GangStream.abandon`)."""
+        if not self._loaded:  # calls sent ahead to a Redis without the script would all go twice
+            await self.load()
+            self._loaded = True
         return GangStream(self, await SentAhead.open(self.client), per_call)
 
     @staticmethod
