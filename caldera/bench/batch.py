@@ -50,8 +50,8 @@ from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.store.audit import audit
 from cluster.store.feed import Informer
-from cluster.store.keys import Keys
-from cluster.store.store import Put, Store
+from cluster.store.keys import Keys, Kind
+from cluster.store.store import Delete, Put, Store
 
 BATCH = "volcano"
 QUEUES = {"q1": 1, "q2": 2, "q3": 3}
@@ -274,6 +274,11 @@ async def one_run(url: str, args: BatchBench, name: str, free: float, nodes_coun
             bound = [uid for uid, r in scheduler.pods.items() if r.node]
             for i in range(0, len(bound), 2000):  # the placed pods run and end before the next session
                 await store.delete_pods(bound[i : i + 2000])
+            # and their jobs end with them: each PodGroup whose pods all ran goes too (as the
+            # demo's finished jobs do), not left behind as a group still waiting for its pods
+            waiting = {r.group for r in scheduler.pods.values() if not r.node}
+            ended = {r.group for r in scheduler.pods.values() if r.node and r.group not in waiting}
+            await store.write([Delete(Kind.PODGROUP, g) for g in sorted(ended)])
             pending = sum(1 for r in scheduler.pods.values() if not r.node)
         informer.stop()
         heap.release()
