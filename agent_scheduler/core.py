@@ -43,10 +43,12 @@ from cluster.nodeview.plugins import (
     PodPreferences,
     PodRules,
     TopK,
+    partition_steps,
 )
 from cluster.nodeview.pod_affinity import PlacedPods, bears_rules
 from cluster.nodeview.predicates import Filtered
 from cluster.nodeview.profile import Bonus, Placing, Profile, Score
+from cluster.nodeview.shard import OWN, shard_rank
 from cluster.nodeview.table import NodeTable
 
 
@@ -176,3 +178,40 @@ def decide(
             placed.add(task.uid, task.pod, row)
         out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row]), cards=cards))
     return out
+
+
+def partition_room(columns: NodeTable, requests: Sequence[Resources], config: CoreConfig) -> int | None:
+    """How many more pods like ``requests`` (their mean) fit on the nodes this worker fills
+    first: its partition (:class:`~cluster.nodeview.plugins.PartitionBonus`) of the usable nodes
+    of the best shard rank (own, else unowned, else others': a worse rank comes after every
+    partition of a better one), schedulable — as its replica has them now. The loop sizes the
+    worker's share of a burst by it, so that a partition short of room is not handed pods it
+    would place in another worker's. None with one worker (no partitions) or no request."""
+    if config.workers <= 1 or not requests or not len(columns):
+        return None
+    n = len(columns)
+    totals: dict[str, int] = {}
+    for r in requests:
+        for name, amount in r.items():
+            totals[name] = totals.get(name, 0) + amount
+    mean = {name: -(-amount // len(requests)) for name, amount in totals.items() if amount > 0}
+    if not mean:
+        return None
+    usable = columns.unschedulable[:n] == 0
+    rank = shard_rank(columns, config.scheduler, config.sharding)
+    if config.sharding is ShardingMode.HARD:
+        usable &= rank == OWN
+    if not usable.any():
+        return 0
+    # the best shard rank any usable node has: a worse one comes after every partition of it
+    mine = usable & (rank == rank[usable].min()) & (partition_steps(columns, config.worker, config.workers) == 0)
+    if not mine.any():
+        return 0
+    fits = np.full(int(mine.sum()), np.iinfo(np.int64).max, dtype=np.int64)
+    for name, amount in mean.items():
+        row = columns.resource_index.get(name)
+        if row is None:
+            return 0
+        free = columns.allocatable[row, :n][mine] - columns.allocated[row, :n][mine]
+        np.minimum(fits, np.maximum(free, 0) // amount, out=fits)
+    return int(fits.sum())

@@ -44,6 +44,9 @@ log = logging.getLogger("caldera.agent")
 
 RESTART_TRIES = (1.0, 2.0, 4.0)
 """Pauses before each try to restart a dead worker; after the last, it is left out."""
+ROOM_STALE_S = 0.5
+"""A worker's figure of its partition's room is trusted this long (pods end and free room,
+other workers take some): a worker whose partition was full takes a batch again after it."""
 
 
 class NoWorkers(RuntimeError):
@@ -118,6 +121,9 @@ class AgentLoop:
         self._work = asyncio.Event()
         self._handed = 0  # batches with a worker now
         self._ruled_out = False  # a batch with pods that have inter-pod rules is with a worker
+        # worker -> (pods like its last batch's its partition still has room for, less those
+        # handed to it since; when its answer said so)
+        self._room: dict[str, tuple[int, float]] = {}
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
         self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50)
         self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
@@ -196,18 +202,35 @@ class AgentLoop:
                 await self.store.set_reasons(self.config.scheduler, gated)
             self.listed.set()
 
-    def _share(self) -> int:
-        """How many pods a batch takes now: the waiting pods split evenly over the batches that could
-        be handed out (``inflight`` per live worker, less those in flight), at most ``batch_size``. A
-        burst goes to every worker at once rather than in whole batches to the first few, whose
-        partitions of the nodes would overflow into the others' (and collide there)."""
-        free = (len(self.workers) - len(self.failed_workers)) * self.config.inflight - self._handed
-        return max(1, min(self.config.batch_size, -(-self.queue.ready() // max(1, free))))
+    def _share(self, worker: str) -> int:
+        """How many pods ``worker``'s next batch takes now: the waiting pods split evenly over the
+        batches that could be handed out (``inflight`` per live worker with room, less those in
+        flight), at most ``batch_size``, and at most the room its partition of the nodes has left.
+        A burst goes to every worker at once rather than in whole batches to the first few,
+        whose partitions would overflow into the others' (and collide there); a worker whose
+        partition is full takes nothing while another's has room, and takes its even share
+        again once its figure is older than :data:`ROOM_STALE_S` (pods end and free room) or
+        every partition is full."""
+        now = self.clock()
+        live = [w.name for w in self.workers if w.name not in self.failed_workers]
+        roomy = [name for name in live if self._has_room(name, now)]
+        if worker not in roomy and roomy:
+            return 0
+        free = len(roomy or live) * self.config.inflight - self._handed
+        share = max(1, min(self.config.batch_size, -(-self.queue.ready() // max(1, free))))
+        room = self._room.get(worker)
+        if room is not None and room[0] > 0 and now - room[1] <= ROOM_STALE_S:
+            share = min(share, room[0])
+        return share
+
+    def _has_room(self, worker: str, now: float) -> bool:
+        room = self._room.get(worker)
+        return room is None or room[0] > 0 or now - room[1] > ROOM_STALE_S
 
     async def drive(self, worker: WorkerHandle, stop: asyncio.Event) -> None:
         """Keep one worker busy until ``stop`` or until it fails."""
         while not stop.is_set() and worker.name not in self.failed_workers:
-            batch, ruled = self._take() if self.leading() else ([], False)
+            batch, ruled = self._take(worker.name) if self.leading() else ([], False)
             if not batch:
                 self._work.clear()
                 due = self.queue.next_backoff_due()
@@ -225,13 +248,19 @@ class AgentLoop:
                     self._ruled_out = False
                     self._work.set()
 
-    def _take(self) -> tuple[list[str], bool]:
+    def _take(self, worker: str) -> tuple[list[str], bool]:
         """The next batch, and whether it holds pods with inter-pod rules of their own. Those go out
         one batch at a time: the pods of a batch count each other, but not those of another batch in
         flight (whose placements the loop has not heard of yet), so two that must stay apart could
         land together. While such a batch is out, they wait for it (first in the queue); the other
         pods go on."""
-        batch = self.queue.pop(self._share())
+        share = self._share(worker)
+        if not share:
+            return [], False
+        batch = self.queue.pop(share)
+        room = self._room.get(worker)
+        if room is not None:  # what this batch takes of it, until its answer says
+            self._room[worker] = (room[0] - len(batch), room[1])
         ruled = [uid for uid in batch if bears_rules(self.records[uid].pod)]
         if not ruled or not self._ruled_out:
             return batch, bool(ruled)
@@ -343,6 +372,8 @@ class AgentLoop:
                 self._forget(o.uid)
         for key in ("committed", "conflicts", "resolved", "rejected"):
             self.totals[key] += getattr(result, key)
+        if result.room is not None:
+            self._room[worker] = (result.room, now)
         if reasons:
             await self.store.set_reasons(self.config.scheduler, reasons)
         if self.metrics is not None:

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from agent_scheduler.core import CoreConfig, NoFit, Task, decide, profile
+from agent_scheduler.core import CoreConfig, NoFit, Task, decide, partition_room, profile
 from agent_scheduler.pod_context import PlacedRef, placed_on
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
@@ -64,6 +64,9 @@ class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
     decide_seconds: float = 0.0  # of ``seconds``: deciding (every attempt)
     bind_seconds: float = 0.0  # of ``seconds``: the bind calls
     bound_wall: float = 0.0  # when the bind calls returned (time.time(): the loop compares it with the feed's)
+    # How many more pods like the batch's fit on the nodes the worker fills first (its
+    # partition), after the batch: the loop sizes its next shares by it. None: one worker.
+    room: int | None = None
 
 
 class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -158,6 +161,7 @@ class Worker:
         call = _Call()
         tasks: list[Task] = []
         self._sort(records, tasks, call.committed, call.outcomes)
+        requests = [t.request for t in tasks]
         placed = None
         if context or any(bears_rules(t.pod) for t in tasks):
             placed = placed_on(self.columns, context, namespaces)
@@ -169,6 +173,7 @@ class Worker:
             Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt)
             for t in tasks
         ]
+        room = partition_room(self.columns, requests, self.config.core)
         if call.stale:
             await self._restale(call)
         if call.committed:
@@ -188,6 +193,7 @@ class Worker:
             decide_seconds=call.decide_seconds,
             bind_seconds=call.bind_seconds,
             bound_wall=call.bound_wall,
+            room=room,
         )
 
     async def _commit(self, placements: list[Placement], call: _Call) -> list[Result]:

@@ -7,7 +7,7 @@ import zlib
 
 import msgspec
 
-from agent_scheduler.core import Choice, CoreConfig, NoFit, ScoreKind, Task, decide, profile
+from agent_scheduler.core import Choice, CoreConfig, NoFit, ScoreKind, Task, decide, partition_room, profile
 from cluster.model.resources import Resources
 from cluster.model.sharding import ShardingMode
 from cluster.nodeview.table import NodeTable
@@ -236,3 +236,35 @@ def test_among_nodes_alike_an_owner_starts_at_one_end_of_its_partition_a_worker_
     assert not picked[0] & picked[1]
     order = sorted(part[0][:20], key=lambda n: zlib.crc32(n.encode()))
     assert picked[0] <= set(order[:8]) and picked[1] <= set(order[-8:])
+
+
+def test_partition_room_counts_pods_like_the_batch_on_the_workers_own_nodes() -> None:
+    """Room: on the nodes of the worker's partition (name hash mod workers) within its best shard
+    rank, schedulable, how many more pods of the batch's mean request fit, node by node."""
+    names = [f"n{i}" for i in range(12)]
+    part = {n: zlib.crc32(n.encode()) % 2 for n in names}
+    mine = [n for n in names if part[n] == 0]
+    theirs = [n for n in names if part[n] == 1]
+    assert len(mine) >= 3 and theirs
+    # mine[0]: 8 cpu, 5 used (3 pods of 1 cpu); mine[1]: full; mine[2:]: another scheduler's;
+    # theirs: empty (the other worker's partition: not counted).
+    specs = [(mine[0], 8000, 5000, "agent"), (mine[1], 8000, 8000, "agent")]
+    specs += [(n, 8000, 0, "batch") for n in mine[2:]] + [(n, 8000, 0, "agent") for n in theirs]
+    cols = columns(*specs)
+    config = CoreConfig(scheduler="agent", worker=0, workers=2)
+    one_cpu = [task("a").request, task("b").request]
+    assert partition_room(cols, one_cpu, config) == 3
+    # a mean of 1.5 cpu (1 and 2): two more on mine[0]'s 3 cpu; a mean of 1.6, one
+    assert partition_room(cols, [Resources({"cpu": 1000}), Resources({"cpu": 2000})], config) == 2
+    assert partition_room(cols, [Resources({"cpu": 1200}), Resources({"cpu": 2000})], config) == 1
+    # the other worker: its whole partition, 8 a node
+    assert partition_room(cols, one_cpu, CoreConfig(scheduler="agent", worker=1, workers=2)) == 8 * len(theirs)
+    # no partitions with one worker; none left when the worker's own nodes are cordoned (the
+    # other scheduler's nodes in its partition come after the other worker's own ones)
+    assert partition_room(cols, one_cpu, CoreConfig(scheduler="agent")) is None
+    cordoned = columns(*specs)
+    for n in mine[:2]:
+        cordoned.unschedulable[cordoned.index[n]] = True
+    assert partition_room(cordoned, one_cpu, config) == 0
+    # an unknown resource: nothing fits
+    assert partition_room(cols, [Resources({"example.com/fpga": 1})], config) == 0

@@ -10,8 +10,8 @@ from collections import Counter
 import msgspec
 
 from agent_scheduler.core import CoreConfig
-from agent_scheduler.loop import AgentLoop, LoopConfig
-from agent_scheduler.worker import OutcomeKind, Worker, WorkerConfig
+from agent_scheduler.loop import ROOM_STALE_S, AgentLoop, LoopConfig
+from agent_scheduler.worker import BatchResult, OutcomeKind, Worker, WorkerConfig
 from binder.commit import Binder
 from binder.results import Committed, Placement
 from cluster.sim.cluster import SimBindTarget
@@ -169,3 +169,42 @@ async def test_a_burst_is_split_over_every_worker_at_once(store: Store) -> None:
     assert sorted(per_worker) == [0, 1, 2, 3] and all(50 <= n <= 150 for n in per_worker.values()), per_worker
     feed = loop.stats().stages["feed"]
     assert feed.pods == 40 and 0 < feed.seconds / feed.pods < 1.0 and feed.quantile(0.99) is not None
+
+
+async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(store: Store) -> None:
+    """Shares by room: a worker whose answer said its partition has no room left takes nothing
+    while another's has some (it would place in theirs, and collide there); one with room takes
+    at most that much; once every partition is out of room — or a figure is older than
+    ROOM_STALE_S — the waiting pods go out evenly again."""
+    now = [100.0]
+    workers = []
+    for i in range(2):
+        w = Worker(
+            store,
+            Binder(store.client, store.keys, "agent-scheduler"),
+            SimBindTarget(store),
+            WorkerConfig(core=CoreConfig(worker=i, workers=2)),
+        )
+        w.name = f"w{i}"  # type: ignore[attr-defined]
+        workers.append(w)
+    loop = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2), clock=lambda: now[0])  # type: ignore[arg-type]
+    pods = [make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(100)]
+    await store.upsert_pods(pods)
+    records = await store.get_pods([p.metadata.uid for p in pods])
+    assert len(records) == 100
+    for rec in records.values():
+        loop._enqueue(rec)
+    await loop._absorb("w0", BatchResult(outcomes=[], room=0))
+    await loop._absorb("w1", BatchResult(outcomes=[], room=30))
+    assert loop._take("w0") == ([], False)
+    first, _ = loop._take("w1")
+    assert len(first) == 30  # its room, below the even share (100 over its two batches)
+    # every partition out of room now (w1's 30 handed): the rest evenly, over both workers' batches
+    second, _ = loop._take("w0")
+    assert len(second) == 18  # 70 over 4
+    now[0] += ROOM_STALE_S / 2
+    await loop._absorb("w1", BatchResult(outcomes=[], room=500))
+    assert loop._take("w0") == ([], False)
+    now[0] += ROOM_STALE_S  # w0's figure is old: pods may have ended there
+    third, _ = loop._take("w0")
+    assert len(third) == 13  # 52 over 4
