@@ -183,8 +183,8 @@ def decide(
 def partition_room(columns: NodeTable, requests: Sequence[Resources], config: CoreConfig) -> int | None:
     """How many more pods like ``requests`` (their mean) fit on the nodes this worker fills
     first: its partition (:class:`~cluster.nodeview.plugins.PartitionBonus`) of the usable nodes
-    of the best shard rank (own, else unowned, else others': a worse rank comes after every
-    partition of a better one), schedulable — as its replica has them now. The loop sizes the
+    of the best shard rank that has room for one (own, else unowned, else others': a worse rank
+    comes after every partition of a better one) — as its replica has them now. The loop sizes the
     worker's share of a burst by it, so that a partition short of room is not handed pods it
     would place in another worker's. None with one worker (no partitions) or no request."""
     if config.workers <= 1 or not requests or not len(columns):
@@ -201,17 +201,16 @@ def partition_room(columns: NodeTable, requests: Sequence[Resources], config: Co
     rank = shard_rank(columns, config.scheduler, config.sharding)
     if config.sharding is ShardingMode.HARD:
         usable &= rank == OWN
-    if not usable.any():
-        return 0
-    # the best shard rank any usable node has: a worse one comes after every partition of it
-    mine = usable & (rank == rank[usable].min()) & (partition_steps(columns, config.worker, config.workers) == 0)
-    if not mine.any():
-        return 0
-    fits = np.full(int(mine.sum()), np.iinfo(np.int64).max, dtype=np.int64)
+    fits = np.where(usable, np.iinfo(np.int64).max, 0)
     for name, amount in mean.items():
         row = columns.resource_index.get(name)
         if row is None:
             return 0
-        free = columns.allocatable[row, :n][mine] - columns.allocated[row, :n][mine]
+        free = columns.allocatable[row, :n] - columns.allocated[row, :n]
         np.minimum(fits, np.maximum(free, 0) // amount, out=fits)
-    return int(fits.sum())
+    roomy = fits > 0
+    if not roomy.any():
+        return 0
+    # the best shard rank with room: a worse one comes after every partition of it
+    mine = (rank == rank[roomy].min()) & (partition_steps(columns, config.worker, config.workers) == 0)
+    return int(fits[mine].sum())

@@ -112,7 +112,11 @@ class Monitor:
         for name, s in self.shards.items():
             change = abs(int(s["nodes"]) - self.start_sizes.get(name, 0))
             self.largest_change[name] = max(self.largest_change.get(name, 0), change)
-        self.figures = {b.component: b.stats for b in await heartbeat.beats(self.store.client, self.keys)}
+        # Each process's last figures: a process that stopped took its heartbeat with it, and the
+        # report (read once the run ends, maybe after a poll that raced the processes' exit)
+        # needs them.
+        for b in await heartbeat.beats(self.store.client, self.keys):
+            self.figures[b.component] = b.stats
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

@@ -266,5 +266,8 @@ def test_partition_room_counts_pods_like_the_batch_on_the_workers_own_nodes() ->
     for n in mine[:2]:
         cordoned.unschedulable[cordoned.index[n]] = True
     assert partition_room(cordoned, one_cpu, config) == 0
+    # every node of its own shard full: the unowned ones come next, its partition of them first
+    spill = [(n, 8000, 8000, "agent") for n in names[:6]] + [(n, 8000, 6000, "") for n in names[6:]]
+    assert partition_room(columns(*spill), one_cpu, config) == 2 * sum(1 for n in names[6:] if part[n] == 0)
     # an unknown resource: nothing fits
     assert partition_room(cols, [Resources({"example.com/fpga": 1})], config) == 0

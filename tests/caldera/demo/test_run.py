@@ -15,6 +15,11 @@ import psutil
 import pytest
 
 from caldera.demo import workload
+from caldera.demo.report import Conflicts
+from caldera.demo.run import Monitor
+from caldera.demo.workload import AGENT
+from cluster.runtime import heartbeat
+from cluster.runtime.heartbeat import Beat
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.keys import Keys
 from cluster.store.records import PodRecord
@@ -357,3 +362,17 @@ def test_a_scheduler_killed_mid_run_is_restarted_named_and_leaves_nothing_behind
     assert (
         "----- supervisor: batch-scheduler restarted at" in log and log.count("batch-scheduler: serving volcano") == 2
     )
+
+
+async def test_the_monitor_keeps_a_processs_figures_once_its_heartbeat_is_gone(store: Store) -> None:
+    """The report reads the conflicts from the schedulers' last heartbeats: a poll that raced the
+    processes' exit (each deletes its heartbeat) must not leave it 0 / 0."""
+    monitor = Monitor(store, store.keys)
+    stats = {"conflicts": 1077, "conflicts_resolved": 2407}
+    await heartbeat.beat(
+        store.client, store.keys, Beat(component="agent-scheduler", holder="h", leading=True, at=1.0, stats=stats)
+    )
+    await monitor.poll()
+    await store.client.hdel(store.keys.processes, "agent-scheduler/h")  # the process stopped
+    await monitor.poll()
+    assert monitor.conflicts()[AGENT] == Conflicts(true=1077, resolved=2407)
