@@ -47,6 +47,12 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
     p.add_argument("--workers", type=int, default=2, help="Ray-actor workers (default: 2)")
     p.add_argument("--batch-size", type=int, default=256, help="most pods per worker call (default: 256)")
     p.add_argument("--inflight", type=int, default=2, help="batches in flight per worker (default: 2)")
+    p.add_argument(
+        "--room-shares",
+        action="store_true",
+        help="share a burst by the room each worker's partition has left: fewer conflicts in a full "
+        "shard, more time queued for small bursts (default: off)",
+    )
     p.add_argument("--candidates", type=int, default=3, help="top-K nodes a choice is drawn from (default: 3)")
     p.add_argument(
         "--score", default="binpack", choices=[s.value for s in ScoreKind], help="node score (default: binpack)"
@@ -126,7 +132,12 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         worker=worker,
         workers=args.workers,
         ray_address=args.ray_address,
-        loop=LoopConfig(scheduler=args.scheduler_name, batch_size=args.batch_size, inflight=args.inflight),
+        loop=LoopConfig(
+            scheduler=args.scheduler_name,
+            batch_size=args.batch_size,
+            inflight=args.inflight,
+            room_shares=args.room_shares,
+        ),
         kube=kube_connection(args, os.environ),
         rebind_after=rebind_after(args),
     )

@@ -74,6 +74,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--batch-size", type=positive_int, default=256)
     p.add_argument("--inflight", type=positive_int, default=2, help="batches in flight per worker (default: 2)")
+    p.add_argument(
+        "--room-shares",
+        action="store_true",
+        help="the loop shares a burst by the room each worker's partition has left (the agent "
+        "scheduler's --room-shares; default: off)",
+    )
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--skip-baselines", action="store_true", help="measure only the W-worker fine-binder run")
     p.add_argument(
@@ -102,6 +108,7 @@ class AgentBench(msgspec.Struct, frozen=True, kw_only=True):
     take: Annotated[float, msgspec.Meta(gt=0, le=1, description="a share in (0, 1]")] = 0.8
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=100_000, description="1 to 100,000 pods")] = 256
     inflight: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 batches")] = 2
+    room_shares: bool = False
     redis_url: str | None = None
     skip_baselines: bool = False
     curve: tuple[Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS)], ...] = ()
@@ -202,6 +209,7 @@ async def one_run(url: str, args: AgentBench, name: str, workers: int, coarse: b
         rate=args.rate,
         batch_size=args.batch_size,
         inflight=args.inflight,
+        room_shares=args.room_shares,
     )
 
 
@@ -220,6 +228,7 @@ async def place(
     chunk: int = 1000,
     batch_size: int = 256,
     inflight: int = 2,
+    room_shares: bool = False,
     until: Callable[[Store, AgentLoop], Awaitable[bool]] | None = None,
     gpu_policy: CardPolicy = CardPolicy.VOLCANO,
 ) -> Run:
@@ -257,7 +266,7 @@ async def place(
             for i in range(workers)
         ]
         await asyncio.gather(*(h.start() for h in handles))
-        loop = AgentLoop(store, handles, LoopConfig(batch_size=batch_size, inflight=inflight))
+        loop = AgentLoop(store, handles, LoopConfig(batch_size=batch_size, inflight=inflight, room_shares=room_shares))
         stop = asyncio.Event()
         created: dict[str, float] = {}
         runner = asyncio.create_task(loop.run(stop))

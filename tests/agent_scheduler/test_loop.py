@@ -172,10 +172,10 @@ async def test_a_burst_is_split_over_every_worker_at_once(store: Store) -> None:
 
 
 async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(store: Store) -> None:
-    """Shares by room: a worker whose answer said its partition has no room left takes nothing
-    while another's has some (it would place in theirs, and collide there); one with room takes
-    at most that much; once every partition is out of room — or a figure is older than
-    ROOM_STALE_S — the waiting pods go out evenly again."""
+    """With --room-shares: a worker whose answer said its partition has no room left takes
+    nothing while another's has some (it would place in theirs, and collide there); one with
+    room takes at most that much; once every partition is out of room — or a figure is older
+    than ROOM_STALE_S — the waiting pods go out evenly again. Without it, shares are even."""
     now = [100.0]
     workers = []
     for i in range(2):
@@ -187,15 +187,19 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
         )
         w.name = f"w{i}"  # type: ignore[attr-defined]
         workers.append(w)
-    loop = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2), clock=lambda: now[0])  # type: ignore[arg-type]
+    loop = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2, room_shares=True), clock=lambda: now[0])  # type: ignore[arg-type]
+    plain = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2), clock=lambda: now[0])  # type: ignore[arg-type]
     pods = [make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(100)]
     await store.upsert_pods(pods)
     records = await store.get_pods([p.metadata.uid for p in pods])
     assert len(records) == 100
     for rec in records.values():
         loop._enqueue(rec)
-    await loop._absorb("w0", BatchResult(outcomes=[], room=0))
-    await loop._absorb("w1", BatchResult(outcomes=[], room=30))
+        plain._enqueue(rec)
+    for each in (loop, plain):
+        await each._absorb("w0", BatchResult(outcomes=[], room=0))
+        await each._absorb("w1", BatchResult(outcomes=[], room=30))
+    assert len(plain._take("w0")[0]) == 25  # room or not: 100 over four batches
     assert loop._take("w0") == ([], False)
     first, _ = loop._take("w1")
     assert len(first) == 30  # its room, below the even share (100 over its two batches)
