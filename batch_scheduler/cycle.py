@@ -192,11 +192,11 @@ class BatchScheduler:
         commits = await self._open_commits(ssn)
         try:
             ssn.run(observe=timed)
-        except BaseException:
+            await self._evict(ssn, report)
+            await self._commit(ssn, report, commits)
+        except BaseException:  # what was not read yet: its connections dropped, not pooled
             await commits.abandon()
             raise
-        await self._evict(ssn, report)
-        await self._commit(ssn, report, commits)
         await self._lift_gates(ssn)
         await self._write_back(ssn, report)
         report.seconds = self.clock() - start
@@ -261,12 +261,15 @@ class BatchScheduler:
                 )
 
     async def _open_commits(self, ssn: Session) -> SessionCommits:
-        commits = SessionCommits(
-            {name: await binder.gang_stream() for name, binder in self.binders.items()},
-            self.config.names[0],
-            self.pods,
-            self.cache.columns,
-        )
+        streams: dict[str, GangStream] = {}
+        try:
+            for name, binder in self.binders.items():
+                streams[name] = await binder.gang_stream()
+        except BaseException:
+            for stream in streams.values():
+                await stream.abandon()
+            raise
+        commits = SessionCommits(streams, self.config.names[0], self.pods, self.cache.columns)
         ssn.on_commit = commits.add
         return commits
 
