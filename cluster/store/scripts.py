@@ -85,23 +85,34 @@ async def call_packed(client: aioredis.Redis, commands: Sequence[Sequence[Arg]])
 
     async def exchange(conn: Connection) -> list[Any]:
         await conn.send_packed_command(packed, check_health=False)
-        replies: list[Any] = []
-        try:
-            for _ in packed:
-                try:
-                    replies.append(await conn.read_response())
-                except ResponseError as e:
-                    replies.append(e)
-        except BaseException:
-            await conn.disconnect(nowait=True)  # replies left on the socket: never hand it on
-            raise
-        return replies
+        return await _read_replies(conn, len(packed))
 
     conn: Connection = await pool.get_connection()  # type: ignore[no-untyped-call]
     try:
         replies: list[Any] = await conn.retry.call_with_retry(lambda: exchange(conn), lambda _: conn.disconnect())
     finally:
         await pool.release(conn)
+    return _first_error_raised(replies)
+
+
+async def _read_replies(conn: Connection, count: int) -> list[Any]:
+    """``count`` replies, an error reply kept in its place; on any other failure the connection is
+    dropped (replies left on the socket: never hand it on) and the failure raised."""
+    replies: list[Any] = []
+    try:
+        for _ in range(count):
+            try:
+                replies.append(await conn.read_response())
+            except ResponseError as e:
+                replies.append(e)
+    except BaseException:
+        await conn.disconnect(nowait=True)
+        raise
+    return replies
+
+
+def _first_error_raised(replies: list[Any]) -> list[Any]:
+    """``replies``, once every one is read, or the first error reply among them raised."""
     for r in replies:
         if isinstance(r, ResponseError):
             raise r
@@ -153,28 +164,18 @@ class SentAhead:
             raise RuntimeError("SentAhead.replies: already read or abandoned")
         replies: list[Any] = []
         try:
-            if not self._broken:
-                try:
-                    for _ in self.commands:
-                        try:
-                            replies.append(await conn.read_response())
-                        except ResponseError as e:
-                            replies.append(e)
-                except (RedisConnectionError, RedisTimeoutError, OSError):
-                    self._broken = True
-                except BaseException:
-                    await conn.disconnect(nowait=True)  # replies left on the socket: never hand it on
-                    raise
             if self._broken:
                 await conn.disconnect(nowait=True)
+            else:
+                try:
+                    replies = await _read_replies(conn, len(self.commands))
+                except (RedisConnectionError, RedisTimeoutError, OSError):
+                    self._broken = True  # the connection dropped by _read_replies
         finally:
             await self.client.connection_pool.release(conn)
         if self._broken:
             return await call_packed(self.client, self.commands) if self.commands else []
-        for r in replies:
-            if isinstance(r, ResponseError):
-                raise r
-        return replies
+        return _first_error_raised(replies)
 
     async def abandon(self) -> None:
         """Give the connection back without reading (dropped if anything was sent)."""
