@@ -186,7 +186,7 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         candidates=args.candidates,
         gpu_policy=CardPolicy(args.gpu_policy),
     )
-    return WorkerConfig(core=core, max_retries=args.max_retries)
+    return WorkerConfig(core=core, max_retries=args.max_retries, report_room=args.room_shares)
 
 
 class AgentProcess:

@@ -65,7 +65,8 @@ class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
     bind_seconds: float = 0.0  # of ``seconds``: the bind calls
     bound_wall: float = 0.0  # when the bind calls returned (time.time(): the loop compares it with the feed's)
     # How many more pods like the batch's fit on the nodes the worker fills first (its
-    # partition), after the batch: the loop sizes its next shares by it. None: one worker.
+    # partition), after the batch: the loop sizes its next shares by it. None: one worker, or
+    # not asked (WorkerConfig.report_room).
     room: int | None = None
 
 
@@ -77,6 +78,8 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
     # change as it comes costs the worker a wake-up, a round trip and a fetch per change; a
     # view older by that much costs a few more binder conflicts, each refreshed at once.
     replica_settle_s: float = 0.002
+    # Each answer says how much room the worker's partition has left (the loop's --room-shares).
+    report_room: bool = False
 
 
 _RETRYABLE = {Reason.NOT_OWNER, Reason.INSUFFICIENT, Reason.UNSCHEDULABLE, Reason.UNKNOWN_NODE}
@@ -173,7 +176,7 @@ class Worker:
             Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt)
             for t in tasks
         ]
-        room = partition_room(self.columns, requests, self.config.core)
+        room = partition_room(self.columns, requests, self.config.core) if self.config.report_room else None
         if call.stale:
             await self._restale(call)
         if call.committed:

@@ -259,7 +259,7 @@ async def place(
                 ActorSpec(
                     redis_url=url,
                     cluster=store.keys.cluster,
-                    worker=WorkerConfig(core=msgspec.structs.replace(core, worker=i), seed=i),
+                    worker=WorkerConfig(core=msgspec.structs.replace(core, worker=i), seed=i, report_room=room_shares),
                 ),
                 binder=VersionOnlyBinder if coarse else Binder,
             )
