@@ -19,11 +19,12 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 
 import msgspec
 
 from batch_scheduler.cache import BatchCache
+from batch_scheduler.commits import SessionCommits
 from batch_scheduler.conf import ConfError, SchedulerConf, load_conf
 from batch_scheduler.metrics import BatchMetrics
 from batch_scheduler.reasons import EVICTING, PendingReason
@@ -43,14 +44,13 @@ from binder.bind import BindTarget, Evictor, GateLifter, bind_committed
 from binder.commit import Binder, GangStream
 from binder.metrics import BinderMetrics
 from binder.rebind import DEFAULT_AFTER_S, Rebinder
-from binder.results import Committed, Conflict, Placement
+from binder.results import Committed, Conflict
 from cluster.kube.connect import KubeConnection
 from cluster.model.binding import Binding, Eviction, GateLift
 from cluster.model.devices import card_annotations
 from cluster.model.labels import QUEUE_ALLOCATION_GATE
 from cluster.model.resources import Resources
 from cluster.model.volcano import PodGroupStatus
-from cluster.nodeview.table import NodeTable
 from cluster.runtime.heap import HeapKeeper
 from cluster.store.records import PodRecord, Update
 from cluster.store.store import Put, Store, Write
@@ -405,48 +405,3 @@ class BatchScheduler:
             await self.store.set_reasons(name, changed)
             await self.store.clear_reasons(name, gone)
             self.reasons[name] = reasons
-
-
-class SessionCommits:
-    """A session's gangs, each added to its binder's commit stream as the session hands it over
-    (``Session.on_commit``, from its statements' commits): every full script call of them is
-    sent to Redis at once, so Redis commits the session's first gangs on its own core while the
-    session places the rest (Volcano's session binds asynchronously too, as each job's
-    statement commits). :meth:`BatchScheduler._commit` reads the results after the session; a
-    session that fails leaves what it sent committed, and the rebinder binds it.
-
-    A gang goes to its pods' scheduler's binder (the first scheduler name's when the pod's
-    scheduler has none), with each node's version as the cache knows it: the cache does not
-    change while the session runs (it runs without awaiting)."""
-
-    def __init__(
-        self, streams: dict[str, GangStream], default: str, pods: Mapping[str, PodRecord], columns: NodeTable
-    ) -> None:
-        self.streams, self.default, self.pods, self.columns = streams, default, pods, columns
-        self.jobs: dict[str, list[list[TaskInfo]]] = {name: [] for name in streams}
-
-    def add(self, tasks: list[TaskInfo]) -> None:
-        record = self.pods.get(tasks[0].uid)
-        name = record.scheduler if record is not None and record.scheduler in self.streams else self.default
-        columns = self.columns
-        self.streams[name].add(
-            [
-                Placement(
-                    uid=t.uid,
-                    node=t.node,
-                    request=t.request,
-                    version=int(columns.version[columns.index[t.node]]),
-                    cards=t.cards,
-                )
-                for t in tasks
-            ]
-        )
-        self.jobs[name].append(tasks)
-
-    def per_binder(self) -> Iterator[tuple[str, list[list[TaskInfo]], GangStream]]:
-        for name, stream in self.streams.items():
-            yield name, self.jobs[name], stream
-
-    async def abandon(self) -> None:
-        for stream in self.streams.values():
-            await stream.abandon()
