@@ -16,8 +16,9 @@ class SessionCommits:
     (``Session.on_commit``, from its statements' commits): every full script call of them is
     sent to Redis at once, so Redis commits the session's first gangs on its own core while the
     session places the rest (Volcano's session binds asynchronously too, as each job's
-    statement commits). :meth:`~batch_scheduler.cycle.BatchScheduler._commit` reads the results after the session; a
-    session that fails leaves what it sent committed, and the rebinder binds it.
+    statement commits). :meth:`~batch_scheduler.cycle.BatchScheduler._commit` reads the
+    results after the session; a session that fails leaves what it sent committed, and the
+    rebinder binds it.
 
     A gang goes to its pods' scheduler's binder (the first scheduler name's when the pod's
     scheduler has none), with each node's version as the cache knows it: the cache does not
