@@ -327,8 +327,9 @@ class RayWorker:
             await self.client.aclose()
 
 
-def start_ray(address: str, num_cpus: int) -> None:
-    """Join ``address`` (a Ray cluster, or ``auto``), or start a local Ray sized to this machine.
+def start_ray(address: str, num_cpus: int | None = None) -> None:
+    """Join ``address`` (a Ray cluster, or ``auto``), or start a local Ray with ``num_cpus`` (None: as many
+    as Ray finds — this machine's cores, or a container's CPU limit).
 
     Ray installs its own SIGTERM/SIGINT handlers in the driver; the caller's come back
     afterwards, so that SIGTERM still unwinds the caller (and stops Ray) as it expects.
@@ -349,6 +350,11 @@ def start_ray(address: str, num_cpus: int) -> None:
     for sig, handler in handlers.items():
         if handler is not None:
             signal.signal(sig, handler)
+
+
+def ray_cpus() -> int:
+    """The CPUs of the Ray this process started or joined (a local one has this machine's)."""
+    return int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
 
 
 RAY_DAEMONS = ("raylet", "gcs_server")

@@ -24,6 +24,7 @@ from caldera.demo.run import run_system
 from caldera.demo.view import View
 from caldera.demo.workload import WorkloadDriver
 from caldera.flag_config import checked, from_flags, readable_file, redis_url, seconds, whole
+from cluster.runtime.flags import workers_or_auto
 
 
 def add_parser(sub: Any) -> None:
@@ -37,7 +38,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--workload", default=None, help="workload YAML (default: the packaged caldera/demo/workloads/default.yaml)"
     )
-    p.add_argument("--workers", type=whole, default=2, help="agent scheduler workers (default: 2)")
+    p.add_argument(
+        "--workers",
+        type=workers_or_auto,
+        default="auto",
+        help="agent scheduler workers, or auto: its own default, one per core beyond one (default: auto)",
+    )
     p.add_argument("--seed", type=whole, default=1)
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -49,7 +55,7 @@ class MixedBench(msgspec.Struct, frozen=True, kw_only=True):
 
     duration: Annotated[float, msgspec.Meta(gt=0, le=WEEK_S, description="a duration above 0 and at most 7 days")]
     workload: str | None = None
-    workers: Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS, description=f"1 to {MAX_WORKERS} workers")] = 2
+    workers: Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS, description=f"1 to {MAX_WORKERS} workers")] | None = None
     seed: Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1, description="a 64-bit integer")] = 1
     redis_url: str | None = None
     json: bool = False
@@ -61,7 +67,7 @@ def config(args: argparse.Namespace) -> tuple[MixedBench, workloads.Workload]:
     return bench, workloads.load(readable_file("--workload", bench.workload) if bench.workload is not None else None)
 
 
-async def measure(url: str, w: workloads.Workload, duration: float, workers: int, seed: int) -> dict[str, Any]:
+async def measure(url: str, w: workloads.Workload, duration: float, workers: int | None, seed: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="caldera-bench-mixed-") as out:
         outcome = await run_system(
             url,

@@ -23,6 +23,7 @@ from caldera.demo.resources import default_period
 from caldera.demo.tracker import Tracker
 from caldera.demo.workload import WorkloadDriver
 from caldera.flag_config import from_flags, number, readable_file, redis_url, seconds, whole, writable_folder
+from cluster.runtime.flags import workers_or_auto
 from cluster.store.store import Store
 
 WEEK_S = 7 * 86400.0
@@ -42,7 +43,8 @@ class DemoConfig(msgspec.Struct, frozen=True, kw_only=True):
         0.0
     )
     trace_schedulers: str | None = None
-    workers: Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS, description=f"1 to {MAX_WORKERS} workers")] = 2
+    # None: the agent scheduler's --workers auto (one per core beyond one, so 1 on two cores)
+    workers: Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS, description=f"1 to {MAX_WORKERS} workers")] | None = None
     seed: Annotated[int, msgspec.Meta(ge=-INT64, le=INT64 - 1, description="a 64-bit integer")] = 1
     rate: Annotated[
         float,
@@ -95,7 +97,12 @@ def add_parser(sub: Any, run: Callable[[argparse.Namespace], int]) -> None:
         default=None,
         help="QOS=SCHEDULER,...,*=SCHEDULER for trace pods (default: LS=agent-scheduler,*=volcano)",
     )
-    p.add_argument("--workers", type=whole, default=2, help="agent scheduler workers (default: 2)")
+    p.add_argument(
+        "--workers",
+        type=workers_or_auto,
+        default="auto",
+        help="agent scheduler workers, or auto: its own default, one per core beyond one (default: auto)",
+    )
     p.add_argument("--seed", type=whole, default=1)
     p.add_argument(
         "--rate",

@@ -30,7 +30,7 @@ class Driver(Protocol):
 
 class Options(msgspec.Struct, frozen=True, kw_only=True):
     duration: float
-    workers: int = 2
+    workers: int | None = None  # None: the agent scheduler's --workers auto
     out: Path = Path(".")
     sample_every: float | None = None  # the resource sampler's period; None: caldera.demo.resources.default_period
 
@@ -65,7 +65,7 @@ def start_processes(supervisor: Supervisor, url: str, keys: Keys, driver: Driver
             "20s",
         ],
         "batch-scheduler": [*common, "--schedule-period", "500ms", "--hypernode-labels", switches],
-        "agent-scheduler": [*common, "--workers", str(options.workers)],
+        "agent-scheduler": [*common, *(["--workers", str(options.workers)] if options.workers else [])],
     }
     for name, args in flags.items():
         supervisor.start(name, [sys.executable, "-m", "caldera", name, *args], ready=READY[name])

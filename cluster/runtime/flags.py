@@ -30,6 +30,19 @@ def duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def workers_or_auto(text: str) -> int | None:
+    """argparse type for ``--workers``: a count of 1 or more, or ``auto`` (None: the process sizes it)."""
+    if text.strip() == "auto":
+        return None
+    try:
+        count = int(text.strip())
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} (expected auto or a positive whole number)")
+    return count
+
+
 def add_sharding_mode(parser: argparse.ArgumentParser, help: str = "") -> None:
     """``--sharding-mode`` (hard, soft or none; default soft), as every scheduler takes it."""
     parser.add_argument(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -169,6 +170,9 @@ async def test_a_worker_killed_mid_run_loses_nothing_and_is_restarted(
 
 
 def test_sigterm_stops_the_process_ray_and_every_child(redis_server: RedisServer) -> None:
+    """Started without --workers (auto: one worker per core beyond one), it stops on SIGTERM with every child."""
+    from agent_scheduler.main import auto_workers
+
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     proc = subprocess.Popen(
         [
@@ -182,8 +186,6 @@ def test_sigterm_stops_the_process_ray_and_every_child(redis_server: RedisServer
             "sigterm",
             "--metrics-port",
             "0",
-            "--workers",
-            "1",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -199,6 +201,8 @@ def test_sigterm_stops_the_process_ray_and_every_child(redis_server: RedisServer
                 proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
             )
             seen += proc.stdout.readline()  # type: ignore[union-attr]
+        ready = re.search(r" (\d+) workers ready \(auto, of (\d+) CPUs\)", seen)
+        assert ready and int(ready[1]) == auto_workers(int(ready[2])) and int(ready[2]) <= (os.cpu_count() or 1), seen
         children = psutil.Process(proc.pid).children(recursive=True)
         assert children, "Ray's processes should be children of the scheduler"
         start = time.monotonic()

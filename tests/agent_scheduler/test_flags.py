@@ -12,6 +12,7 @@ import pytest
     ("flags", "needle"),
     [
         (["--workers", "0"], "--workers"),
+        (["--workers", "many"], "--workers: 'many' (expected auto or a positive whole number)"),
         (["--batch-size", "-1"], "--batch-size"),
         (["--candidates", "0"], "--candidates"),
         (["--score", "random"], "invalid choice"),
@@ -44,3 +45,13 @@ def test_the_workers_together_keep_to_the_process_pacing() -> None:
     share = worker_share(kube, 8)
     assert (share.qps * 8, share.burst * 8, share.master) == (2000.0, 2000, kube.master)
     assert worker_share(KubeConnection(qps=5.0, burst=3), 8).burst == 1  # a worker can always make a call
+
+
+def test_workers_auto_is_one_per_core_beyond_one_up_to_eight() -> None:
+    """The loop, the store and the rest need a core: a worker without one of its own only collides."""
+    from agent_scheduler.main import AUTO_WORKERS_MAX, auto_workers, build_parser
+
+    assert [auto_workers(cpus) for cpus in (1, 2, 3, 4, 9, 64)] == [1, 1, 2, 3, 8, AUTO_WORKERS_MAX]
+    assert build_parser().parse_args([]).workers is None  # auto unless given
+    assert build_parser().parse_args(["--workers", "auto"]).workers is None
+    assert build_parser().parse_args(["--workers", "3"]).workers == 3

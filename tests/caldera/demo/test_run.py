@@ -92,6 +92,8 @@ def test_demo_runs_a_workload_file_and_reports(tmp_path: Path) -> None:
             str(tmp_path),
             "--sample-every",
             "5s",
+            "--workers",
+            "2",  # two workers, told apart in the resources table
         ),
         240,
     )
