@@ -219,15 +219,17 @@ class AgentLoop:
         conflicts in a 90%-full shard at 8 workers 1–2% → 0.1%, at the same pods/s; but in the
         demo, bursts of a few hundred pods wait longer in the queue (p99 ~35 → 100–300 ms) for
         the workers with room, without fewer conflicts there (its shard is full most of the
-        time): so it is off by default."""
+        time): so it is off by default. A worker alone (the others failed, or ``--workers 1``)
+        takes its even share: it collides with no one, and holding pods back would only delay them."""
         now = self.clock()
         live = [w.name for w in self.workers if w.name not in self.failed_workers]
-        roomy = [name for name in live if self._has_room(name, now)] if self.config.room_shares else live
+        by_room = self.config.room_shares and len(live) > 1  # a worker alone collides with no one
+        roomy = [name for name in live if self._has_room(name, now)] if by_room else live
         if worker not in roomy and roomy:
             return 0
         free = len(roomy or live) * self.config.inflight - self._handed
         share = max(1, min(self.config.batch_size, -(-self.queue.ready() // max(1, free))))
-        room = self._room.get(worker) if self.config.room_shares else None
+        room = self._room.get(worker) if by_room else None
         if room is not None and room[0] > 0 and now - room[1] <= ROOM_STALE_S:
             share = min(share, room[0])
         return share

@@ -212,3 +212,11 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
     now[0] += ROOM_STALE_S  # w0's figure is old: pods may have ended there
     third, _ = loop._take("w0")
     assert len(third) == 13  # 52 over 4
+    # A worker alone collides with no one: its even share, whatever room its answer said.
+    alone = AgentLoop(
+        store, workers[:1], LoopConfig(batch_size=256, inflight=2, room_shares=True), clock=lambda: now[0]
+    )  # type: ignore[arg-type]
+    for rec in records.values():
+        alone._enqueue(rec)
+    await alone._absorb("w0", BatchResult(outcomes=[], room=5))
+    assert len(alone._take("w0")[0]) == 50  # 100 over its two batches, not 5
