@@ -70,9 +70,10 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
     p.add_argument("--inflight", type=int, default=2, help="batches in flight per worker (default: 2)")
     p.add_argument(
         "--room-shares",
-        action="store_true",
-        help="share a burst by the room each worker's partition has left: fewer conflicts in a full "
-        "shard, more time queued for small bursts (default: off)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="share a burst among several workers by the room each one's partition of the nodes has left: "
+        "fewer conflicts in a full shard (default: on)",
     )
     p.add_argument("--candidates", type=int, default=3, help="top-K nodes a choice is drawn from (default: 3)")
     p.add_argument(

@@ -79,7 +79,7 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
     # view older by that much costs a few more binder conflicts, each refreshed at once.
     replica_settle_s: float = 0.002
     # Each answer says how much room the worker's partition has left (the loop's --room-shares).
-    report_room: bool = False
+    report_room: bool = True
 
 
 _RETRYABLE = {Reason.NOT_OWNER, Reason.INSUFFICIENT, Reason.UNSCHEDULABLE, Reason.UNKNOWN_NODE}

@@ -76,9 +76,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--inflight", type=positive_int, default=2, help="batches in flight per worker (default: 2)")
     p.add_argument(
         "--room-shares",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="the loop shares a burst by the room each worker's partition has left (the agent "
-        "scheduler's --room-shares; default: off)",
+        "scheduler's --room-shares; default: on)",
     )
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--skip-baselines", action="store_true", help="measure only the W-worker fine-binder run")
@@ -108,7 +109,7 @@ class AgentBench(msgspec.Struct, frozen=True, kw_only=True):
     take: Annotated[float, msgspec.Meta(gt=0, le=1, description="a share in (0, 1]")] = 0.8
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=100_000, description="1 to 100,000 pods")] = 256
     inflight: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 batches")] = 2
-    room_shares: bool = False
+    room_shares: bool = True
     redis_url: str | None = None
     skip_baselines: bool = False
     curve: tuple[Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS)], ...] = ()
@@ -228,7 +229,7 @@ async def place(
     chunk: int = 1000,
     batch_size: int = 256,
     inflight: int = 2,
-    room_shares: bool = False,
+    room_shares: bool = True,
     until: Callable[[Store, AgentLoop], Awaitable[bool]] | None = None,
     gpu_policy: CardPolicy = CardPolicy.VOLCANO,
 ) -> Run:

@@ -172,7 +172,7 @@ async def test_a_burst_is_split_over_every_worker_at_once(store: Store) -> None:
 
 
 async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(store: Store) -> None:
-    """With --room-shares: a worker whose answer said its partition has no room left takes
+    """With room shares (the default): a worker whose answer said its partition has no room left takes
     nothing while another's has some (it would place in theirs, and collide there); one with
     room takes at most that much; once every partition is out of room — or a figure is older
     than ROOM_STALE_S — the waiting pods go out evenly again. Without it, shares are even."""
@@ -188,7 +188,7 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
         w.name = f"w{i}"  # type: ignore[attr-defined]
         workers.append(w)
     loop = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2, room_shares=True), clock=lambda: now[0])  # type: ignore[arg-type]
-    plain = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2), clock=lambda: now[0])  # type: ignore[arg-type]
+    plain = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2, room_shares=False), clock=lambda: now[0])  # type: ignore[arg-type]
     pods = [make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(100)]
     await store.upsert_pods(pods)
     records = await store.get_pods([p.metadata.uid for p in pods])
