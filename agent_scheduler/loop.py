@@ -49,6 +49,11 @@ ROOM_STALE_S = 0.5
 other workers take some): a worker whose partition was full takes a batch again after it."""
 
 
+ROOM_PROBE = 16
+"""What a worker whose figure said full, and is older than :data:`ROOM_STALE_S`, takes while another
+worker has room: enough to learn whether pods ended on its partition, too few to crowd another's."""
+
+
 class NoWorkers(RuntimeError):
     """Every worker died and none could be restarted."""
 
@@ -127,6 +132,7 @@ class AgentLoop:
         # worker -> (pods like its last batch's its partition still has room for, less those
         # handed to it since; when its answer said so)
         self._room: dict[str, tuple[int, float]] = {}
+        self._out: dict[str, int] = {}  # worker -> pods in its batches out now
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
         self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50)
         self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
@@ -212,10 +218,11 @@ class AgentLoop:
         the first few, whose partitions would overflow into the others' (and collide there).
 
         With ``room_shares`` a worker also takes at most the room its partition of the nodes has
-        left (as its last answer said, less what it was handed since), and a worker whose
-        partition is full takes nothing while another's has room (it would place in theirs, and
-        collide there) — its even share again once its figure is older than
-        :data:`ROOM_STALE_S` (pods end and free room) or every partition is full. Measured
+        left (as its last answer said, less its other batches still out and what it was handed
+        since), and a worker whose partition is full takes nothing while another's has room (it
+        would place in theirs, and collide there) — once its figure is older than
+        :data:`ROOM_STALE_S` (pods end and free room) at most :data:`ROOM_PROBE` pods, and its even
+        share again when every partition is full and no answer is on its way. Measured
         (``caldera bench agent --fill 0.9 --take 0.8``, four runs each, off / on): true conflicts
         at 8 workers 1–10% → 0.07–0.2% at the same pods/s; at 2 workers 0–0.9% either way; the
         demo at 2 workers on two cores neither faster nor slower (its shard is full most of the
@@ -228,11 +235,15 @@ class AgentLoop:
         roomy = [name for name in live if self._has_room(name, now)] if by_room else live
         if worker not in roomy and roomy:
             return 0
+        if by_room and not roomy and any(self._out.values()):
+            return 0  # every figure says full, but answers are on their way with fresher ones
         free = len(roomy or live) * self.config.inflight - self._handed
         share = max(1, min(self.config.batch_size, -(-self.queue.ready() // max(1, free))))
         room = self._room.get(worker) if by_room else None
         if room is not None and room[0] > 0 and now - room[1] <= ROOM_STALE_S:
             share = min(share, room[0])
+        elif room is not None and room[0] <= 0 and len(roomy) > 1:
+            share = min(share, ROOM_PROBE)  # full when last heard of, others have room: a look, not a share
         return share
 
     def _has_room(self, worker: str, now: float) -> bool:
@@ -274,12 +285,13 @@ class AgentLoop:
         if room is not None:  # what this batch takes of it, until its answer says
             self._room[worker] = (room[0] - len(batch), room[1])
         ruled = [uid for uid in batch if bears_rules(self.records[uid].pod)]
-        if not ruled or not self._ruled_out:
-            return batch, bool(ruled)
-        for uid in ruled:  # in their order: first in the queue again
-            self.queue.retry_now(uid)
-        waiting = set(ruled)
-        return [uid for uid in batch if uid not in waiting], False
+        if ruled and self._ruled_out:
+            for uid in ruled:  # in their order: first in the queue again
+                self.queue.retry_now(uid)
+            waiting = set(ruled)
+            batch, ruled = [uid for uid in batch if uid not in waiting], []
+        self._out[worker] = self._out.get(worker, 0) + len(batch)  # until its answer (or failure)
+        return batch, bool(ruled)
 
     async def _hand(self, worker: WorkerHandle, batch: list[str]) -> bool:
         """One batch through ``worker``, its outcomes absorbed; False when the worker failed and could
@@ -291,13 +303,16 @@ class AgentLoop:
             handed = self.clock()
             result = await worker.schedule(pods, context, namespaces)
         except Exception as e:  # the actor died or hung, or the store went away: hand the batch on
+            self._out[worker.name] -= len(batch)
             log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
             for uid in batch:
                 self.queue.retry_now(uid)
             self._work.set()
             return await self._recover(worker)
         self._stages(batch, handed, result)
-        await self._absorb(worker.name, result)
+        await self._absorb(worker.name, result, handed=len(batch))
+        if self.config.room_shares:
+            self._work.set()  # a fresh figure: a worker held back may take now
         return True
 
     async def _recover(self, worker: WorkerHandle) -> bool:
@@ -363,7 +378,9 @@ class AgentLoop:
             self.metrics.e2e_latency.observe((now - started) * 1000)
             self.metrics.attempts.labels("scheduled").inc()
 
-    async def _absorb(self, worker: str, result: BatchResult) -> None:
+    async def _absorb(self, worker: str, result: BatchResult, handed: int = 0) -> None:
+        """The outcomes of a batch of ``handed`` pods."""
+        self._out[worker] = self._out.get(worker, 0) - handed
         reasons: dict[str, str] = {}
         now = self.clock()
         for o in result.outcomes:
@@ -384,8 +401,8 @@ class AgentLoop:
                 self._forget(o.uid)
         for key in ("committed", "conflicts", "resolved", "rejected"):
             self.totals[key] += getattr(result, key)
-        if result.room is not None:
-            self._room[worker] = (result.room, now)
+        if result.room is not None:  # less the worker's other batches out: the figure may not count them yet
+            self._room[worker] = (result.room - self._out[worker], now)
         if reasons:
             await self.store.set_reasons(self.config.scheduler, reasons)
         if self.metrics is not None:

@@ -10,7 +10,7 @@ from collections import Counter
 import msgspec
 
 from agent_scheduler.core import CoreConfig
-from agent_scheduler.loop import ROOM_STALE_S, AgentLoop, LoopConfig
+from agent_scheduler.loop import ROOM_PROBE, ROOM_STALE_S, AgentLoop, LoopConfig
 from agent_scheduler.worker import BatchResult, OutcomeKind, Worker, WorkerConfig
 from binder.commit import Binder
 from binder.results import Committed, Placement
@@ -174,8 +174,10 @@ async def test_a_burst_is_split_over_every_worker_at_once(store: Store) -> None:
 async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(store: Store) -> None:
     """With room shares (the default): a worker whose answer said its partition has no room left takes
     nothing while another's has some (it would place in theirs, and collide there); one with
-    room takes at most that much; once every partition is out of room — or a figure is older
-    than ROOM_STALE_S — the waiting pods go out evenly again. Without it, shares are even."""
+    room takes at most that much, less its other batches still out; while every figure says full
+    and an answer is on its way, nobody takes (it brings a fresher figure); then the waiting pods
+    go out evenly again. A full worker's figure older than ROOM_STALE_S earns it a look
+    (ROOM_PROBE pods) while another has room. Without room shares, shares are even."""
     now = [100.0]
     workers = []
     for i in range(2):
@@ -187,31 +189,40 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
         )
         w.name = f"w{i}"  # type: ignore[attr-defined]
         workers.append(w)
-    loop = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2, room_shares=True), clock=lambda: now[0])  # type: ignore[arg-type]
-    plain = AgentLoop(store, workers, LoopConfig(batch_size=256, inflight=2, room_shares=False), clock=lambda: now[0])  # type: ignore[arg-type]
-    pods = [make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(100)]
+
+    def loop_of(room_shares: bool) -> AgentLoop:
+        config = LoopConfig(batch_size=256, inflight=2, room_shares=room_shares)
+        return AgentLoop(store, workers, config, clock=lambda: now[0])  # type: ignore[arg-type]
+
+    loop, plain, counting = loop_of(True), loop_of(False), loop_of(True)
+    pods = [make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(200)]
     await store.upsert_pods(pods)
     records = await store.get_pods([p.metadata.uid for p in pods])
-    assert len(records) == 100
+    assert len(records) == 200
     for rec in records.values():
-        loop._enqueue(rec)
-        plain._enqueue(rec)
+        for each in (loop, plain, counting):
+            each._enqueue(rec)
     for each in (loop, plain):
         await each._absorb("w0", BatchResult(outcomes=[], room=0))
         await each._absorb("w1", BatchResult(outcomes=[], room=30))
-    assert len(plain._take("w0")[0]) == 25  # room or not: 100 over four batches
+    assert len(plain._take("w0")[0]) == 50  # room or not: 200 over four batches
     assert loop._take("w0") == ([], False)
     first, _ = loop._take("w1")
-    assert len(first) == 30  # its room, below the even share (100 over its two batches)
-    # every partition out of room now (w1's 30 handed): the rest evenly, over both workers' batches
-    second, _ = loop._take("w0")
-    assert len(second) == 18  # 70 over 4
+    assert len(first) == 30  # its room, below the even share (200 over its two batches)
+    assert loop._take("w0") == ([], False)  # every figure says full, and w1's answer is on its way
+    await loop._absorb("w1", BatchResult(outcomes=[], room=0), handed=30)
+    second, _ = loop._take("w0")  # every partition full, no answer to wait for: evenly again
+    assert len(second) == 43  # 170 over 4
     now[0] += ROOM_STALE_S / 2
     await loop._absorb("w1", BatchResult(outcomes=[], room=500))
     assert loop._take("w0") == ([], False)
     now[0] += ROOM_STALE_S  # w0's figure is old: pods may have ended there
     third, _ = loop._take("w0")
-    assert len(third) == 13  # 52 over 4
+    assert len(third) == ROOM_PROBE == 16  # a look, not its share (127 over 4: 32)
+    # A figure counts the worker's other batches out as taken: it may have answered before deciding them.
+    assert [len(counting._take("w0")[0]) for _ in range(2)] == [50, 38]
+    await counting._absorb("w0", BatchResult(outcomes=[], room=60), handed=50)
+    assert len(counting._take("w0")[0]) == 22  # 60 less the 38 still out (the even share: 112 over 4, 28)
     # A worker alone collides with no one: its even share, whatever room its answer said.
     alone = AgentLoop(
         store, workers[:1], LoopConfig(batch_size=256, inflight=2, room_shares=True), clock=lambda: now[0]
@@ -219,4 +230,4 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
     for rec in records.values():
         alone._enqueue(rec)
     await alone._absorb("w0", BatchResult(outcomes=[], room=5))
-    assert len(alone._take("w0")[0]) == 50  # 100 over its two batches, not 5
+    assert len(alone._take("w0")[0]) == 100  # 200 over its two batches, not 5
