@@ -224,9 +224,9 @@ class AgentLoop:
         :data:`ROOM_STALE_S` (pods end and free room) at most :data:`ROOM_PROBE` pods, and its even
         share again when every partition is full and no answer is on its way. Measured
         (``caldera bench agent --fill 0.9 --take 0.8``, four runs each, off / on): true conflicts
-        at 8 workers 1–10% → 0.07–0.2% at the same pods/s; at 2 workers 0–0.9% either way; the
-        demo at 2 workers on two cores neither faster nor slower (its shard is full most of the
-        time, so the shares are even there). A worker alone (the others failed, or ``--workers
+        at 8 workers 1–10% → 0.07–0.2% at the same pods/s; at 2 workers 0–0.9% either way, and 0
+        in every run since the figures count the batches out and the loop waits for answers when
+        all say full (the demo at 2 workers: 10–12% → 6–8%, latency as before). A worker alone (the others failed, or ``--workers
         1``) takes its even share: it collides with no one, and holding pods back would only
         delay them."""
         now = self.clock()
