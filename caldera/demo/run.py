@@ -231,9 +231,10 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         store = Store(c, keys)
         driver: Driver = make_driver(store, tracker)
         await driver.prepare()
+        workers = f"{options.workers} Ray workers" if options.workers else "Ray workers, one per core beyond one"
         view.say(
             f"cluster: {driver.describe()}; starting the sharding controller, the batch scheduler and the agent "
-            f"scheduler ({options.workers or 'auto: one per core beyond one'} Ray workers) as their own processes (logs in {logs})…"
+            f"scheduler ({workers}) as their own processes (logs in {logs})…"
         )
         start_processes(supervisor, url, keys, driver, options)  # here: a child dies with the thread that started it
         await asyncio.to_thread(wait_ready, supervisor)
