@@ -46,7 +46,8 @@ RESTART_TRIES = (1.0, 2.0, 4.0)
 """Pauses before each try to restart a dead worker; after the last, it is left out."""
 ROOM_STALE_S = 0.5
 """A worker's figure of its partition's room is trusted this long (pods end and free room,
-other workers take some): a worker whose partition was full takes a batch again after it."""
+other workers take some): a worker whose partition was full takes a look (:data:`ROOM_PROBE`)
+again after it."""
 
 
 ROOM_PROBE = 16
@@ -226,9 +227,9 @@ class AgentLoop:
         (``caldera bench agent --fill 0.9 --take 0.8``, four runs each, off / on): true conflicts
         at 8 workers 1–10% → 0.07–0.2% at the same pods/s; at 2 workers 0–0.9% either way, and 0
         in every run since the figures count the batches out and the loop waits for answers when
-        all say full (the demo at 2 workers: 10–12% → 6–8%, latency as before). A worker alone (the others failed, or ``--workers
-        1``) takes its even share: it collides with no one, and holding pods back would only
-        delay them."""
+        all say full (the demo at 2 workers: 10–12% → 6–8%, latency as before). A worker alone
+        (the others failed, or ``--workers 1``) takes its even share: it collides with no one,
+        and holding pods back would only delay them."""
         now = self.clock()
         live = [w.name for w in self.workers if w.name not in self.failed_workers]
         by_room = self.config.room_shares and len(live) > 1  # a worker alone collides with no one
