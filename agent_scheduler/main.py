@@ -247,10 +247,8 @@ class AgentProcess:
                     redis_url=self.process.redis_url,
                     cluster=keys.cluster,
                     kube=share,
-                    worker=WorkerConfig(
-                        core=msgspec.structs.replace(config.core, worker=i, workers=count),
-                        max_retries=config.max_retries,
-                        seed=i,
+                    worker=msgspec.structs.replace(
+                        config, core=msgspec.structs.replace(config.core, worker=i, workers=count), seed=i
                     ),
                 )
                 workers.append(RayWorker(f"w{i}", spec))
