@@ -323,8 +323,10 @@ class WorkloadDriver:
             if writes:
                 await self.store.write(writes)
             if pods:
-                await self.store.upsert_pods(pods)
+                # Before the write: its time counts in the pods' latency, and the watch may read a pod bound
+                # before the write's answer is back.
                 self.tracker.submitted(pods)
+                await self.store.upsert_pods(pods)
             await pause(stop, 0.1)
 
     def _name(self, prefix: str) -> str:

@@ -193,6 +193,7 @@ class Informer:
                 for c in changes:
                     if c.kind is Kind.POD:
                         update.written.setdefault(c.name, c.at)
+                        update.last_written[c.name] = c.at
             else:
                 cls = next(c for c, k in OBJECT_KINDS.items() if k is kind)
                 found = await self.store.get_objects(cls, live)  # type: ignore[type-var]

@@ -159,3 +159,6 @@ class Update(msgspec.Struct, kw_only=True):
     # uid -> when the update's first change of that pod was written (seconds since the epoch, the
     # store's clock; 0 when the store did not say): how long the feed took to bring it.
     written: dict[str, float] = {}
+    # uid -> when the update's last change of that pod was written (as ``written``): a pod that
+    # changed once in the update has both the same.
+    last_written: dict[str, float] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import msgspec
 import pytest
@@ -128,3 +129,23 @@ async def test_a_finished_jobs_podgroup_is_deleted_and_a_gone_pod_forgotten(stor
     assert f"default/{first}" not in await store.list_objects(PodGroup)
     assert tracker.jobs[first].finished and tracker.completed == 2
     assert not any(u in tracker.bound_at or u in tracker.created for u in uids)
+
+
+async def test_a_pod_counts_as_bound_when_the_store_wrote_it_not_when_the_watch_read_it(store: Store) -> None:
+    """The watch shares the demo's busy process: the latency ends at the store's write of the binding, however
+    late the watch reads it (it read bound pods 22-30 ms late at p50, and that lag was counted)."""
+    t = Tracker(["agent-scheduler", "volcano"])
+    stop = asyncio.Event()
+    watching = asyncio.create_task(t.watch(store, stop))
+    await asyncio.sleep(0.2)  # listed: what comes next is read from the feed
+    pod = make_pod("p", scheduler="agent-scheduler", requests={"cpu": "1"})
+    t.submitted([pod])
+    await store.upsert_pods([pod])
+    await store.upsert_pods([msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name="n1"))])
+    time.sleep(0.4)  # the process busy elsewhere: the watch reads the binding late
+    await asyncio.sleep(0.3)
+    stop.set()
+    async with asyncio.timeout(2):
+        await watching
+    [latency_ms] = t.latencies["agent-scheduler"]
+    assert latency_ms < 150  # read 400 ms after the write
