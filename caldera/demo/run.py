@@ -242,14 +242,13 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         await monitor.poll()
         view.say("shards at start: " + ", ".join(f"{k or 'unowned'} {v}" for k, v in monitor.start_sizes.items()))
         stop = asyncio.Event()
-        sim = SimCluster(store)
+        sim = SimCluster(store, observers=[tracker.seen])  # one read of the pods for both
         sampler = Sampler(store)
         started = time.monotonic()
         supervisor.epoch = started  # deaths are told in seconds of the run
         tasks = [
             asyncio.create_task(sim.run(), name="the simulator"),
             asyncio.create_task(driver.run(stop), name="the load"),
-            asyncio.create_task(tracker.watch(store, stop), name="the tracker"),
             asyncio.create_task(monitor.run(stop), name="the monitor"),
             asyncio.create_task(supervisor.watch(stop), name="the supervisor"),
             asyncio.create_task(sampler.run(stop, supervisor, started, options.sample_every_s), name="the sampler"),

@@ -1,7 +1,8 @@
 """What the demo saw: every pod from submission to binding (or deletion), every gang job.
 
-The tracker is fed by the workload (what it submitted, which pods form which job) and by a
-watch of the store (when each pod was bound, when it went away). Latency is
+The tracker is fed by the workload (what it submitted, which pods form which job) and by reads
+of the store's pods (when each pod was bound, when it went away: in the demo the simulated
+kubelets' reads, handed over, so that every change is fetched and decoded once). Latency is
 submit → bound as the store shows it: from the moment the workload began the write that
 submitted the pod to the moment the store wrote the change that shows it on a node — the feed
 entry's time, not the moment the demo's process got round to reading it. That process also
@@ -177,7 +178,8 @@ class Tracker:
             stopping.cancel()
 
     def seen(self, update: Update) -> None:
-        """What a read of the store's pods brought: bindings and deletions."""
+        """What a read of the store's pods brought: bindings and deletions (:meth:`watch`, or the reader of
+        the simulated kubelets, which hands its updates over)."""
         now, wall = self.clock(), time.time()
         for uid, rec in update.pods.items():
             if rec is None:

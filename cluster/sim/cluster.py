@@ -19,7 +19,7 @@ from cluster.sim.pods import pod_duration
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
 from cluster.store.pause import pause
-from cluster.store.records import PodRecord
+from cluster.store.records import PodRecord, Update
 from cluster.store.scripts import Script
 from cluster.store.store import Store
 
@@ -35,9 +35,18 @@ def running(record: PodRecord) -> msgspec.Struct:
 class SimCluster:
     """Starts committed pods and ends them after their duration."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        observers: Sequence[Callable[[Update], None]] = (),
+    ) -> None:
+        """``observers``: each is handed every update of the pods this simulator reads, as it reads it — the
+        demo's tracker follows the pods so instead of fetching and decoding every change a second time."""
         self.store = store
         self.clock = clock
+        self.observers = list(observers)
         self.started = 0
         self.completed = 0
         self._due: list[tuple[float, str]] = []
@@ -59,6 +68,8 @@ class SimCluster:
 
     async def _start_pods(self) -> None:
         async for update in self._informer.updates():
+            for observe in self.observers:
+                observe(update)
             starting = [r for r in update.pods.values() if r is not None and r.node and r.phase == "Pending"]
             if not starting:
                 continue

@@ -8,11 +8,15 @@ import time
 import msgspec
 import pytest
 
+from binder.commit import Binder
+from binder.results import Placement
 from caldera.demo.tracker import Tracker
 from caldera.demo.workload import AGENT, VOLCANO, Workload, WorkloadDriver
 from cluster.model.volcano import PodGroup
+from cluster.sim.cluster import SimCluster
 from cluster.sim.pods import make_pod
 from cluster.store.store import Store
+from tests.builders import node
 
 
 def test_each_pod_is_counted_once_however_often_the_feed_reports_it_gone() -> None:
@@ -149,3 +153,26 @@ async def test_a_pod_counts_as_bound_when_the_store_wrote_it_not_when_the_watch_
         await watching
     [latency_ms] = t.latencies["agent-scheduler"]
     assert latency_ms < 150  # read 400 ms after the write
+
+
+async def test_the_simulators_reads_of_the_pods_feed_the_tracker(store: Store) -> None:
+    """In the demo the tracker reads no feed of its own: the simulated kubelets hand over what they read."""
+    await store.upsert_nodes([node("n1")])
+    t = Tracker(["agent-scheduler", "volcano"])
+    sim = SimCluster(store, observers=[t.seen])
+    running = asyncio.create_task(sim.run())
+    await asyncio.sleep(0.2)
+    pods = [make_pod(f"p{i}", scheduler="agent-scheduler", requests={"cpu": "1"}, duration=0.2) for i in range(3)]
+    t.submitted(pods)
+    await store.upsert_pods(pods)
+    version = (await store.get_nodes(["n1"]))["n1"].version
+    binder = Binder(store.client, store.keys, "agent-scheduler")
+    await binder.commit([Placement(uid=p.uid, node="n1", request=p.request(), version=version) for p in pods[:2]])
+    for _ in range(100):  # bound, started, ended after 0.2 s, deleted
+        if t.completed == 2:
+            break
+        await asyncio.sleep(0.05)
+    sim.stop()
+    async with asyncio.timeout(2):
+        await running
+    assert (len(t.latencies["agent-scheduler"]), t.completed, t.pending("agent-scheduler")) == (2, 2, 1)
