@@ -18,8 +18,13 @@ local function version()
   return RV
 end
 
+local CHANGED = {}
 local function changed(code, name)
-  CHANGES[#CHANGES + 1] = code .. ':' .. name
+  local line = code .. ':' .. name
+  if not CHANGED[line] then  -- one line per object, however often a call changes it
+    CHANGED[line] = true
+    CHANGES[#CHANGES + 1] = line
+  end
 end
 
 -- The store's epoch: made when the store is (the first write to an empty store makes it),
