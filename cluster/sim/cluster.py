@@ -42,8 +42,8 @@ class SimCluster:
         clock: Callable[[], float] = time.monotonic,
         observers: Sequence[Callable[[Update], None]] = (),
     ) -> None:
-        """``observers``: each is handed every update of the pods this simulator reads, as it reads it — the
-        demo's tracker follows the pods so instead of fetching and decoding every change a second time."""
+        """``observers``: each is handed every update of the pods this simulator reads, as it reads it (the
+        demo's tracker follows the pods this way rather than fetching and decoding every change again)."""
         self.store = store
         self.clock = clock
         self.observers = list(observers)

@@ -97,31 +97,21 @@ class Store:
         self._new_epoch = Script("cluster.store", "new_epoch")
         self._scripts = [self._upsert_node, self._delete_node, self._upsert_pod, self._delete_pod, self._put_objects]
 
-    async def _run(self, script: Script, calls: Sequence[Sequence[Arg]]) -> list[int]:
-        """Call one script once per argument list, pipelined in one round trip."""
-        if not calls:
-            return []
-
-        async def go() -> list[int]:
-            commands = [script.command([self.keys.rv], [*self._head, *args]) for args in calls]
-            return [int(v) for v in await call_packed(self.client, commands)]
-
-        return await run_loaded(self.client, self._scripts, go)
-
-    async def _run_grouped(self, script: Script, calls: Sequence[Sequence[Arg]]) -> list[int]:
-        """Call a script that takes many objects' arguments at once (each call's answer: one
-        version per object): :data:`PODS_PER_CALL` objects to a call, the calls pipelined in one
-        round trip. One version and one feed entry per call rather than per object: a burst of
-        200 pods is eight entries, not 200, for each of the store's readers."""
+    async def _run(self, script: Script, calls: Sequence[Sequence[Arg]], per_call: int = 1) -> list[int]:
+        """Call one script for every argument list, pipelined in one round trip: ``per_call`` lists to a
+        call for a script that takes many objects' arguments at once and answers one version per
+        object (the pods': :data:`PODS_PER_CALL`), one to a call otherwise. A call is one version and
+        one feed entry: a burst of 200 pods is eight entries, not 200, for each of the store's readers."""
         if not calls:
             return []
 
         async def go() -> list[int]:
             commands = [
-                script.command([self.keys.rv], [*self._head, *(a for args in group for a in args)])
-                for group in (calls[i : i + PODS_PER_CALL] for i in range(0, len(calls), PODS_PER_CALL))
+                script.command([self.keys.rv], [*self._head, *(a for args in calls[i : i + per_call] for a in args)])
+                for i in range(0, len(calls), per_call)
             ]
-            return [int(v) for answer in await call_packed(self.client, commands) for v in answer]
+            answers = await call_packed(self.client, commands)
+            return [int(v) for answer in answers for v in (answer if isinstance(answer, list) else [answer])]
 
         return await run_loaded(self.client, self._scripts, go)
 
@@ -163,11 +153,11 @@ class Store:
                     encode_request(pod_cards(pod, uuids.get(pod.node_name, ()))) if pod.node_name else "",
                 ]
             )
-        return await self._run_grouped(self._upsert_pod, calls)
+        return await self._run(self._upsert_pod, calls, PODS_PER_CALL)
 
     async def delete_pods(self, uids: Iterable[str]) -> list[int]:
         """Remove pods; bound ones return their resources in the same step."""
-        return await self._run_grouped(self._delete_pod, [[uid] for uid in uids])
+        return await self._run(self._delete_pod, [[uid] for uid in uids], PODS_PER_CALL)
 
     async def write(self, writes: Sequence[Write]) -> int:
         """Apply simple-object writes and owner changes atomically, under one version."""
