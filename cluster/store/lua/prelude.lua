@@ -18,12 +18,18 @@ local function version()
   return RV
 end
 
+-- One feed line per object, however often a call changes it (a node many pods moved on, a pod
+-- written twice); the names already told are kept per code, so a repeat makes no new string.
 local CHANGED = {}
 local function changed(code, name)
-  local line = code .. ':' .. name
-  if not CHANGED[line] then  -- one line per object, however often a call changes it
-    CHANGED[line] = true
-    CHANGES[#CHANGES + 1] = line
+  local told = CHANGED[code]
+  if not told then
+    told = {}
+    CHANGED[code] = told
+  end
+  if not told[name] then
+    told[name] = true
+    CHANGES[#CHANGES + 1] = code .. ':' .. name
   end
 end
 
@@ -98,17 +104,13 @@ end
 
 -- Add (sign 1) or remove (sign -1) a request to a node's allocated figures and bump the
 -- node's version. The node must exist.
-local NODE_CHANGED = {}
 local function account(node, req, sign)
   local key = node_key(node)
   for _, r in ipairs(parse_request(req)) do
     redis.call('HINCRBY', key, r[4], sign > 0 and r[5] or r[6])
   end
   redis.call('HSET', key, 'version', version())
-  if not NODE_CHANGED[node] then  -- one feed line per node, however many pods moved on it
-    NODE_CHANGED[node] = true
-    changed('node', node)
-  end
+  changed('node', node)
 end
 
 -- Set a pod's accounted node to `target` ('' for none), moving its request between nodes.
