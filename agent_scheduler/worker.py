@@ -176,7 +176,6 @@ class Worker:
             Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt)
             for t in tasks
         ]
-        room = partition_room(self.columns, requests, self.config.core) if self.config.report_room else None
         if call.stale:
             await self._restale(call)
         if call.committed:
@@ -184,6 +183,10 @@ class Worker:
             await self._bind(call)
             call.bind_seconds = time.perf_counter() - started
             call.bound_wall = time.time()
+        # Last, after every await: the loop takes this figure less the pods of its batches still out,
+        # so it must count every batch decided before the answer goes (taken before the bind, it missed
+        # a batch decided meanwhile and answered first: a partition handed 100+ pods over its room).
+        room = partition_room(self.columns, requests, self.config.core) if self.config.report_room else None
         return BatchResult(
             outcomes=call.outcomes,
             committed=len(call.committed),

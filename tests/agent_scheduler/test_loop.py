@@ -6,14 +6,16 @@ import asyncio
 import time
 import zlib
 from collections import Counter
+from collections.abc import Sequence
 
 import msgspec
 
-from agent_scheduler.core import CoreConfig
+from agent_scheduler.core import CoreConfig, partition_room
 from agent_scheduler.loop import ROOM_PROBE, ROOM_STALE_S, AgentLoop, LoopConfig
 from agent_scheduler.worker import BatchResult, OutcomeKind, Worker, WorkerConfig
 from binder.commit import Binder
 from binder.results import Committed, Placement
+from cluster.model.binding import Binding, Failure
 from cluster.sim.cluster import SimBindTarget
 from cluster.sim.pods import make_pod
 from cluster.store.audit import audit
@@ -231,3 +233,46 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
         alone._enqueue(rec)
     await alone._absorb("w0", BatchResult(outcomes=[], room=5))
     assert len(alone._take("w0")[0]) == 100  # 200 over its two batches, not 5
+
+
+class HeldBind(SimBindTarget):
+    """The simulator's binding, the first call held until released (a slow API server)."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.entered, self.release = asyncio.Event(), asyncio.Event()
+
+    async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
+        if not self.entered.is_set():
+            self.entered.set()
+            await self.release.wait()
+        return await super().bind(bindings)
+
+
+async def test_a_batchs_room_counts_the_batches_decided_while_it_was_binding(store: Store) -> None:
+    """A worker answers with its partition's room as it stands when the answer goes: the loop takes
+    that figure less the pods of the batches still out, so a batch decided while an earlier one was
+    binding must be in the earlier one's figure (taken before its bind, it was not: the loop, hearing
+    the late answer last, handed the partition 100+ pods beyond its room in one full-shard run in six)."""
+    await store.upsert_nodes([node(f"n{i}", cpu="16") for i in range(8)])
+    target = HeldBind(store)
+    config = WorkerConfig(core=CoreConfig(worker=0, workers=2))
+    worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), target, config)
+    await worker.start()
+    try:
+        pods = [make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(12)]
+        await store.upsert_pods(pods)
+        records = await store.get_pods([p.metadata.uid for p in pods])
+        batch = [records[p.metadata.uid] for p in pods]
+        empty = partition_room(worker.columns, [r.request for r in batch], config.core)
+        assert empty is not None and empty > 12
+        first = asyncio.create_task(worker.schedule(batch[:5]))
+        await asyncio.wait_for(target.entered.wait(), 10)  # the first batch is binding
+        second = await asyncio.wait_for(worker.schedule(batch[5:]), 10)
+        assert second.room == empty - 12
+        target.release.set()
+        late = await asyncio.wait_for(first, 10)
+        assert late.committed == 5 and late.room == empty - 12  # not empty - 5: the second batch counts
+    finally:
+        target.release.set()
+        await worker.stop()
