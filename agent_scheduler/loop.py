@@ -223,11 +223,14 @@ class AgentLoop:
         since), and a worker whose partition is full takes nothing while another's has room (it
         would place in theirs, and collide there) — once its figure is older than
         :data:`ROOM_STALE_S` (pods end and free room) at most :data:`ROOM_PROBE` pods, and its even
-        share again when every partition is full and no answer is on its way. Measured
-        (``caldera bench agent --fill 0.9 --take 0.8``, four runs each, off / on): true conflicts
-        at 8 workers 1–10% → 0.07–0.2% at the same pods/s; at 2 workers 0–0.9% either way, and 0
-        in every run since the figures count the batches out and the loop waits for answers when
-        all say full (the demo at 2 workers: 10–12% → 6–8%, latency as before). A worker alone
+        share again when every partition is full and no answer is on its way. An old figure with
+        room still caps the share (at the figure, or a look of :data:`ROOM_PROBE` pods when
+        smaller). Measured (``caldera bench agent --fill 0.9 --take 0.8``, four runs each, off /
+        on): true conflicts at 8 workers 1–10% → 0.07–0.2% at the same pods/s; at 2 workers 0–0.9%
+        either way, and 0 in every run since the figures count the batches out and the loop waits
+        for answers when all say full (the demo at 2 workers: 10–12% → 6–8%, latency as before); the
+        rare run at 8 workers that still spilled a whole batch was answers heard out of order (see
+        :meth:`Worker.schedule`'s room, taken last). A worker alone
         (the others failed, or ``--workers 1``) takes its even share: it collides with no one,
         and holding pods back would only delay them."""
         now = self.clock()
@@ -241,9 +244,11 @@ class AgentLoop:
         free = len(roomy or live) * self.config.inflight - self._handed
         share = max(1, min(self.config.batch_size, -(-self.queue.ready() // max(1, free))))
         room = self._room.get(worker) if by_room else None
-        if room is not None and room[0] > 0 and now - room[1] <= ROOM_STALE_S:
-            share = min(share, room[0])
-        elif room is not None and room[0] <= 0 and len(roomy) > 1:
+        if room is not None and room[0] > 0:
+            # An old figure still caps: pods may have ended there since, so a look beyond it, but not
+            # the even share (at 8 workers in a full-shard burst a worker's answers come ~1 s apart)
+            share = min(share, room[0] if now - room[1] <= ROOM_STALE_S else max(room[0], ROOM_PROBE))
+        elif room is not None and len(roomy) > 1:
             share = min(share, ROOM_PROBE)  # full when last heard of, others have room: a look, not a share
         return share
 

@@ -179,7 +179,8 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
     room takes at most that much, less its other batches still out; while every figure says full
     and an answer is on its way, nobody takes (it brings a fresher figure); then the waiting pods
     go out evenly again. A full worker's figure older than ROOM_STALE_S earns it a look
-    (ROOM_PROBE pods) while another has room. Without room shares, shares are even."""
+    (ROOM_PROBE pods) while another has room; an old figure with room still caps (at least a look).
+    Without room shares, shares are even."""
     now = [100.0]
     workers = []
     for i in range(2):
@@ -225,6 +226,16 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
     assert [len(counting._take("w0")[0]) for _ in range(2)] == [50, 38]
     await counting._absorb("w0", BatchResult(outcomes=[], room=60), handed=50)
     assert len(counting._take("w0")[0]) == 22  # 60 less the 38 still out (the even share: 112 over 4, 28)
+    # A figure with room that has grown old still caps the share (a look beyond it when small): at 8
+    # workers answers come ~1 s apart, and the uncapped even share overflowed the partition.
+    aged = loop_of(True)
+    for rec in records.values():
+        aged._enqueue(rec)
+    await aged._absorb("w0", BatchResult(outcomes=[], room=30))
+    await aged._absorb("w1", BatchResult(outcomes=[], room=5))
+    now[0] += ROOM_STALE_S * 2
+    assert len(aged._take("w0")[0]) == 30  # its figure, not its share (200 over 4: 50)
+    assert len(aged._take("w1")[0]) == ROOM_PROBE  # 5 then, and pods may have ended since: a look
     # A worker alone collides with no one: its even share, whatever room its answer said.
     alone = AgentLoop(
         store, workers[:1], LoopConfig(batch_size=256, inflight=2, room_shares=True), clock=lambda: now[0]
