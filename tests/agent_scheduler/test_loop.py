@@ -227,7 +227,7 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
     await counting._absorb("w0", BatchResult(outcomes=[], room=60), handed=50)
     assert len(counting._take("w0")[0]) == 22  # 60 less the 38 still out (the even share: 112 over 4, 28)
     # A figure with room that has grown old still caps the share (a look beyond it when small): at 8
-    # workers answers come ~1 s apart, and the uncapped even share overflowed the partition.
+    # workers in a full-shard burst answers come ~1 s apart, and the even share ignored the figure.
     aged = loop_of(True)
     for rec in records.values():
         aged._enqueue(rec)
@@ -264,7 +264,7 @@ async def test_a_batchs_room_counts_the_batches_decided_while_it_was_binding(sto
     """A worker answers with its partition's room as it stands when the answer goes: the loop takes
     that figure less the pods of the batches still out, so a batch decided while an earlier one was
     binding must be in the earlier one's figure (taken before its bind, it was not: the loop, hearing
-    the late answer last, handed the partition 100+ pods beyond its room in one full-shard run in six)."""
+    the late answer last, handed the partition 100+ pods beyond its room in ~1 full-shard run in 10)."""
     await store.upsert_nodes([node(f"n{i}", cpu="16") for i in range(8)])
     target = HeldBind(store)
     config = WorkerConfig(core=CoreConfig(worker=0, workers=2))
