@@ -18,7 +18,7 @@ import logging
 import os
 import signal
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -59,6 +59,7 @@ class Call(msgspec.Struct, frozen=True, array_like=True):
     pods: list[PodRecord]
     context: list[PlacedRef] = msgspec.field(default_factory=list)  # what the pods' inter-pod rules see
     namespaces: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)  # their namespaces' labels
+    keep: list[str] = msgspec.field(default_factory=list)  # pods handed over to this worker already
 
 
 # msgspec's hooks for the one field type it does not know; NotImplementedError is how a
@@ -143,7 +144,7 @@ class WorkerActor:
     async def _answer(self, call: Call, outbox: str, slots: asyncio.Semaphore) -> None:
         assert self.worker is not None and self.client is not None
         try:
-            answer = Answer(call.id, await self.worker.schedule(call.pods, call.context, call.namespaces))
+            answer = Answer(call.id, await self.worker.schedule(call.pods, call.context, call.namespaces, call.keep))
         except Exception as e:  # the loop requeues the batch
             answer = Answer(call.id, None, f"{type(e).__name__}: {e}")
         finally:
@@ -302,11 +303,14 @@ class RayWorker:
         pods: list[PodRecord],
         context: Sequence[PlacedRef] = (),
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        keep: Collection[str] = (),
     ) -> BatchResult:
         if self.failure is not None:
             raise self.failure
         assert self.client is not None, "start() first"
-        call = Call(next(self.ids), pods, list(context), {k: dict(v) for k, v in (namespaces or {}).items()})
+        call = Call(
+            next(self.ids), pods, list(context), {k: dict(v) for k, v in (namespaces or {}).items()}, list(keep)
+        )
         future: asyncio.Future[BatchResult] = asyncio.get_running_loop().create_future()
         self.waiting[call.id] = future
         try:

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 import msgspec
@@ -55,6 +55,13 @@ ROOM_PROBE = 16
 worker has room: enough to learn whether pods ended on its partition, too few to crowd another's."""
 
 
+HAND_OVERS = 2
+"""Times in a row a pod may be handed from one worker to another (:attr:`WorkerConfig.hand_over`)
+before the next places it wherever it fits. One was not enough in a full shard: the worker handed
+the pod often found its room taken meanwhile (by its own pods) and placed it back in the first
+worker's partition, where the two met (the demo at 2 workers, true conflicts …)."""
+
+
 class NoWorkers(RuntimeError):
     """Every worker died and none could be restarted."""
 
@@ -72,6 +79,7 @@ class WorkerHandle(Protocol):
         pods: list[PodRecord],
         context: Sequence[PlacedRef] = (),
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        keep: Collection[str] = (),
     ) -> BatchResult: ...
 
 
@@ -92,6 +100,7 @@ class AgentStats(Stats, frozen=True, kw_only=True):
     failed_workers: int
     conflicts: int
     conflicts_resolved: int
+    handed_over: int = 0  # pods one worker handed over to another (--hand-over)
     pods_per_s: float | None = None  # lately; None until two samples
     stages: dict[str, StageFigures] = {}  # where the pods' time went so far (agent_scheduler.stages)
 
@@ -126,7 +135,14 @@ class AgentLoop:
         self.restarts: dict[str, int] = {}  # worker -> actors started in place of dead ones
         self._restarting: dict[str, asyncio.Lock] = {}
         self.bound_at: dict[str, float] = {}
-        self.totals = {"committed": 0, "conflicts": 0, "resolved": 0, "rejected": 0, "unschedulable": 0}
+        self.totals = {
+            "committed": 0,
+            "conflicts": 0,
+            "resolved": 0,
+            "rejected": 0,
+            "unschedulable": 0,
+            "handed_over": 0,
+        }
         self._work = asyncio.Event()
         self._handed = 0  # batches with a worker now
         self._ruled_out = False  # a batch with pods that have inter-pod rules is with a worker
@@ -134,6 +150,8 @@ class AgentLoop:
         # handed to it since; when its answer said so)
         self._room: dict[str, tuple[int, float]] = {}
         self._out: dict[str, int] = {}  # worker -> pods in its batches out now
+        # uid -> times handed over from one worker to another; from HAND_OVERS on, placed where it fits
+        self._handovers: dict[str, int] = {}
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
         self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50)
         self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
@@ -158,6 +176,7 @@ class AgentLoop:
     def _forget(self, uid: str) -> None:
         self.first_seen.pop(uid, None)
         self.records.pop(uid, None)
+        self._handovers.pop(uid, None)
 
     def _listed(self, update: Update) -> None:
         """A listing: the pods and namespaces not in it are gone."""
@@ -283,10 +302,14 @@ class AgentLoop:
         flight (whose placements the loop has not heard of yet), so two that must stay apart could
         land together. While such a batch is out, they wait for it (first in the queue); the other
         pods go on."""
-        share = self._share(worker)
-        if not share:
+        # Pods another worker handed over to this one first, whatever its room figure says (that
+        # worker saw room for them on this one's partition), then the share, less what they take.
+        batch = self.queue.pop_for(worker, self.config.batch_size) if self.queue.held_for(worker) else []
+        share = min(self._share(worker), self.config.batch_size) - len(batch)
+        if share > 0:
+            batch += self.queue.pop(share)
+        if not batch:
             return [], False
-        batch = self.queue.pop(share)
         room = self._room.get(worker)
         if room is not None:  # what this batch takes of it, until its answer says
             self._room[worker] = (room[0] - len(batch), room[1])
@@ -307,7 +330,8 @@ class AgentLoop:
             context = self.context.for_batch(r.pod for r in pods)
             namespaces = self.context.namespace_labels((r.pod for r in pods), context) if context else None
             handed = self.clock()
-            result = await worker.schedule(pods, context, namespaces)
+            keep = [uid for uid in batch if self._handovers.get(uid, 0) >= HAND_OVERS]
+            result = await worker.schedule(pods, context, namespaces, keep)
         except Exception as e:  # the actor died or hung, or the store went away: hand the batch on
             self._out[worker.name] -= len(batch)
             log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
@@ -344,6 +368,8 @@ class AgentLoop:
                 return True
         if worker.name not in self.failed_workers:
             self.failed_workers.append(worker.name)
+            if self.queue.release(worker.name):  # the pods handed over to it: anyone's now
+                self._work.set()
         if len(self.failed_workers) == len(self.workers):
             raise NoWorkers(f"no agent worker could be started again ({', '.join(self.failed_workers)})")
         return False
@@ -390,7 +416,10 @@ class AgentLoop:
         reasons: dict[str, str] = {}
         now = self.clock()
         for o in result.outcomes:
-            if o.kind is OutcomeKind.BOUND:
+            handovers = self._handovers.pop(o.uid, 0)  # kept for a pod handed over again only
+            if o.kind is OutcomeKind.HANDED_OVER:
+                self._hand_over(o, handovers + 1)
+            elif o.kind is OutcomeKind.BOUND:
                 self._bound(o, now, result.bound_wall)
             elif o.kind is OutcomeKind.UNSCHEDULABLE:
                 self.queue.back_off(o.uid)
@@ -425,6 +454,21 @@ class AgentLoop:
                 m.commit_seconds.observe(seconds)
             m.releases.inc(result.released)
 
+    def _hand_over(self, o: Outcome, handovers: int) -> None:
+        """A pod with room only in worker ``o.worker``'s partition: that worker takes it next; after
+        :data:`HAND_OVERS` in a row, the next worker places it wherever it fits. The loop's i-th
+        worker is the one configured as worker i; when it failed, any worker takes the pod."""
+        self._handovers[o.uid] = handovers
+        self.totals["handed_over"] += 1
+        if self.metrics is not None:
+            self.metrics.handovers.inc()
+        owner = self.workers[o.worker].name if 0 <= o.worker < len(self.workers) else None
+        if owner is None or owner in self.failed_workers:
+            self.queue.retry_now(o.uid)
+        else:
+            self.queue.hand_over(o.uid, owner)
+        self._work.set()
+
     def stats(self) -> AgentStats:
         """The figures ``caldera status`` shows: pods bound, pods/s lately, the queue's depth."""
         self._recent.append((self.clock(), self.bound_total))
@@ -435,6 +479,7 @@ class AgentLoop:
             failed_workers=len(self.failed_workers),
             conflicts=self.totals["conflicts"],
             conflicts_resolved=self.totals["resolved"],
+            handed_over=self.totals["handed_over"],
             pods_per_s=round((n1 - n0) / (t1 - t0), 1) if t1 > t0 else None,
             stages=self.stages.figures(),
         )

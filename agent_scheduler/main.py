@@ -75,6 +75,13 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
         help="share a burst among several workers by the room each one's partition of the nodes has left: "
         "fewer conflicts in a full shard (default: on)",
     )
+    p.add_argument(
+        "--hand-over",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with several workers, a pod with room only in another worker's partition of the nodes goes to "
+        "that worker instead of being placed there: no two workers fill the same last room (default: on)",
+    )
     p.add_argument("--candidates", type=int, default=3, help="top-K nodes a choice is drawn from (default: 3)")
     p.add_argument(
         "--score", default="binpack", choices=[s.value for s in ScoreKind], help="node score (default: binpack)"
@@ -208,7 +215,7 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         candidates=args.candidates,
         gpu_policy=CardPolicy(args.gpu_policy),
     )
-    return WorkerConfig(core=core, max_retries=args.max_retries, report_room=args.room_shares)
+    return WorkerConfig(core=core, max_retries=args.max_retries, report_room=args.room_shares, hand_over=args.hand_over)
 
 
 class AgentProcess:

@@ -23,6 +23,11 @@ class AgentMetrics:
             ["result"],
             registry=registry,
         )
+        self.handovers = Counter(
+            "caldera_agent_handovers_total",
+            "Pods a worker handed over to the worker whose partition of the nodes has room for them.",
+            registry=registry,
+        )
         self.queue_depth = Gauge(
             "caldera_agent_queue_depth", "Pods in each part of the scheduling queue.", ["queue"], registry=registry
         )

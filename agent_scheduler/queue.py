@@ -4,7 +4,10 @@
 - active: pending pods, highest priority first, then first come first served;
 - backoff: pods that fit nowhere, waiting 1 s, 2 s, 4 s … up to 10 s before the next try,
   or less: :meth:`SchedulingQueue.activate_backoff` brings them all back when capacity
-  frees up somewhere.
+  frees up somewhere;
+- handed over: urgent pods held for one worker (a worker found room for them only in that
+  worker's partition of the nodes: :meth:`SchedulingQueue.hand_over`); that worker takes them
+  first (:meth:`SchedulingQueue.pop_for`), no one else does unless they are released.
 
 A pod is in at most one part. Removal (a pod deleted while queued) is lazy: the entry
 stays in its heap and is skipped when it surfaces. Pure; the clock is injected.
@@ -43,6 +46,8 @@ class SchedulingQueue:
         self._active: list[tuple[int, int, str]] = []
         self._backoff: list[tuple[float, int, str]] = []
         self._where: dict[str, QueuePart] = {}
+        self._for: dict[str, deque[str]] = {}  # worker -> pods handed over to it, in order
+        self._held: dict[str, str] = {}  # uid -> the worker it is handed over to
         self._priority: dict[str, int] = {}
         self.attempts: dict[str, int] = {}
 
@@ -70,6 +75,7 @@ class SchedulingQueue:
 
     def remove(self, uid: str) -> None:
         """Forget a pod (deleted, or bound by someone else)."""
+        self._held.pop(uid, None)
         self._where.pop(uid, None)
         self._priority.pop(uid, None)
         self.attempts.pop(uid, None)
@@ -86,7 +92,7 @@ class SchedulingQueue:
         out: list[str] = []
         while self._urgent and len(out) < n:
             uid = self._urgent.popleft()
-            if self._where.get(uid) is QueuePart.URGENT:
+            if self._where.get(uid) is QueuePart.URGENT and uid not in self._held:
                 out.append(uid)
         while self._active and len(out) < n:
             _, _, uid = heapq.heappop(self._active)
@@ -96,6 +102,44 @@ class SchedulingQueue:
             self._where[uid] = QueuePart.INFLIGHT
         return out
 
+    def hand_over(self, uid: str, worker: str) -> None:
+        """A pod in flight goes to ``worker``'s part: urgent, but for that worker alone."""
+        if self._where.get(uid) is not QueuePart.INFLIGHT:
+            return
+        self._where[uid] = QueuePart.URGENT
+        self._held[uid] = worker
+        self._for.setdefault(worker, deque()).append(uid)
+
+    def held_for(self, worker: str) -> int:
+        """How many pods are handed over to ``worker`` (entries of pods removed since are counted
+        until they surface)."""
+        held = self._for.get(worker)
+        return len(held) if held else 0
+
+    def pop_for(self, worker: str, n: int) -> list[str]:
+        """Up to ``n`` of the pods handed over to ``worker``, in the order they were; in flight as :meth:`pop`'s."""
+        held = self._for.get(worker)
+        out: list[str] = []
+        while held and len(out) < n:
+            uid = held.popleft()
+            if self._held.get(uid) == worker and self._where.get(uid) is QueuePart.URGENT:
+                del self._held[uid]
+                self._where[uid] = QueuePart.INFLIGHT
+                out.append(uid)
+        if not held:
+            self._for.pop(worker, None)
+        return out
+
+    def release(self, worker: str) -> int:
+        """``worker`` is gone: the pods handed over to it are urgent for anyone. Returns how many."""
+        moved = 0
+        for uid in self._for.pop(worker, ()):
+            if self._held.get(uid) == worker and self._where.get(uid) is QueuePart.URGENT:
+                del self._held[uid]
+                self._urgent.append(uid)
+                moved += 1
+        return moved
+
     def done(self, uid: str) -> None:
         """The pod was placed (or is gone)."""
         self.remove(uid)
@@ -103,6 +147,7 @@ class SchedulingQueue:
     def retry_now(self, uid: str) -> None:
         """A binder conflict: try again first thing, without backoff."""
         if uid in self._where:
+            self._held.pop(uid, None)
             self._where[uid] = QueuePart.URGENT
             self._urgent.append(uid)
 
@@ -110,6 +155,7 @@ class SchedulingQueue:
         """The pod fits nowhere: wait before trying again; returns the delay."""
         if uid not in self._where:
             return 0.0
+        self._held.pop(uid, None)
         tries = self.attempts.get(uid, 0) + 1
         self.attempts[uid] = tries
         delay = float(min(self.initial_backoff * 2 ** (tries - 1), self.max_backoff))

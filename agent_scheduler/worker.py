@@ -6,7 +6,9 @@ micro-batch of pod records (as the loop last saw them), commits the batch throug
 binder in one round trip, and on a
 ``Conflict`` refreshes the replica from the returned figures and decides those pods again
 at once (up to ``max_retries`` times). Committed pods are then bound; a failed bind
-releases the reservation and the pod is pending again.
+releases the reservation and the pod is pending again. With several workers, a pod that has
+room only in another worker's partition of the nodes is handed over to that worker rather
+than placed there (:attr:`WorkerConfig.hand_over`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ import dataclasses
 import enum
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import msgspec
 
-from agent_scheduler.core import CoreConfig, NoFit, Task, decide, partition_room, profile
+from agent_scheduler.core import Choice, CoreConfig, NoFit, Task, decide, partition_room, profile
 from agent_scheduler.pod_context import PlacedRef, placed_on
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder
@@ -29,6 +31,7 @@ from cluster.model.binding import Binding
 from cluster.model.devices import card_annotations
 from cluster.model.resources import Resources
 from cluster.nodeview.assume import Assumed
+from cluster.nodeview.plugins import partition_steps
 from cluster.nodeview.pod_affinity import PlacedPods, bears_rules
 from cluster.nodeview.table import NodeTable
 from cluster.store.feed import Informer
@@ -42,6 +45,7 @@ class OutcomeKind(enum.StrEnum):
     UNSCHEDULABLE = "unschedulable"  # fits nowhere: back off
     RETRY = "retry"  # conflicts outlasted the retries, or the bind failed: try again first thing
     GONE = "gone"  # deleted, finished, or bound by someone else
+    HANDED_OVER = "handed-over"  # room only in another worker's partition: that worker places it
 
 
 class Outcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,6 +54,7 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     node: str = ""
     reason: str = ""
     attempts: int = 1
+    worker: int = -1  # HANDED_OVER: the worker (its index) whose partition has room for the pod
 
 
 class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,6 +85,12 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
     replica_settle_s: float = 0.002
     # Each answer says how much room the worker's partition has left (the loop's --room-shares).
     report_room: bool = True
+    # A pod whose best node is in another worker's partition goes back to the loop for that
+    # worker (--hand-over), unless the loop says it was handed over already: the two would
+    # otherwise fill the same last free room, the owner from its fullest node and this worker
+    # from the emptiest, and in a full shard meet there (the demo at 2 workers: every true
+    # conflict was such a pair).
+    hand_over: bool = True
 
 
 _RETRYABLE = {Reason.NOT_OWNER, Reason.INSUFFICIENT, Reason.UNSCHEDULABLE, Reason.UNKNOWN_NODE}
@@ -156,10 +167,12 @@ class Worker:
         records: list[PodRecord],
         context: Sequence[PlacedRef] = (),
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        keep: Collection[str] = (),
     ) -> BatchResult:
         """Decide, commit (retrying conflicts on fresh figures), then bind one batch of pods.
         ``context``: the placed pods the batch's inter-pod rules see, ``namespaces`` the labels of
-        their namespaces (:mod:`agent_scheduler.pod_context`)."""
+        their namespaces (:mod:`agent_scheduler.pod_context`); ``keep``: pods handed over to this
+        worker already, placed wherever they fit."""
         start = time.perf_counter()
         call = _Call()
         tasks: list[Task] = []
@@ -171,7 +184,7 @@ class Worker:
         attempt = 0
         while tasks and attempt <= self.config.max_retries:
             attempt += 1
-            tasks = await self._attempt(tasks, attempt, call, placed)
+            tasks = await self._attempt(tasks, attempt, call, placed, keep)
         call.outcomes += [
             Outcome(uid=t.uid, kind=OutcomeKind.RETRY, reason="conflicts outlasted the retries", attempts=attempt)
             for t in tasks
@@ -211,22 +224,15 @@ class Worker:
         call.commit_seconds.append(time.perf_counter() - started)
         return results
 
-    async def _attempt(self, tasks: list[Task], attempt: int, call: _Call, placed: PlacedPods | None) -> list[Task]:
+    async def _attempt(
+        self, tasks: list[Task], attempt: int, call: _Call, placed: PlacedPods | None, keep: Collection[str]
+    ) -> list[Task]:
         """One round: decide every task, commit the placements, sort the answers; the tasks to retry."""
         started = time.perf_counter()
         decisions = decide(self.columns, tasks, self.config.core, self.rng, self.profile, placed)
-        call.decide_seconds += time.perf_counter() - started
         by_uid = {t.uid: t for t in tasks}
-        placements = []
-        for d in decisions:
-            if isinstance(d, NoFit):
-                call.outcomes.append(
-                    Outcome(uid=d.uid, kind=OutcomeKind.UNSCHEDULABLE, reason=d.reason, attempts=attempt)
-                )
-            else:
-                placements.append(
-                    Placement(uid=d.uid, node=d.node, request=by_uid[d.uid].request, version=d.version, cards=d.cards)
-                )
+        placements = self._placements(decisions, by_uid, keep, attempt, call, placed)
+        call.decide_seconds += time.perf_counter() - started
         held = [  # decide took them
             self.assumed.assume(p.node, p.request + p.cards if p.cards else p.request, taken=True) for p in placements
         ]
@@ -272,6 +278,43 @@ class Worker:
             for t in again:
                 placed.remove(t.uid)
         return again
+
+    def _placements(
+        self,
+        decisions: list[Choice | NoFit],
+        by_uid: Mapping[str, Task],
+        keep: Collection[str],
+        attempt: int,
+        call: _Call,
+        placed: PlacedPods | None,
+    ) -> list[Placement]:
+        """The placements to commit. A pod that fits nowhere is unschedulable; with several workers
+        (:attr:`WorkerConfig.hand_over`), a pod whose node is in another worker's partition goes back
+        to the loop for that worker, its room given back on the replica, unless it is in ``keep`` —
+        not in batches judged with inter-pod rules (``placed``: their pods count each other)."""
+        core = self.config.core
+        steps = None
+        if self.config.hand_over and core.workers > 1 and placed is None:
+            steps = partition_steps(self.columns, core.worker, core.workers)
+        index = self.columns.index
+        placements: list[Placement] = []
+        for d in decisions:
+            if isinstance(d, NoFit):
+                call.outcomes.append(
+                    Outcome(uid=d.uid, kind=OutcomeKind.UNSCHEDULABLE, reason=d.reason, attempts=attempt)
+                )
+                continue
+            request = by_uid[d.uid].request
+            step = int(steps[index[d.node]]) if steps is not None and d.uid not in keep else 0
+            if step:
+                self.columns.give_back(d.node, request + d.cards if d.cards else request)
+                owner = (core.worker + step) % core.workers
+                call.outcomes.append(
+                    Outcome(uid=d.uid, kind=OutcomeKind.HANDED_OVER, node=d.node, worker=owner, attempts=attempt)
+                )
+                continue
+            placements.append(Placement(uid=d.uid, node=d.node, request=request, version=d.version, cards=d.cards))
+        return placements
 
     async def _restale(self, call: _Call) -> None:
         """Rare: a batch retried after its first worker died, committed before it could bind."""

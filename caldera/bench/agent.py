@@ -52,6 +52,7 @@ class Run(msgspec.Struct):
     placed: int
     audit: str
     raylets: int = 1  # the Ray nodes the workers ran on
+    handed_over: int = 0  # pods one worker handed to another (each one more trip through the loop)
 
 
 def add_parser(sub: Any) -> None:
@@ -80,6 +81,13 @@ def add_parser(sub: Any) -> None:
         default=True,
         help="the loop shares a burst by the room each worker's partition has left (the agent "
         "scheduler's --room-shares; default: on)",
+    )
+    p.add_argument(
+        "--hand-over",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a worker hands a pod with room only in another's partition over to that worker (the agent "
+        "scheduler's --hand-over; default: on)",
     )
     p.add_argument("--redis-url", default=None, help="use this Redis (default: start a private redis-server)")
     p.add_argument("--skip-baselines", action="store_true", help="measure only the W-worker fine-binder run")
@@ -110,6 +118,7 @@ class AgentBench(msgspec.Struct, frozen=True, kw_only=True):
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=100_000, description="1 to 100,000 pods")] = 256
     inflight: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 batches")] = 2
     room_shares: bool = True
+    hand_over: bool = True
     redis_url: str | None = None
     skip_baselines: bool = False
     curve: tuple[Annotated[int, msgspec.Meta(ge=1, le=MAX_WORKERS)], ...] = ()
@@ -211,6 +220,7 @@ async def one_run(url: str, args: AgentBench, name: str, workers: int, coarse: b
         batch_size=args.batch_size,
         inflight=args.inflight,
         room_shares=args.room_shares,
+        hand_over=args.hand_over,
     )
 
 
@@ -230,6 +240,7 @@ async def place(
     batch_size: int = 256,
     inflight: int = 2,
     room_shares: bool = True,
+    hand_over: bool = True,
     until: Callable[[Store, AgentLoop], Awaitable[bool]] | None = None,
     gpu_policy: CardPolicy = CardPolicy.VOLCANO,
 ) -> Run:
@@ -260,7 +271,12 @@ async def place(
                 ActorSpec(
                     redis_url=url,
                     cluster=store.keys.cluster,
-                    worker=WorkerConfig(core=msgspec.structs.replace(core, worker=i), seed=i, report_room=room_shares),
+                    worker=WorkerConfig(
+                        core=msgspec.structs.replace(core, worker=i),
+                        seed=i,
+                        report_room=room_shares,
+                        hand_over=hand_over,
+                    ),
                 ),
                 binder=VersionOnlyBinder if coarse else Binder,
             )
@@ -309,6 +325,7 @@ async def place(
             placed=len(placed),
             audit="ok" if not problems else f"{len(problems)} violations",
             raylets=raylets,
+            handed_over=t["handed_over"],
         )
 
 

@@ -63,6 +63,7 @@ class Shards(msgspec.Struct, frozen=True, kw_only=True):
 class Conflicts(msgspec.Struct, frozen=True, kw_only=True):
     true: int  # commits the binder refused: the node had changed
     resolved: int  # conflicts the agent scheduler resolved by refreshing and committing again
+    handed_over: int = 0  # agent: pods one worker handed over to another (room only in its partition)
 
 
 class ConflictFigures(msgspec.Struct, frozen=True, kw_only=True):

@@ -145,7 +145,11 @@ class Monitor:
     def conflicts(self) -> dict[str, Conflicts]:
         agent, batch = self.figures.get("agent-scheduler", {}), self.figures.get("batch-scheduler", {})
         return {
-            AGENT: Conflicts(true=int(agent.get("conflicts", 0)), resolved=int(agent.get("conflicts_resolved", 0))),
+            AGENT: Conflicts(
+                true=int(agent.get("conflicts", 0)),
+                resolved=int(agent.get("conflicts_resolved", 0)),
+                handed_over=int(agent.get("handed_over", 0)),
+            ),
             VOLCANO: Conflicts(true=int(batch.get("conflicts", 0)), resolved=0),
         }
 

@@ -207,6 +207,8 @@ def summary(report: Report) -> Table:
             )
         c = report.conflicts.of(name)
         table.add_row(f"{name}: conflicts resolved / true", f"{c.resolved:,} / {c.true:,}")
+        if c.handed_over:
+            table.add_row(f"{name}: pods handed from one worker to another", f"{c.handed_over:,}")
     for label in ("p50", "p99"):
         figures = {name: getattr(t, f"{label}_ms") for name, t in report.agent_stages.items()}
         parts = [f"{name} {ms:,.1f}" for name, ms in figures.items() if ms is not None]

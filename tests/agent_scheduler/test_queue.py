@@ -62,3 +62,26 @@ def test_a_pod_is_queued_once() -> None:
     [a] = q.pop(5)
     q.add("a")  # still in flight: the feed repeating it changes nothing
     assert q.pop(5) == [] and q.depth()["inflight"] == 1
+
+
+def test_pods_handed_over_to_a_worker_go_to_it_alone_until_it_is_released() -> None:
+    q = SchedulingQueue(Clock())
+    for uid in "abcd":
+        q.add(uid)
+    assert q.pop(4) == ["a", "b", "c", "d"]
+    q.retry_now("d")
+    q.retry_now("d")  # twice (a failed call, then its outcome): two entries, one pod
+    assert q.pop(1) == ["d"]
+    for uid in "abd":
+        q.hand_over(uid, "w1")
+    q.retry_now("c")
+    assert q.held_for("w1") == 3 and q.depth()["urgent"] == 4
+    assert q.pop(10) == ["c"]  # d's second entry does not hand d to just anyone
+    assert q.pop_for("w0", 10) == []
+    assert q.pop_for("w1", 1) == ["a"]
+    q.remove("b")  # deleted while it waited
+    assert q.pop_for("w1", 10) == ["d"] and q.held_for("w1") == 0
+    q.hand_over("a", "w1")
+    q.hand_over("x", "w1")  # not in flight: nothing to hand over
+    assert q.release("w1") == 1  # w1 is gone: a is anyone's
+    assert q.pop_for("w1", 10) == [] and q.pop(10) == ["a"]
