@@ -59,7 +59,9 @@ HAND_OVERS = 2
 """Times in a row a pod may be handed from one worker to another (:attr:`WorkerConfig.hand_over`)
 before the next places it wherever it fits. One was not enough in a full shard: the worker handed
 the pod often found its room taken meanwhile (by its own pods) and placed it back in the first
-worker's partition, where the two met (the demo at 2 workers, true conflicts …)."""
+worker's partition, where the two met (the demo at 2 workers, alternated with the tree before
+hand-over, three pairs each: 2.5–2.9% true conflicts → 1.0–1.4% with one, 3.3–4.0% → 0.05–0.36%
+with two)."""
 
 
 class NoWorkers(RuntimeError):
