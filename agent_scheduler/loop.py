@@ -354,6 +354,8 @@ class AgentLoop:
             await asyncio.sleep(0.1)
             return True
         async with self._restarting.setdefault(worker.name, asyncio.Lock()):
+            if self.queue.release(worker.name):  # the pods handed over to it: anyone's while it restarts
+                self._work.set()
             for pause in RESTART_TRIES:
                 if worker.alive:  # another of its tasks restarted it meanwhile
                     return True
@@ -370,8 +372,6 @@ class AgentLoop:
                 return True
         if worker.name not in self.failed_workers:
             self.failed_workers.append(worker.name)
-            if self.queue.release(worker.name):  # the pods handed over to it: anyone's now
-                self._work.set()
         if len(self.failed_workers) == len(self.workers):
             raise NoWorkers(f"no agent worker could be started again ({', '.join(self.failed_workers)})")
         return False
@@ -459,13 +459,15 @@ class AgentLoop:
     def _hand_over(self, o: Outcome, handovers: int) -> None:
         """A pod with room only in worker ``o.worker``'s partition: that worker takes it next; after
         :data:`HAND_OVERS` in a row, the next worker places it wherever it fits. The loop's i-th
-        worker is the one configured as worker i; when it failed, any worker takes the pod."""
+        worker is the one configured as worker i; while it restarts, or when it failed, any worker takes
+        the pod."""
         self._handovers[o.uid] = handovers
         self.totals["handed_over"] += 1
         if self.metrics is not None:
             self.metrics.handovers.inc()
         owner = self.workers[o.worker].name if 0 <= o.worker < len(self.workers) else None
-        if owner is None or owner in self.failed_workers:
+        restarting = self._restarting.get(owner) if owner is not None else None
+        if owner is None or owner in self.failed_workers or (restarting is not None and restarting.locked()):
             self.queue.retry_now(o.uid)
         else:
             self.queue.hand_over(o.uid, owner)

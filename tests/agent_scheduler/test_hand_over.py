@@ -131,9 +131,10 @@ async def test_the_loop_hands_a_pod_to_the_worker_with_room(store: Store) -> Non
     assert await audit(store) == []
 
 
-async def test_a_pod_is_handed_over_at_most_twice_in_a_row_and_never_to_a_failed_worker(store: Store) -> None:
+async def test_a_pod_is_handed_over_at_most_twice_in_a_row_and_never_to_a_dead_worker(store: Store) -> None:
     """The loop's count: a pod handed from worker 0 to 1 and back (HAND_OVERS times) is then placed by
-    the worker it reaches wherever it fits; one handed to a worker that failed is anyone's."""
+    the worker it reaches wherever it fits; one handed to a worker being restarted, or that failed,
+    is anyone's."""
     assert HAND_OVERS == 2
     await store.upsert_nodes([node(n, cpu="1") for n in ZERO] + [node(n, cpu="8") for n in ONE])
     pool = await workers(store)
@@ -152,7 +153,12 @@ async def test_a_pod_is_handed_over_at_most_twice_in_a_row_and_never_to_a_failed
         assert loop.bound[rec.uid] in ONE and loop.totals["handed_over"] == 2
         loop._enqueue(other)
         assert loop._take("w1")[0] == [other.uid]
-        loop.failed_workers.append("w0")
+        restarting = loop._restarting.setdefault("w0", asyncio.Lock())
+        await restarting.acquire()  # w0's actor died and is being started again
+        await loop._absorb("w1", BatchResult(outcomes=[handed(other, 0)]), handed=1)
+        assert loop.queue.held_for("w0") == 0 and loop._take("w1")[0] == [other.uid]
+        restarting.release()
+        loop.failed_workers.append("w0")  # it could not be
         await loop._absorb("w1", BatchResult(outcomes=[handed(other, 0)]), handed=1)
         assert loop.queue.held_for("w0") == 0 and loop._take("w1")[0] == [other.uid]
     finally:
