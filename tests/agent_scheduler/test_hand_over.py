@@ -21,7 +21,7 @@ from cluster.sim.pods import make_pod
 from cluster.store.audit import audit
 from cluster.store.records import PodRecord
 from cluster.store.store import Store
-from tests.builders import node
+from tests.builders import gpu_node, node
 
 ZERO = ["n0", "n1", "n2", "n3"]
 ONE = ["n4", "n5", "n6", "n7"]
@@ -169,3 +169,27 @@ async def test_a_pod_is_handed_over_at_most_twice_in_a_row_and_never_to_a_dead_w
 def handed(rec: PodRecord, worker: int) -> Outcome:
     """A worker's answer for a pod it handed over to ``worker``."""
     return Outcome(uid=rec.uid, kind=OutcomeKind.HANDED_OVER, node=ONE[0] if worker else ZERO[0], worker=worker)
+
+
+async def test_a_gpu_share_handed_over_gives_its_card_back(store: Store) -> None:
+    """A pod taking a share of a GPU card: handed over, the card's room is back on the replica (the
+    core took the share on the card as it decided)."""
+    from cluster.sim.trace import GPU_MILLI
+
+    cards = {"nvidia.com/gpu": 2, GPU_MILLI: 2000}
+    await store.upsert_nodes([node(n, cpu="8") for n in ZERO] + [gpu_node(n, allocatable=cards) for n in ONE])
+    w0, w1 = await workers(store)
+    try:
+        [share] = await records(
+            store, [make_pod("s", requests={"cpu": "1", GPU_MILLI: 600}, scheduler="agent-scheduler")]
+        )
+        before = w0.columns.allocated.copy()
+        result = await asyncio.wait_for(w0.schedule([share]), 10)
+        assert [(o.kind, o.worker) for o in result.outcomes] == [(OutcomeKind.HANDED_OVER, 1)]
+        assert (w0.columns.allocated[:, : len(w0.columns)] == before[:, : len(w0.columns)]).all()
+        placed = await asyncio.wait_for(w1.schedule([share]), 10)
+        assert [o.kind for o in placed.outcomes] == [OutcomeKind.BOUND]
+    finally:
+        for w in (w0, w1):
+            await w.stop()
+    assert await audit(store) == []
