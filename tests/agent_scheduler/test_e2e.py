@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 
 import msgspec
@@ -129,6 +130,46 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
     assert 1000 <= stages["observed"].pods <= 2000  # bound pods seen back on the feed before the loop stopped
     assert sample("caldera_agent_queue_depth", {"queue": "backoff"}) is not None
     assert (sample("caldera_agent_batch_duration_seconds_count", {"worker": "w0"}) or 0) > 0
+
+
+async def test_ray_workers_hand_over_pods_with_room_only_in_the_others_partition(
+    local_ray: None, store: Store, redis_server: RedisServer
+) -> None:
+    """Two Ray workers, each with its partition of the nodes (crc32 of the name, mod 2); only
+    worker 1's nodes have room for the pods. Worker 0's share is handed over to worker 1 through the
+    loop (the answer's worker index, the next call's pods to keep, over Redis): every pod bound on
+    worker 1's nodes, none of its commits refused, the hand-overs counted in the metric."""
+    names = [f"n{i:03d}" for i in range(40)]
+    roomy = [n for n in names if zlib.crc32(n.encode()) % 2 == 1]
+    await store.upsert_nodes([node(n, cpu="32" if n in roomy else "1", memory="64Gi") for n in names])
+    await store.upsert_pods([pod(f"h{i}", cpu="2", memory="1Gi", scheduler=AGENT) for i in range(200)])
+    handles = [
+        RayWorker(
+            f"w{i}",
+            ActorSpec(
+                redis_url=redis_server.url,
+                cluster=store.keys.cluster,
+                worker=WorkerConfig(core=CoreConfig(worker=i, workers=2), seed=i),
+            ),
+        )
+        for i in range(2)
+    ]
+    await asyncio.gather(*(h.start() for h in handles))
+    registry = CollectorRegistry()
+    loop = AgentLoop(store, handles, LoopConfig(batch_size=32), metrics=AgentMetrics(registry))
+
+    async def all_bound() -> bool:
+        return len(loop.bound) >= 200
+
+    try:
+        await run_until(loop, store, all_bound, timeout=60)
+    finally:
+        await asyncio.gather(*(h.stop() for h in handles))
+    placed = [r.node for r in await store.list_pods() if r.node]
+    assert len(placed) == 200 and set(placed) <= set(roomy)
+    assert loop.totals["conflicts"] == 0 and loop.totals["handed_over"] > 0
+    assert registry.get_sample_value("caldera_agent_handovers_total") == loop.totals["handed_over"]
+    assert await audit(store) == []
 
 
 async def test_a_worker_killed_mid_run_loses_nothing_and_is_restarted(
