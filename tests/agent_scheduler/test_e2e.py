@@ -66,6 +66,31 @@ async def run_until(loop: AgentLoop, store: Store, done, timeout: float, during=
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
 
 
+async def ray_workers(store: Store, redis_server: RedisServer, cores: list[CoreConfig]) -> list[RayWorker]:
+    """One started Ray worker per core config, named w0, w1, …"""
+    handles = [
+        RayWorker(
+            f"w{i}",
+            ActorSpec(redis_url=redis_server.url, cluster=store.keys.cluster, worker=WorkerConfig(core=core, seed=i)),
+        )
+        for i, core in enumerate(cores)
+    ]
+    await asyncio.gather(*(h.start() for h in handles))
+    return handles
+
+
+async def bind_all(loop: AgentLoop, store: Store, handles: list[RayWorker], pods: int, timeout: float) -> None:
+    """Run the loop until it bound ``pods`` pods, then stop the workers."""
+
+    async def all_bound() -> bool:
+        return len(loop.bound) >= pods
+
+    try:
+        await run_until(loop, store, all_bound, timeout=timeout)
+    finally:
+        await asyncio.gather(*(h.stop() for h in handles))
+
+
 async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
     local_ray: None, store: Store, redis_server: RedisServer
 ) -> None:
@@ -74,18 +99,7 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
     pods = [pod(f"a{i}", cpu="500m", memory="1Gi", scheduler=AGENT) for i in range(2000)]
     await store.upsert_pods(pods)
     await store.upsert_pods([picky(f"picky{i}") for i in range(3)])
-    handles = [
-        RayWorker(
-            f"w{i}",
-            ActorSpec(
-                redis_url=redis_server.url,
-                cluster=store.keys.cluster,
-                worker=WorkerConfig(core=CoreConfig(sharding=ShardingMode.HARD), seed=i),
-            ),
-        )
-        for i in range(2)
-    ]
-    await asyncio.gather(*(h.start() for h in handles))
+    handles = await ray_workers(store, redis_server, [CoreConfig(sharding=ShardingMode.HARD)] * 2)
     registry = CollectorRegistry()
     loop = AgentLoop(
         store,
@@ -94,14 +108,7 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
         metrics=AgentMetrics(registry),
         binder_metrics=BinderMetrics(registry),
     )
-
-    async def all_bound() -> bool:
-        return len(loop.bound) >= 2000
-
-    try:
-        await run_until(loop, store, all_bound, timeout=120)
-    finally:
-        await asyncio.gather(*(h.stop() for h in handles))
+    await bind_all(loop, store, handles, 2000, timeout=120)
     records = await store.list_pods()
     placed = {r.name: r.node for r in records if r.node}
     assert len(placed) == 2000
@@ -143,28 +150,10 @@ async def test_ray_workers_hand_over_pods_with_room_only_in_the_others_partition
     roomy = [n for n in names if zlib.crc32(n.encode()) % 2 == 1]
     await store.upsert_nodes([node(n, cpu="32" if n in roomy else "1", memory="64Gi") for n in names])
     await store.upsert_pods([pod(f"h{i}", cpu="2", memory="1Gi", scheduler=AGENT) for i in range(200)])
-    handles = [
-        RayWorker(
-            f"w{i}",
-            ActorSpec(
-                redis_url=redis_server.url,
-                cluster=store.keys.cluster,
-                worker=WorkerConfig(core=CoreConfig(worker=i, workers=2), seed=i),
-            ),
-        )
-        for i in range(2)
-    ]
-    await asyncio.gather(*(h.start() for h in handles))
+    handles = await ray_workers(store, redis_server, [CoreConfig(worker=i, workers=2) for i in range(2)])
     registry = CollectorRegistry()
     loop = AgentLoop(store, handles, LoopConfig(batch_size=32), metrics=AgentMetrics(registry))
-
-    async def all_bound() -> bool:
-        return len(loop.bound) >= 200
-
-    try:
-        await run_until(loop, store, all_bound, timeout=60)
-    finally:
-        await asyncio.gather(*(h.stop() for h in handles))
+    await bind_all(loop, store, handles, 200, timeout=60)
     placed = [r.node for r in await store.list_pods() if r.node]
     assert len(placed) == 200 and set(placed) <= set(roomy)
     assert loop.totals["conflicts"] == 0 and loop.totals["handed_over"] > 0
