@@ -306,7 +306,7 @@ class AgentLoop:
         pods go on."""
         # Pods another worker handed over to this one first, whatever its room figure says (that
         # worker saw room for them on this one's partition), then the share, less what they take.
-        batch = self.queue.pop_for(worker, self.config.batch_size) if self.queue.held_for(worker) else []
+        batch = self.queue.pop_for(worker, self.config.batch_size)
         share = min(self._share(worker), self.config.batch_size) - len(batch)
         if share > 0:
             batch += self.queue.pop(share)
