@@ -33,6 +33,9 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     workers: int | None = None  # None: the agent scheduler's --workers auto
     out: Path = Path(".")
     sample_every: float | None = None  # the resource sampler's period; None: caldera.demo.resources.default_period
+    # How much the run's own thread lowers its CPU priority once the processes serve (caldera demo:
+    # caldera.demo.run.HARNESS_NICE; 0 for a bench that goes on in the same process afterwards)
+    nice: int = 0
 
     @property
     def sample_every_s(self) -> float:

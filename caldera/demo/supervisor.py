@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -136,10 +137,9 @@ def _wait_gone(pids: Sequence[int], timeout: float) -> None:
 class Supervisor:
     """Named children, restarted when they die; see the module's docstring.
 
-    Call :meth:`start` and :meth:`poll` (which restarts) from a thread that outlives the
-    children, e.g. the event loop's: Linux sends a child SIGTERM when the *thread* that
-    started it ends. :meth:`wait_ready` starts nothing and may run in another thread; the
-    rest is thread-safe.
+    Children are started on a thread of the supervisor's own, which outlives them: Linux sends a
+    child SIGTERM when the *thread* that started it ends, and a child takes its CPU priority
+    from that thread. Every method is thread-safe.
     """
 
     def __init__(
@@ -158,6 +158,11 @@ class Supervisor:
         self.restarts: list[Restart] = []
         self._children: dict[str, _Child] = {}
         self._lock = threading.RLock()
+        # Every child is started (and restarted) on this one thread, made by the first start and kept
+        # until stop_all: a child inherits its CPU priority from the thread that starts it, so the
+        # supervising thread may lower its own (the demo's does, :data:`caldera.demo.run.HARNESS_NICE`)
+        # without lowering the children's; and Linux sends them SIGTERM when this thread ends.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="supervisor-spawn")
 
     # -- starting and asking -----------------------------------------------------------------
 
@@ -280,6 +285,11 @@ class Supervisor:
         self._spawn(child)
 
     def _spawn(self, child: _Child) -> None:
+        self._spawner.submit(self._popen, child).result()
+        child.state = State.STARTING
+
+    def _popen(self, child: _Child) -> None:
+        """On the spawner's thread (see ``__init__``)."""
         child.offset = child.log.stat().st_size if child.log.exists() else 0
         with child.log.open("ab") as out:
             child.proc = subprocess.Popen(
@@ -291,7 +301,6 @@ class Supervisor:
                 start_new_session=True,  # its own session: what it starts can be found and stopped with it
                 preexec_fn=_die_with_parent,  # noqa: PLW1509 (prctl only; no locks taken)
             )
-        child.state = State.STARTING
 
     # -- stopping ----------------------------------------------------------------------------
 

@@ -3,8 +3,10 @@ and nothing a child started outlives it."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -116,3 +118,25 @@ def test_what_a_dead_child_started_is_killed_before_it_is_restarted_and_nothing_
     supervisor.stop_all(timeout=5)
     for p in [psutil.Process(now) if psutil.pid_exists(now) else None, *second]:
         assert p is None or not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_child_restarted_by_a_thread_that_lowered_its_own_priority_keeps_the_normal_one(
+    supervisor: Supervisor,
+) -> None:
+    """The demo lowers its own priority below its children's (``HARNESS_NICE``); a restart must not pass it on."""
+    normal = os.getpriority(os.PRIO_PROCESS, 0)
+    supervisor.start("web", [sys.executable, "-c", CHILD], ready="ready")
+    supervisor.wait_ready("web", 20)
+    first = supervisor.pid("web")
+
+    def lowered() -> None:  # on a thread of its own: a priority lowered cannot be raised again
+        os.nice(5)
+        supervisor.kill("web", signal.SIGKILL)
+        until(lambda: supervisor.serving("web") and supervisor.pid("web") != first, supervisor)
+
+    thread = threading.Thread(target=lowered)
+    thread.start()
+    thread.join()
+    restarted = supervisor.pid("web")
+    assert restarted not in (None, first)
+    assert psutil.Process(restarted).nice() == normal
