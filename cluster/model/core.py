@@ -278,6 +278,23 @@ class Pod(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         return pod_request(self)
 
 
+def _items(values: ResourceList) -> tuple[tuple[str, object, type], ...]:
+    """A quantity list as a key: with each value's type, as ``True`` equals ``1`` and is refused where 1 is not."""
+    return tuple((name, value, type(value)) for name, value in values.items())
+
+
+def _lists(r: ResourceRequirements) -> tuple[tuple[tuple[str, object, type], ...], ...]:
+    return _items(r.requests), _items(r.limits)
+
+
+_REQUESTS: dict[tuple[object, ...], Resources] = {}
+"""Pod requests already worked out, by what they are made of (a cluster's pods repeat a few shapes):
+worked out, one cost ~19 µs (a dozen Resources built along the way) — the demo spent 2.8 ms of every
+150-pod burst on them before its write, and the simulated kubelets as much again. Bounded: once full,
+only looked in."""
+_REQUESTS_MAX = 65_536
+
+
 def pod_request(pod: Pod) -> Resources:
     """Kubernetes' effective pod request (``PodRequests`` with sidecars), plus ``pods: 1``.
 
@@ -287,6 +304,25 @@ def pod_request(pod: Pod) -> Resources:
     pod-level requests (cpu, memory, hugepages) replace the containers' sum, and the
     RuntimeClass overhead is added.
     """
+    spec = pod.spec
+    try:
+        key = (
+            tuple(_lists(c.resources) for c in spec.containers),
+            tuple((_lists(c.resources), c.restart_policy) for c in spec.init_containers),
+            None if spec.resources is None else _lists(spec.resources),
+            _items(spec.overhead),
+        )
+        known = _REQUESTS.get(key)
+    except TypeError:  # an unhashable amount: worked out, it is refused with the field named
+        return _pod_request(pod)
+    if known is None:
+        known = _pod_request(pod)
+        if len(_REQUESTS) < _REQUESTS_MAX:
+            _REQUESTS[key] = known
+    return known
+
+
+def _pod_request(pod: Pod) -> Resources:
     spec = pod.spec
     total = Resources()
     for i, c in enumerate(spec.containers):

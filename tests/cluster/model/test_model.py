@@ -306,6 +306,48 @@ def test_request_errors_name_the_field(p: Pod, message: str) -> None:
     assert str(err.value).startswith(message)
 
 
+def test_pods_alike_but_for_where_a_quantity_stands_each_get_their_own_request() -> None:
+    """Requests are kept by what they are made of (cluster.model.core._REQUESTS): asked one after another,
+    and again, pods that differ only in a container's place, a sidecar's order or requests against limits
+    each get theirs."""
+    cases = [
+        (pod(container(requests={"cpu": "500m"}),
+             init=[container("s", requests={"cpu": "1"}, sidecar=True), container("i", requests={"cpu": "2"})]),
+         {"cpu": 3000}),
+        (pod(container(requests={"cpu": "500m"}),
+             init=[container("i", requests={"cpu": "2"}), container("s", requests={"cpu": "1"}, sidecar=True)]),
+         {"cpu": 2000}),
+        (pod(container(requests={"cpu": "500m"}),
+             init=[container("s", requests={"cpu": "1"}), container("i", requests={"cpu": "2"})]),
+         {"cpu": 2000}),
+        (pod(container(requests={"cpu": "1"}, limits={"cpu": "2", "memory": "4Gi"})), {"cpu": 1000, "memory": 4 * Gi}),
+        (pod(container(requests={"cpu": "2"}, limits={"cpu": "1", "memory": "4Gi"})), {"cpu": 2000, "memory": 4 * Gi}),
+        (pod(container(limits={"cpu": "1", "memory": "4Gi"})), {"cpu": 1000, "memory": 4 * Gi}),
+        (pod(container(requests={"cpu": "1"}), container(requests={"cpu": "1"})), {"cpu": 2000}),
+        (pod(container(requests={"cpu": "1"})), {"cpu": 1000}),
+        (pod(container(requests={"cpu": "1"}), overhead={"cpu": "1"}), {"cpu": 2000}),
+    ]  # fmt: skip
+    for _ in range(2):
+        assert [p.request() for p, _ in cases] == [Resources(want) + {"pods": 1} for _, want in cases]
+
+
+def test_a_boolean_quantity_is_refused_after_a_pod_asked_for_one_alike() -> None:
+    one = pod(container(requests={"cpu": 1}))
+    assert one.request() == {"cpu": 1000, "pods": 1}
+    c = one.spec.containers[0]
+    true = msgspec.structs.replace(
+        one,
+        spec=msgspec.structs.replace(
+            one.spec,
+            containers=[
+                msgspec.structs.replace(c, resources=msgspec.structs.replace(c.resources, requests={"cpu": True}))
+            ],
+        ),
+    )
+    with pytest.raises(QuantityError, match=r"spec.containers\[0\].resources.requests.cpu: invalid quantity True"):
+        true.request()
+
+
 # -- Node ---------------------------------------------------------------------------------
 
 
