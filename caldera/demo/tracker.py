@@ -186,6 +186,11 @@ class Tracker:
                 self.gone(uid)
             elif rec.node:
                 written = update.last_written.get(uid, 0.0)
+                if written and rec.version > update.version:
+                    # Fetched after a write the read did not reach (the read saw the pod created; the
+                    # fetch found it bound): that write's time is not the one read. The next read brings
+                    # it — counted then, at its time, not at the creation's.
+                    continue
                 self.bound(uid, now - max(0.0, wall - written) if written else now)
 
     # -- figures -------------------------------------------------------------------------
