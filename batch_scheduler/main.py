@@ -124,15 +124,6 @@ def parse_config(args: argparse.Namespace) -> SchedulerConfig:
     )
 
 
-FEED_SETTLE_S = 0.05
-"""After a read of the feed that found changes, the scheduler waits up to this long (a tenth of
-its period, when shorter) before the next (:attr:`Informer.settle_s`): a pod that changed three
-times meanwhile (created, bound, running) is fetched once. A session sees the cache as the
-feed left it, that much older at most; the binder's commit checks every placement anyway. Read
-as each change came, the scheduler took 1.9 CPU-seconds of every 15 of the demo, most of them
-following the agent pods' churn during the agent bursts; with the settle, 1.1."""
-
-
 async def run_scheduler(
     scheduler: BatchScheduler,
     informer: Informer,
@@ -205,11 +196,7 @@ class BatchProcess:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(
                     run_scheduler(
-                        self.scheduler,
-                        Informer(self.store, KINDS, block_ms=200, settle_s=min(FEED_SETTLE_S, config.period / 10)),
-                        config.period,
-                        stop,
-                        self.leading,
+                        self.scheduler, Informer(self.store, KINDS, block_ms=200), config.period, stop, self.leading
                     )
                 )
                 if config.kube is not None:
