@@ -82,11 +82,7 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
     # The replica reads the feed at most every this often while it is busy: reading each
     # change as it comes costs the worker a wake-up, a round trip and a fetch per change; a
     # view older by that much costs a few more binder conflicts, each refreshed at once.
-    # 10 ms rather than 2: in the default demo, three pairs, per-pod p50 52 / 45 / 49 → 48 / 45 /
-    # 39 ms, more conflicts the binder resolved (1.1–1.4k → 1.6–2.0k of ~11k pods) and no more
-    # true ones; `bench agent --fill 0.9 --take 0.8 --workers 8`, three pairs: conflicts 0.01–0.02%
-    # → 0–0.03%, pods/s 2,592–3,738 → 2,800–3,227; the empty shard's 4,800 / 5,448 → 5,597 / 5,636.
-    replica_settle_s: float = 0.01
+    replica_settle_s: float = 0.002
     # Each answer says how much room the worker's partition has left (the loop's --room-shares).
     report_room: bool = True
     # A pod whose best node is in another worker's partition goes back to the loop for that
