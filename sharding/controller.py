@@ -66,8 +66,8 @@ FEED_SETTLE_S = 0.1
 """After a read of the feed that found changes, the controller waits this long before the next
 (:attr:`Informer.settle_s`): a node many pods moved on is then fetched once, not once per commit.
 Its view is that much older, as old as ``trigger_delay`` already lets a crossing wait. Read as
-each change came, the controller took 1.5 CPU-seconds of every 15 of the demo (10% of a core of
-two, a tenth of all the demo's CPU) — most of it during the agent bursts, beside the agent path;
+each change came, the controller took 1.5 CPU-seconds of every 15 of the demo (10% of one core of
+two, 13% of all the demo's CPU) — most of it during the agent bursts, beside the agent path;
 with the settle, 0.6."""
 
 
