@@ -252,7 +252,7 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
             f"cluster: {driver.describe()}; starting the sharding controller, the batch scheduler and the agent "
             f"scheduler ({workers}) as their own processes (logs in {logs})…"
         )
-        start_processes(supervisor, url, keys, driver, options)  # here: a child dies with the thread that started it
+        start_processes(supervisor, url, keys, driver, options)  # on the supervisor's own thread (see Supervisor)
         await asyncio.to_thread(wait_ready, supervisor)
         if options.nice:
             os.nice(options.nice)

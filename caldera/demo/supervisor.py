@@ -159,7 +159,7 @@ class Supervisor:
         self._children: dict[str, _Child] = {}
         self._lock = threading.RLock()
         # Every child is started (and restarted) on this one thread, made by the first start and kept
-        # until stop_all: a child inherits its CPU priority from the thread that starts it, so the
+        # for the supervisor's life: a child inherits its CPU priority from the thread that starts it, so the
         # supervising thread may lower its own (the demo's does, :data:`caldera.demo.run.HARNESS_NICE`)
         # without lowering the children's; and Linux sends them SIGTERM when this thread ends.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="supervisor-spawn")
