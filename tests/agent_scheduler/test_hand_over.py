@@ -18,6 +18,7 @@ from binder.commit import Binder
 from cluster.model.core import Pod
 from cluster.sim.cluster import SimBindTarget
 from cluster.sim.pods import make_pod
+from cluster.sim.trace import GPU_MILLI
 from cluster.store.audit import audit
 from cluster.store.records import PodRecord
 from cluster.store.store import Store
@@ -174,8 +175,6 @@ def handed(rec: PodRecord, worker: int) -> Outcome:
 async def test_a_gpu_share_handed_over_gives_its_card_back(store: Store) -> None:
     """A pod taking a share of a GPU card: handed over, the card's room is back on the replica (the
     core took the share on the card as it decided)."""
-    from cluster.sim.trace import GPU_MILLI
-
     cards = {"nvidia.com/gpu": 2, GPU_MILLI: 2000}
     await store.upsert_nodes([node(n, cpu="8") for n in ZERO] + [gpu_node(n, allocatable=cards) for n in ONE])
     w0, w1 = await workers(store)
