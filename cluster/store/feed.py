@@ -3,6 +3,15 @@
 :class:`Informer` is the informer, done once: a full listing, then deltas read from the
 feed, and a new full listing whenever the feed was trimmed past the reader (the
 analogue of Kubernetes' 410 Gone).
+
+An entry names what changed; a reader fetches the changed objects after it. The observed writes
+of pods (a burst created, pods started) also carry the pods' records, in the ``recent`` stream
+under the entry's id (the prelude's ``carry``), read in the same XREAD: the pods a burst creates
+reach a reader in one round trip instead of two. Measured in the demo before this (the agent
+loop, the demo's kubelets and the batch scheduler each fetching every burst): the fetch after the
+read took 4.0–5.3 ms (p50 over the reads of 50 pods or more). ``recent`` is kept short; a reader
+further behind than it, or a pod changed again by a write that carries nothing (a commit), is
+fetched as before.
 """
 
 from __future__ import annotations
@@ -15,9 +24,10 @@ from typing import cast
 
 import msgspec
 
+from cluster.model.core import Pod
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.keys import Kind
-from cluster.store.records import Update
+from cluster.store.records import PodRecord, Update, carried_decoder, carried_record
 from cluster.store.store import OBJECT_KINDS, Store
 
 log = logging.getLogger("caldera.feed")
@@ -28,6 +38,7 @@ class Change(msgspec.Struct, frozen=True):
     name: str
     deleted: bool
     at: float = 0.0  # when it was written, seconds since the epoch by the store's clock (0: not said)
+    version: int = 0  # the entry's version (0: not said)
 
 
 class FeedTrimmed(Exception):
@@ -39,15 +50,20 @@ class StoreReset(FeedTrimmed):
     list again."""
 
 
-def parse_entry(text: bytes, at: float = 0.0) -> list[Change]:
+def parse_entry(text: bytes, at: float = 0.0, version: int = 0) -> list[Change]:
     changes: list[Change] = []
     if not text:
         return changes  # a new epoch's entry carries no change
     for line in text.decode().split("\n"):
         kind, _, name = line.partition(":")
         deleted = kind.startswith("-")
-        changes.append(Change(Kind(kind.lstrip("-")), name, deleted, at))
+        changes.append(Change(Kind(kind.lstrip("-")), name, deleted, at, version))
     return changes
+
+
+Carried = dict[str, tuple[int, dict[str, str | Pod]]]
+"""Pod records a read of the feed brought: uid -> (the version of the entry that carried it, its
+fields as the store held them then)."""
 
 
 class FeedReader:
@@ -65,16 +81,25 @@ class FeedReader:
         self.store = store
         self.position = position
         self.epoch = epoch
+        self.carried: Carried = {}  # the pod records the last read brought
 
     async def read(self, *, block_ms: int | None = 500, count: int = 2000) -> list[Change]:
-        """The changes after the position (waiting up to ``block_ms`` for some), in order."""
-        key = self.store.keys.feed
+        """The changes after the position (waiting up to ``block_ms`` for some), in order; the
+        records their entries carried in :attr:`carried`."""
+        keys = self.store.keys
+        start = f"{self.position}-0"
         reply = cast(
             list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]],
-            await self.store.client.xread({key: f"{self.position}-0"}, count=count, block=block_ms),
+            await self.store.client.xread({keys.feed: start, keys.recent: start}, count=count, block=block_ms),
         )
+        recent = keys.recent.encode()
+        carrying: list[tuple[bytes, dict[bytes, bytes]]] = []
         changes: list[Change] = []
-        for _, entries in reply or []:
+        self.carried = {}
+        for stream, entries in reply or []:
+            if stream == recent:
+                carrying = entries
+                continue
             for entry_id, fields in entries:
                 version = int(entry_id.split(b"-")[0])
                 if version != self.position + 1:
@@ -85,7 +110,13 @@ class FeedReader:
                         raise StoreReset(f"the store's epoch is {epoch or 'gone'}, the reader listed in {self.epoch}")
                     self.epoch = epoch
                 self.position = version
-                changes += parse_entry(fields[b"c"], int(fields.get(b"t", b"0")) / 1e6)
+                changes += parse_entry(fields[b"c"], int(fields.get(b"t", b"0")) / 1e6, version)
+        for entry_id, fields in carrying:
+            version = int(entry_id.split(b"-")[0])
+            if version > self.position:
+                break  # past the entries of the feed this read took: the next read brings them again
+            for uid, record in carried_decoder.decode(fields[b"r"]).items():
+                self.carried[uid] = (version, record)
         if not reply:
             await self._check_store()
         return changes
@@ -145,7 +176,7 @@ class Informer:
                         await asyncio.sleep(self.settle_s)
                     wanted = [c for c in changes if c.kind in self.kinds]
                     if wanted:
-                        yield await self.fetch(reader.position, reader.epoch, wanted)
+                        yield await self.fetch(reader.position, reader.epoch, wanted, reader.carried)
             except StoreReset as e:
                 self.relists += 1
                 self.resets += 1
@@ -176,11 +207,15 @@ class Informer:
                 update.objects[kind] = dict(await self.store.list_objects(cls))  # type: ignore[type-var]
         return update
 
-    async def fetch(self, version: int, epoch: str, changes: list[Change]) -> Update:
-        """Read the current state of every changed object (one round trip per kind)."""
+    async def fetch(self, version: int, epoch: str, changes: list[Change], carried: Carried | None = None) -> Update:
+        """Read the current state of every changed object (one round trip per kind). A pod whose
+        last change here carried its record (``carried``) is taken as that record, not fetched."""
         latest: dict[Kind, dict[str, bool]] = {}
+        last: dict[str, int] = {}  # each pod's last change's version
         for c in changes:
             latest.setdefault(c.kind, {})[c.name] = c.deleted
+            if c.kind is Kind.POD:
+                last[c.name] = c.version
         update = Update(version=version, epoch=epoch, full=False, nodes={}, pods={}, objects={})
         for kind, names in latest.items():
             live = [n for n, deleted in names.items() if not deleted]
@@ -188,7 +223,15 @@ class Informer:
                 found_nodes = await self.store.get_nodes(live)
                 update.nodes = {n: found_nodes.get(n) for n in names}
             elif kind is Kind.POD:
-                found_pods = await self.store.get_pods(live)
+                found_pods: dict[str, PodRecord] = {}
+                for n in live:
+                    got = carried.get(n) if carried else None
+                    record = carried_record(n, got[1]) if got is not None and got[0] == last[n] else None
+                    if record is not None:
+                        found_pods[n] = record
+                missing = [n for n in live if n not in found_pods]
+                if missing:
+                    found_pods.update(await self.store.get_pods(missing))
                 update.pods = {n: found_pods.get(n) for n in names}
                 for c in changes:
                     if c.kind is Kind.POD:

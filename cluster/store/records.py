@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -141,6 +141,36 @@ def pod_record(uid: str, fields: dict[bytes, bytes]) -> PodRecord:
         phase=_text(fields.get(b"phase")),
         version=int(fields[b"version"]),
         cards=decode_request(cards) if (cards := fields.get(b"cards")) else NO_CARDS,
+    )
+
+
+CarriedFields = dict[str, "str | Pod"]
+"""A pod's hash as a feed entry carries it (cluster.store.feed): the text fields, and the spec decoded."""
+
+carried_decoder = msgspec.msgpack.Decoder(dict[str, dict[str, str | Pod]])
+"""The records one entry of the ``recent`` stream carries, by uid."""
+
+
+def carried_record(uid: str, fields: dict[str, str | Pod]) -> PodRecord | None:
+    """A pod record from the fields an entry carried, as :func:`pod_record` makes it from the hash (None:
+    the pod was gone by the entry's end)."""
+    spec = fields.get("spec")
+    if not isinstance(spec, Pod):
+        return None
+    text = cast(dict[str, str], fields)
+    cards = text.get("cards")
+    return PodRecord(
+        uid=uid,
+        pod=spec,
+        request=decode_request(text["req"]),
+        scheduler=text.get("sched", ""),
+        group=text.get("group", ""),
+        priority=int(text.get("prio") or 0),
+        node=text.get("node", ""),
+        accounted=text.get("acct", ""),
+        phase=text.get("phase", ""),
+        version=int(text["version"]),
+        cards=decode_request(cards) if cards else NO_CARDS,
     )
 
 

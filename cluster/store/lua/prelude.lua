@@ -46,6 +46,36 @@ local function epoch()
   return e
 end
 
+-- Pods whose records go with this script's feed entry (carry()): the observed writes of pods —
+-- a burst created, pods started — so that a reader has them in its read of the feed, without a
+-- fetch after it. By uid, the record as msgpack (a map of the hash's fields), the last one given.
+local CARRIED = {}
+local CARRIED_ORDER = {}
+local function map32(n)
+  return '\223' .. struct.pack('>I4', n)
+end
+
+-- `pairs`: the pod hash's text fields as a list of name, value (every field but the spec, each
+-- value a string); `spec`: the spec, msgpack already, put in as it is.
+local function carry(uid, pairs, spec)
+  if not CARRIED[uid] then CARRIED_ORDER[#CARRIED_ORDER + 1] = uid end
+  CARRIED[uid] = map32(#pairs / 2 + 1) .. cmsgpack.pack(unpack(pairs)) .. cmsgpack.pack('spec') .. spec
+end
+
+-- The `recent` stream: for an entry of the feed that carries pods, an entry of the same id with
+-- field 'r', the pods' records as msgpack: a map of uid to the record, which a reader decodes with
+-- the specs in one call. Kept short (RECENT_LEN entries, about): a reader further behind fetches
+-- what changed, as it does for an entry that carries nothing.
+local RECENT_LEN = 500
+local function carried_records()
+  local parts = {map32(#CARRIED_ORDER)}
+  for _, uid in ipairs(CARRIED_ORDER) do
+    parts[#parts + 1] = cmsgpack.pack(uid)
+    parts[#parts + 1] = CARRIED[uid]
+  end
+  return table.concat(parts)
+end
+
 -- Each entry carries when it was written ('t', microseconds since the epoch, Redis's clock), so
 -- that a reader can tell how long a change took to reach it.
 local function publish()
@@ -53,6 +83,9 @@ local function publish()
     local t = redis.call('TIME')
     redis.call('XADD', P .. 'feed', 'MAXLEN', '~', FEEDLEN, RV .. '-0', 'c', table.concat(CHANGES, '\n'),
       'e', epoch(), 't', t[1] .. string.format('%06d', tonumber(t[2])))
+    if #CARRIED_ORDER > 0 then
+      redis.call('XADD', P .. 'recent', 'MAXLEN', '~', RECENT_LEN, RV .. '-0', 'r', carried_records())
+    end
   end
   return RV or 0
 end

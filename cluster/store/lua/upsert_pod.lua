@@ -1,7 +1,8 @@
 -- Create or update pods' observed state: one or more pods per call, ARGV[3..] in groups of 11 per
 -- pod: uid, namespace, name, schedulerName, group key, priority, request ("name amount ..."),
 -- nodeName, phase, spec (msgpack), and the GPU cards' shares its annotations say it holds ('' when
--- they say none). Every pod of a call gets the call's one version; returns it once per pod.
+-- they say none). Every pod of a call gets the call's one version; returns it once per pod. The
+-- call's feed entry carries the pods' records (the prelude's carry()).
 --
 -- nodeName '' keeps a binding the binder already made (the observer lags the binder);
 -- a non-empty nodeName is observed truth and wins (pods of other schedulers arrive bound).
@@ -30,6 +31,9 @@ local function upsert(a)
   local target = ''
   if eff ~= '' and not terminal(phase) and redis.call('EXISTS', node_key(eff)) == 1 then target = eff end
   set_accounted(uid, old_acct, held(old_req, old_cards), target, held(req, cards))
+  -- the hash as it is now ('acct' is the target, set or already so)
+  carry(uid, {'ns', ns, 'name', name, 'sched', sched, 'group', group, 'prio', prio, 'req', req, 'node', eff,
+    'phase', phase, 'cards', cards, 'version', tostring(version()), 'acct', target}, spec)
   if old_node ~= eff then
     if old_node ~= '' then redis.call('SREM', P .. 'bynode:' .. old_node, uid) end
     if eff ~= '' then redis.call('SADD', P .. 'bynode:' .. eff, uid) end

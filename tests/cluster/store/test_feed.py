@@ -7,6 +7,8 @@ import contextlib
 
 import pytest
 
+from binder.commit import Binder
+from binder.results import Committed, Placement
 from cluster.nodeview.table import NodeTable
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.client import STORE_DOWN, connect
@@ -178,3 +180,58 @@ async def test_the_informer_outlives_redis_restarting_empty_and_lists_the_new_st
             informer.stop()
             await task
             await client.aclose()
+
+
+async def _hgetalls(store: Store) -> int:
+    stats = await store.client.info("commandstats")
+    return int(stats.get("cmdstat_hgetall", {}).get("calls", 0))
+
+
+async def test_pods_written_as_observed_come_with_the_read_not_fetched_after_it(store: Store) -> None:
+    """A burst's pods reach a reader in its read of the feed: records equal to what a fetch gives, and
+    no fetch made. A pod changed again by a write that carries nothing (the binder's commit) is
+    fetched, as it is now; one deleted is gone."""
+    await store.upsert_nodes([node("n1", cpu="8")])
+    informer = Informer(store, [Kind.POD], block_ms=100)
+    updates = informer.updates()
+    assert (await anext(updates)).full
+    burst = [pod(f"p{i}", cpu="1") for i in range(60)]  # three writes of the store
+    await store.upsert_pods(burst)
+    before = await _hgetalls(store)
+    update = await anext(updates)
+    assert await _hgetalls(store) == before  # nothing fetched
+    uids = [p.uid for p in burst]
+    fetched = await store.get_pods(uids)
+    assert len(update.pods) == 60 and update.pods == fetched
+    assert update.written and all(update.written[u] > 0 for u in uids)
+
+    await store.upsert_pods([pod("late", cpu="1")])
+    record = (await store.get_pods(["uid-late"]))["uid-late"]
+    binder = Binder(store.client, store.keys, "default-scheduler")
+    version = (await store.get_nodes(["n1"]))["n1"].version
+    placed = Placement(uid="uid-late", node="n1", request=record.request, version=version)
+    assert isinstance((await binder.commit([placed]))[0], Committed)
+    await store.delete_pods([uids[0]])
+    update = await anext(updates)
+    late = update.pods["uid-late"]
+    assert late is not None and late.node == "n1"  # the commit's state, not the creation's carried one
+    assert update.pods[uids[0]] is None
+
+
+async def test_a_reader_further_behind_than_the_carried_records_fetches_them(store: Store) -> None:
+    """The records an entry carries are kept for the last few hundred entries: a reader further behind
+    fetches the pods of the older ones instead, and has the same records."""
+    start = await store.version()
+    for i in range(600):  # more entries than `recent` keeps
+        await store.upsert_pods([pod(f"p{i}", cpu="1")])
+    assert await store.client.xlen(store.keys.recent) < 600
+    reader = FeedReader(store, start)
+    changes = await reader.read(block_ms=None, count=1000)
+    assert len(changes) == 600 and "uid-p0" not in reader.carried  # its entry is no longer in `recent`
+    assert "uid-p599" in reader.carried and len(reader.carried) < 600
+    update = await Informer(store, [Kind.POD]).fetch(reader.position, reader.epoch, changes, reader.carried)
+    assert update.pods == await store.get_pods([f"uid-p{i}" for i in range(600)])
+    # A reader that is current gets them carried.
+    await store.upsert_pods([pod("new", cpu="1")])
+    await reader.read(block_ms=None)
+    assert set(reader.carried) == {"uid-new"}
