@@ -180,7 +180,7 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
     and an answer is on its way, nobody takes (it brings a fresher figure); then the waiting pods
     go out evenly again. A full worker's figure older than ROOM_STALE_S earns it a look
     (ROOM_PROBE pods) while another has room; an old figure with room still caps (at least a look).
-    Without room shares, shares are even."""
+    Without room shares, shares are even: the waiting pods over the workers (one batch each)."""
     now = [100.0]
     workers = []
     for i in range(2):
@@ -208,24 +208,24 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
     for each in (loop, plain):
         await each._absorb("w0", BatchResult(outcomes=[], room=0))
         await each._absorb("w1", BatchResult(outcomes=[], room=30))
-    assert len(plain._take("w0")[0]) == 50  # room or not: 200 over four batches
+    assert len(plain._take("w0")[0]) == 100  # room or not: 200 over two workers
     assert loop._take("w0") == ([], False)
     first, _ = loop._take("w1")
-    assert len(first) == 30  # its room, below the even share (200 over its two batches)
+    assert len(first) == 30  # its room, below the even share (200: the one worker with room)
     assert loop._take("w0") == ([], False)  # every figure says full, and w1's answer is on its way
     await loop._absorb("w1", BatchResult(outcomes=[], room=0), handed=30)
     second, _ = loop._take("w0")  # every partition full, no answer to wait for: evenly again
-    assert len(second) == 43  # 170 over 4
+    assert len(second) == 85  # 170 over 2
     now[0] += ROOM_STALE_S / 2
     await loop._absorb("w1", BatchResult(outcomes=[], room=500))
     assert loop._take("w0") == ([], False)
     now[0] += ROOM_STALE_S  # w0's figure is old: pods may have ended there
     third, _ = loop._take("w0")
-    assert len(third) == ROOM_PROBE == 16  # a look, not its share (127 over 4: 32)
+    assert len(third) == ROOM_PROBE == 16  # a look, not its share (85 over 2: 43)
     # A figure counts the worker's other batches out as taken: it may have answered before deciding them.
-    assert [len(counting._take("w0")[0]) for _ in range(2)] == [50, 38]
-    await counting._absorb("w0", BatchResult(outcomes=[], room=60), handed=50)
-    assert len(counting._take("w0")[0]) == 22  # 60 less the 38 still out (the even share: 112 over 4, 28)
+    assert [len(counting._take("w0")[0]) for _ in range(2)] == [100, 50]
+    await counting._absorb("w0", BatchResult(outcomes=[], room=60), handed=100)
+    assert len(counting._take("w0")[0]) == 10  # 60 less the 50 still out (the even share: 50 over 2, 25)
     # A figure with room that has grown old still caps the share (a look beyond it when small): at 8
     # workers in a full-shard burst answers come ~1 s apart, and the even share ignored the figure.
     aged = loop_of(True)
@@ -234,7 +234,7 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
     await aged._absorb("w0", BatchResult(outcomes=[], room=30))
     await aged._absorb("w1", BatchResult(outcomes=[], room=5))
     now[0] += ROOM_STALE_S * 2
-    assert len(aged._take("w0")[0]) == 30  # its figure, not its share (200 over 4: 50)
+    assert len(aged._take("w0")[0]) == 30  # its figure, not its share (200 over 2: 100)
     assert len(aged._take("w1")[0]) == ROOM_PROBE  # 5 then, and pods may have ended since: a look
     # A worker alone collides with no one: its even share, whatever room its answer said.
     alone = AgentLoop(
@@ -243,7 +243,28 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
     for rec in records.values():
         alone._enqueue(rec)
     await alone._absorb("w0", BatchResult(outcomes=[], room=5))
-    assert len(alone._take("w0")[0]) == 100  # 200 over its two batches, not 5
+    assert len(alone._take("w0")[0]) == 200  # the waiting pods in one batch, not 5
+
+
+async def test_a_burst_read_in_pieces_leaves_a_slot_for_its_rest(store: Store) -> None:
+    """The store takes a burst 25 pods to a write, and the loop reads its first piece before the rest:
+    that piece goes out in one batch, not split over every free slot (which left the rest of the
+    burst waiting until a call was over, its pods bound); the rest goes out at once in the other."""
+    worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), SimBindTarget(store), WorkerConfig())
+    worker.name = "w0"  # type: ignore[attr-defined]
+    loop = AgentLoop(store, [worker], LoopConfig(batch_size=256, inflight=2))  # type: ignore[arg-type]
+    pods = [make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(214)]
+    await store.upsert_pods(pods)
+    records = await store.get_pods([p.metadata.uid for p in pods])
+    for p in pods[:25]:
+        loop._enqueue(records[p.metadata.uid])
+    first, _ = loop._take("w0")
+    assert len(first) == 25
+    loop._handed += 1  # as drive() counts it, until its answer
+    for p in pods[25:]:
+        loop._enqueue(records[p.metadata.uid])
+    rest, _ = loop._take("w0")
+    assert len(rest) == 189 and not set(rest) & set(first)
 
 
 class HeldBind(SimBindTarget):
