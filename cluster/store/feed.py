@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import cast
 
 import msgspec
+from redis.typing import KeyT, StreamIdT
 
 from cluster.model.core import Pod
 from cluster.store.client import STORE_DOWN, Outage
@@ -75,12 +76,16 @@ class FeedReader:
     restored from an older copy, and its new entries would never reach this position). A
     reader that listed before the store had an epoch ('') takes the first one it reads, if
     no entry was skipped.
+
+    ``records``: read the pod records entries carry too (a reader of pods); a reader of other
+    kinds leaves them in the store rather than take and decode a burst's pods for nothing.
     """
 
-    def __init__(self, store: Store, position: int, epoch: str = "") -> None:
+    def __init__(self, store: Store, position: int, epoch: str = "", *, records: bool = True) -> None:
         self.store = store
         self.position = position
         self.epoch = epoch
+        self.records = records
         self.carried: Carried = {}  # the pod records the last read brought
 
     async def read(self, *, block_ms: int | None = 500, count: int = 2000) -> list[Change]:
@@ -88,9 +93,12 @@ class FeedReader:
         records their entries carried in :attr:`carried`."""
         keys = self.store.keys
         start = f"{self.position}-0"
+        streams: dict[KeyT, StreamIdT] = {keys.feed: start}
+        if self.records:
+            streams[keys.recent] = start
         reply = cast(
             list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]],
-            await self.store.client.xread({keys.feed: start, keys.recent: start}, count=count, block=block_ms),
+            await self.store.client.xread(streams, count=count, block=block_ms),
         )
         recent = keys.recent.encode()
         carrying: list[tuple[bytes, dict[bytes, bytes]]] = []
@@ -168,7 +176,7 @@ class Informer:
                 continue
             outage.ok()
             yield update
-            reader = FeedReader(self.store, update.version, update.epoch)
+            reader = FeedReader(self.store, update.version, update.epoch, records=Kind.POD in self.kinds)
             try:
                 while not self._stopping:
                     changes = await reader.read(block_ms=self.block_ms, count=self.count)

@@ -235,3 +235,19 @@ async def test_a_reader_further_behind_than_the_carried_records_fetches_them(sto
     await store.upsert_pods([pod("new", cpu="1")])
     await reader.read(block_ms=None)
     assert set(reader.carried) == {"uid-new"}
+
+
+async def test_a_reader_of_nodes_leaves_the_pod_records_in_the_store(store: Store) -> None:
+    """A reader of other kinds (a worker's node replica, the sharding controller) does not take the pod
+    records an entry carries (a burst's, decoded for nothing at every worker): it reads only the feed."""
+    informer = Informer(store, [Kind.NODE], block_ms=100)
+    updates = informer.updates()
+    assert (await anext(updates)).full
+    await store.upsert_nodes([node("n1", cpu="8")])
+    await store.upsert_pods([pod(f"p{i}", cpu="1", node="n1", phase="Running") for i in range(30)])
+    update = await anext(updates)
+    assert set(update.nodes) == {"n1"} and not update.pods
+    readers = FeedReader(store, 0, records=False), FeedReader(store, 0)
+    for reader in readers:
+        await reader.read(block_ms=None)
+    assert not readers[0].carried and len(readers[1].carried) == 30
