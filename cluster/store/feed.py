@@ -25,10 +25,9 @@ from typing import cast
 import msgspec
 from redis.typing import KeyT, StreamIdT
 
-from cluster.model.core import Pod
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.keys import Kind
-from cluster.store.records import PodRecord, Update, carried_decoder, carried_record
+from cluster.store.records import CarriedFields, PodRecord, Update, carried_decoder, carried_record
 from cluster.store.store import OBJECT_KINDS, Store
 
 log = logging.getLogger("caldera.feed")
@@ -62,7 +61,7 @@ def parse_entry(text: bytes, at: float = 0.0, version: int = 0) -> list[Change]:
     return changes
 
 
-Carried = dict[str, tuple[int, dict[str, str | Pod]]]
+Carried = dict[str, tuple[int, CarriedFields]]
 """Pod records a read of the feed brought: uid -> (the version of the entry that carried it, its
 fields as the store held them then)."""
 

@@ -144,14 +144,14 @@ def pod_record(uid: str, fields: dict[bytes, bytes]) -> PodRecord:
     )
 
 
-CarriedFields = dict[str, "str | Pod"]
+CarriedFields = dict[str, str | Pod]
 """A pod's hash as a feed entry carries it (cluster.store.feed): the text fields, and the spec decoded."""
 
-carried_decoder = msgspec.msgpack.Decoder(dict[str, dict[str, str | Pod]])
+carried_decoder = msgspec.msgpack.Decoder(dict[str, CarriedFields])
 """The records one entry of the ``recent`` stream carries, by uid."""
 
 
-def carried_record(uid: str, fields: dict[str, str | Pod]) -> PodRecord | None:
+def carried_record(uid: str, fields: CarriedFields) -> PodRecord | None:
     """A pod record from the fields an entry carried, as :func:`pod_record` makes it from the hash (None:
     the pod was gone by the entry's end)."""
     spec = fields.get("spec")
