@@ -233,9 +233,8 @@ class Informer:
                 found_pods: dict[str, PodRecord] = {}
                 for n in live:
                     got = carried.get(n) if carried else None
-                    record = carried_record(n, got[1]) if got is not None and got[0] == last[n] else None
-                    if record is not None:
-                        found_pods[n] = record
+                    if got is not None and got[0] == last[n]:
+                        found_pods[n] = carried_record(n, got[1])
                 missing = [n for n in live if n not in found_pods]
                 if missing:
                     found_pods.update(await self.store.get_pods(missing))

@@ -151,26 +151,24 @@ carried_decoder = msgspec.msgpack.Decoder(dict[str, CarriedFields])
 """The records one entry of the ``recent`` stream carries, by uid."""
 
 
-def carried_record(uid: str, fields: CarriedFields) -> PodRecord | None:
-    """A pod record from the fields an entry carried, as :func:`pod_record` makes it from the hash (None:
-    the pod was gone by the entry's end)."""
-    spec = fields.get("spec")
-    if not isinstance(spec, Pod):
-        return None
+def carried_record(uid: str, fields: CarriedFields) -> PodRecord:
+    """A pod record from the fields an entry carried (every field of the hash, as upsert_pod.lua
+    wrote it), as :func:`pod_record` makes it from the hash."""
+    spec = fields["spec"]
+    assert isinstance(spec, Pod), "a carried record's spec decodes to a Pod"
     text = cast(dict[str, str], fields)
-    cards = text.get("cards")
     return PodRecord(
         uid=uid,
         pod=spec,
         request=decode_request(text["req"]),
-        scheduler=text.get("sched", ""),
-        group=text.get("group", ""),
-        priority=int(text.get("prio") or 0),
-        node=text.get("node", ""),
-        accounted=text.get("acct", ""),
-        phase=text.get("phase", ""),
+        scheduler=text["sched"],
+        group=text["group"],
+        priority=int(text["prio"] or 0),
+        node=text["node"],
+        accounted=text["acct"],
+        phase=text["phase"],
         version=int(text["version"]),
-        cards=decode_request(cards) if cards else NO_CARDS,
+        cards=decode_request(text["cards"]) if text["cards"] else NO_CARDS,
     )
 
 

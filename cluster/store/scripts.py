@@ -130,6 +130,7 @@ def _hiredis_parts() -> tuple[type | None, object]:
 
 
 _HIREDIS_PARSER, NOT_ENOUGH_DATA = _hiredis_parts()
+_PUSH: type | None = getattr(hiredis, "PushNotification", None)  # hiredis's type for a push message
 
 
 def _hiredis_reader(conn: Connection) -> Any:
@@ -157,9 +158,6 @@ def _take_buffered(reader: Any, replies: list[Any], count: int) -> None:
         if _PUSH is not None and isinstance(reply, _PUSH):
             raise RedisConnectionError("a push message on a store connection, which asked for none")
         replies.append(reply)
-
-
-_PUSH: type | None = getattr(hiredis, "PushNotification", None)
 
 
 def _first_error_raised(replies: list[Any]) -> list[Any]:
