@@ -117,7 +117,7 @@ local before = {}
 -- Returns (result, apply): apply is true when the placement may be applied. One read of the
 -- pod and one of the node, whatever the number of resources.
 local function check(p)
-  local pod = redis.call('HMGET', pod_key(p.uid), 'node', 'phase', 'req', 'sched')
+  local pod = redis.call('HMGET', pod_key(p.uid), 'node', 'phase', 'req', 'sched', 'version')
   if not pod[3] then return {3, 'unknown-pod'}, false end
   if terminal(pod[2]) then return {3, 'pod-finished'}, false end
   local take = taking(p)
@@ -127,7 +127,7 @@ local function check(p)
   if pod[3] ~= p.req then return {3, 'request-mismatch'}, false end
   if not n[1] then return {3, 'unknown-node'}, false end
   if hard and n[2] ~= sched then return {3, 'not-owner'}, false end
-  p.sched, p.seen = pod[4], n[1]
+  p.sched, p.seen, p.from = pod[4], n[1], pod[5] or '0'
   local moved = (before[p.node] or n[1]) ~= p.version
   if moved and mode == 'coarse' then return {2}, false end
   local fits = n[3] ~= '1'
@@ -177,6 +177,8 @@ local function apply(p, res)
   if not before[p.node] then before[p.node] = p.seen end
   account(p.node, held(p.req, p.cards), 1)
   redis.call('HSET', pod_key(p.uid), 'acct', p.node, 'node', p.node, 'cards', p.cards, 'version', version())
+  -- the change goes with the feed entry: a reader holding the pending pod needs no fetch
+  carry_change(p.uid, p.from, {'acct', p.node, 'node', p.node, 'cards', p.cards, 'version', tostring(RV)})
   gather('SADD', bynode_key(p.node), p.uid)
   local keys = SCHED_KEYS[p.sched]
   if not keys then

@@ -9,9 +9,12 @@ of pods (a burst created, pods started) also carry the pods' records, in the ``r
 under the entry's id (the prelude's ``carry``), read in the same XREAD: the pods a burst creates
 reach a reader in one round trip instead of two. Measured in the demo before this (the agent
 loop, the demo's kubelets and the batch scheduler each fetching every burst): the fetch after the
-read took 4.0–5.3 ms (p50 over the reads of 50 pods or more). ``recent`` is kept short; a reader
-further behind than it, or a pod changed again by a write that carries nothing (a commit), is
-fetched as before.
+read took 4.0–5.3 ms (p50 over the reads of 50 pods or more). The binder's commits carry what they
+change of each pod (the binding, the accounted node, the cards, the version, and the version they
+change): an informer applies that to the pending record it holds (the newest
+:data:`PENDING_KEPT`), so a burst's commit is no fetch either. ``recent`` is kept short; a reader
+further behind than it, a pod changed by a write that carries nothing (the binder's release), or a
+change of a record not held, is fetched as before.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable
 from typing import cast
 
@@ -27,7 +31,16 @@ from redis.typing import KeyT, StreamIdT
 
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.keys import Kind
-from cluster.store.records import CarriedFields, PodRecord, Update, carried_decoder, carried_record
+from cluster.store.records import (
+    CarriedFields,
+    PodRecord,
+    Update,
+    carried_decoder,
+    carried_record,
+    changed_record,
+    is_change,
+    merged_fields,
+)
 from cluster.store.store import OBJECT_KINDS, Store
 
 log = logging.getLogger("caldera.feed")
@@ -63,7 +76,12 @@ def parse_entry(text: bytes, at: float = 0.0, version: int = 0) -> list[Change]:
 
 Carried = dict[str, tuple[int, CarriedFields]]
 """Pod records a read of the feed brought: uid -> (the version of the entry that carried it, its
-fields as the store held them then)."""
+fields as the store held them then, or the change that entry made)."""
+
+PENDING_KEPT = 10_000
+"""Pending pods whose records an informer keeps (the latest it yielded, the oldest dropped first),
+to apply a commit's carried change to rather than fetch the pod. A burst is committed moments after
+it was created; a pod pending longer than this many others came after it is fetched as before."""
 
 
 class FeedReader:
@@ -123,6 +141,13 @@ class FeedReader:
             if version > self.position:
                 break  # past the entries of the feed this read took: the next read brings them again
             for uid, record in carried_decoder.decode(fields[b"r"]).items():
+                earlier = self.carried.get(uid)
+                if earlier is not None and is_change(record) and not is_change(earlier[1]):
+                    merged = merged_fields(earlier[1], record)  # created and committed within the read
+                    if merged is None:
+                        del self.carried[uid]  # changed between the two by a write that carried nothing
+                        continue
+                    record = merged
                 self.carried[uid] = (version, record)
         if not reply:
             await self._check_store()
@@ -141,7 +166,14 @@ class Informer:
     """Keeps a consumer current: yields one full :class:`Update`, then deltas, forever."""
 
     def __init__(
-        self, store: Store, kinds: Iterable[Kind], *, block_ms: int = 500, count: int = 2000, settle_s: float = 0.0
+        self,
+        store: Store,
+        kinds: Iterable[Kind],
+        *,
+        block_ms: int = 500,
+        count: int = 2000,
+        settle_s: float = 0.0,
+        keep_pending: int = PENDING_KEPT,
     ) -> None:
         self.store = store
         self.kinds = frozenset(kinds)
@@ -154,6 +186,10 @@ class Informer:
         self.relists = 0
         self.resets = 0  # listings because the store was reset under this informer
         self._stopping = False
+        # The pending pods' records as last yielded (``keep_pending`` at most): a commit's carried
+        # change applies to them.
+        self.keep_pending = keep_pending
+        self._pending: OrderedDict[str, PodRecord] = OrderedDict()
 
     def stop(self) -> None:
         """End :meth:`updates` within one ``block_ms``.
@@ -174,6 +210,7 @@ class Informer:
                 await self._pause(outage.failed(e))
                 continue
             outage.ok()
+            self._keep(update)
             yield update
             reader = FeedReader(self.store, update.version, update.epoch, records=Kind.POD in self.kinds)
             try:
@@ -183,7 +220,9 @@ class Informer:
                         await asyncio.sleep(self.settle_s)
                     wanted = [c for c in changes if c.kind in self.kinds]
                     if wanted:
-                        yield await self.fetch(reader.position, reader.epoch, wanted, reader.carried)
+                        update = await self.fetch(reader.position, reader.epoch, wanted, reader.carried)
+                        self._keep(update)
+                        yield update
             except StoreReset as e:
                 self.relists += 1
                 self.resets += 1
@@ -193,6 +232,19 @@ class Informer:
             except STORE_DOWN as e:
                 self.relists += 1
                 await self._pause(outage.failed(e))
+
+    def _keep(self, update: Update) -> None:
+        """Hold the pending pods of ``update`` (a listing: only them), forget the others it brings."""
+        pending = self._pending
+        if update.full:
+            pending.clear()
+        for uid, rec in update.pods.items():
+            if rec is not None and not rec.node:
+                pending[uid] = rec
+                if len(pending) > self.keep_pending:
+                    pending.popitem(last=False)
+            else:
+                pending.pop(uid, None)
 
     async def _pause(self, seconds: float) -> None:
         """Wait, but no longer than a stop allows."""
@@ -216,7 +268,8 @@ class Informer:
 
     async def fetch(self, version: int, epoch: str, changes: list[Change], carried: Carried | None = None) -> Update:
         """Read the current state of every changed object (one round trip per kind). A pod whose
-        last change here carried its record (``carried``) is taken as that record, not fetched."""
+        last change here carried its record (``carried``) is taken as that record, not fetched; one
+        whose last change carried a change of the pending record held here, as that record changed."""
         latest: dict[Kind, dict[str, bool]] = {}
         last: dict[str, int] = {}  # each pod's last change's version
         for c in changes:
@@ -233,8 +286,12 @@ class Informer:
                 found_pods: dict[str, PodRecord] = {}
                 for n in live:
                     got = carried.get(n) if carried else None
-                    if got is not None and got[0] == last[n]:
+                    if got is None or got[0] != last[n]:
+                        continue
+                    if not is_change(got[1]):
                         found_pods[n] = carried_record(n, got[1])
+                    elif (base := self._pending.get(n)) is not None and (rec := changed_record(base, got[1])):
+                        found_pods[n] = rec
                 missing = [n for n in live if n not in found_pods]
                 if missing:
                     found_pods.update(await self.store.get_pods(missing))

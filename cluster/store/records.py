@@ -145,7 +145,8 @@ def pod_record(uid: str, fields: dict[bytes, bytes]) -> PodRecord:
 
 
 CarriedFields = dict[str, str | Pod]
-"""A pod's hash as a feed entry carries it (cluster.store.feed): the text fields, and the spec decoded."""
+"""A pod's hash as a feed entry carries it (cluster.store.feed): the text fields, and the spec decoded
+— or a change of a few fields (a commit's), with ``from``: the version of the pod it changes."""
 
 carried_decoder = msgspec.msgpack.Decoder(dict[str, CarriedFields])
 """The records one entry of the ``recent`` stream carries, by uid."""
@@ -170,6 +171,37 @@ def carried_record(uid: str, fields: CarriedFields) -> PodRecord:
         version=int(text["version"]),
         cards=decode_request(text["cards"]) if text["cards"] else NO_CARDS,
     )
+
+
+def is_change(fields: CarriedFields) -> bool:
+    """Whether carried ``fields`` are a change of a few fields (the prelude's ``carry_change``), not a record."""
+    return "from" in fields
+
+
+def changed_record(base: PodRecord, fields: CarriedFields) -> PodRecord | None:
+    """``base`` with a carried change applied (a commit's: the binding, the node that accounts the
+    pod, its cards, the version); None when the change is not of ``base``'s version."""
+    text = cast(dict[str, str], fields)
+    if str(base.version) != text["from"]:
+        return None
+    cards = text["cards"]
+    return msgspec.structs.replace(
+        base,
+        node=text["node"],
+        accounted=text["acct"],
+        cards=decode_request(cards) if cards else NO_CARDS,
+        version=int(text["version"]),
+    )
+
+
+def merged_fields(record: CarriedFields, change: CarriedFields) -> CarriedFields | None:
+    """A carried record with a later carried change of it applied, as carried fields; None when the
+    change is not of the record's version."""
+    if record.get("version") != change["from"]:
+        return None
+    merged = {**record, **change}
+    del merged["from"]
+    return merged
 
 
 class Update(msgspec.Struct, kw_only=True):

@@ -48,7 +48,9 @@ end
 
 -- Pods whose records go with this script's feed entry (carry()): the observed writes of pods —
 -- a burst created, pods started — so that a reader has them in its read of the feed, without a
--- fetch after it. By uid, the record as msgpack (a map of the hash's fields), the last one given.
+-- fetch after it. By uid, the record as msgpack (a map of the hash's fields), the last one given;
+-- or, for a write that changes a few fields of a pod (a commit: carry_change()), those fields and
+-- the version they change, which a reader applies to the record it holds at that version.
 local CARRIED = {}
 local CARRIED_ORDER = {}
 local function map32(n)
@@ -62,17 +64,33 @@ local function carry(uid, pairs, spec)
   CARRIED[uid] = map32(#pairs / 2 + 1) .. cmsgpack.pack(unpack(pairs)) .. cmsgpack.pack('spec') .. spec
 end
 
+-- `pairs`: the fields this script set on the pod (name, value, as strings); `from`: the pod's
+-- version before it. A pod this script carried already goes without (a reader fetches it): a
+-- change is no record on its own.
+local function carry_change(uid, from, pairs)
+  if CARRIED[uid] ~= nil then
+    CARRIED[uid] = false
+    return
+  end
+  CARRIED_ORDER[#CARRIED_ORDER + 1] = uid
+  CARRIED[uid] = map32(#pairs / 2 + 1) .. cmsgpack.pack(unpack(pairs)) .. cmsgpack.pack('from', from)
+end
+
 -- The `recent` stream: for an entry of the feed that carries pods, an entry of the same id with
 -- field 'r', the pods' records as msgpack: a map of uid to the record, which a reader decodes with
 -- the specs in one call. Kept short (RECENT_LEN entries, about): a reader further behind fetches
 -- what changed, as it does for an entry that carries nothing.
 local RECENT_LEN = 500
 local function carried_records()
-  local parts = {map32(#CARRIED_ORDER)}
+  local parts, n = {''}, 0
   for _, uid in ipairs(CARRIED_ORDER) do
-    parts[#parts + 1] = cmsgpack.pack(uid)
-    parts[#parts + 1] = CARRIED[uid]
+    if CARRIED[uid] then
+      parts[#parts + 1] = cmsgpack.pack(uid)
+      parts[#parts + 1] = CARRIED[uid]
+      n = n + 1
+    end
   end
+  parts[1] = map32(n)
   return table.concat(parts)
 end
 

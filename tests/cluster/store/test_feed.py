@@ -189,8 +189,8 @@ async def _hgetalls(store: Store) -> int:
 
 async def test_pods_written_as_observed_come_with_the_read_not_fetched_after_it(store: Store) -> None:
     """A burst's pods reach a reader in its read of the feed: records equal to what a fetch gives, and
-    no fetch made. A pod changed again by a write that carries nothing (the binder's commit) is
-    fetched, as it is now; one deleted is gone."""
+    no fetch made. A pod created and committed within one read comes as the commit left it; one
+    deleted is gone."""
     await store.upsert_nodes([node("n1", cpu="8")])
     informer = Informer(store, [Kind.POD], block_ms=100)
     updates = informer.updates()
@@ -215,7 +215,93 @@ async def test_pods_written_as_observed_come_with_the_read_not_fetched_after_it(
     update = await anext(updates)
     late = update.pods["uid-late"]
     assert late is not None and late.node == "n1"  # the commit's state, not the creation's carried one
+    assert late == (await store.get_pods(["uid-late"]))["uid-late"]
     assert update.pods[uids[0]] is None
+
+
+async def _commit(store: Store, uids: list[str], node_name: str = "n1") -> None:
+    binder = Binder(store.client, store.keys, "default-scheduler")
+    records = await store.get_pods(uids)
+    version = (await store.get_nodes([node_name]))[node_name].version
+    placements = [Placement(uid=u, node=node_name, request=records[u].request, version=version) for u in uids]
+    results = await binder.commit(placements)
+    assert all(isinstance(r, Committed) for r in results), [r for r in results if not isinstance(r, Committed)]
+
+
+async def test_a_commit_carries_its_change_and_a_reader_holding_the_pending_pods_fetches_none(
+    store: Store,
+) -> None:
+    """The binder's commit carries what it changed (binding, accounted node, cards, version): an
+    informer that holds the pods as pending — from a burst's carried records, or its listing — makes
+    the bound records from them, equal to a fetch, without fetching. After a write that carries nothing
+    (a release), the change is not of the record held: that pod is fetched."""
+    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
+    await store.upsert_pods([pod("listed", cpu="1")])
+    informer = Informer(store, [Kind.POD], block_ms=100)
+    updates = informer.updates()
+    assert (await anext(updates)).full
+    burst = [pod(f"p{i}", cpu="1") for i in range(40)]
+    await store.upsert_pods(burst)
+    assert len((await anext(updates)).pods) == 40
+    uids = ["uid-listed", *(p.uid for p in burst)]
+    await _commit(store, uids)
+    before = await _hgetalls(store)
+    update = await anext(updates)
+    assert await _hgetalls(store) == before  # nothing fetched
+    assert update.pods == await store.get_pods(uids)
+    assert all(r is not None and r.node == "n1" and r.accounted == "n1" for r in update.pods.values())
+
+    # Released (pending again, carried nothing), then committed again before the reader read either.
+    binder = Binder(store.client, store.keys, "default-scheduler")
+    await store.upsert_pods([pod("again", cpu="1")])
+    assert "uid-again" in (await anext(updates)).pods
+    await _commit(store, ["uid-again"])
+    assert await binder.release(["uid-again"]) == [True]
+    await _commit(store, ["uid-again"])
+    before = await _hgetalls(store)
+    update = await anext(updates)
+    assert await _hgetalls(store) == before + 1  # the one pod fetched
+    assert update.pods == await store.get_pods(["uid-again"])
+    assert update.pods["uid-again"] is not None and update.pods["uid-again"].node == "n1"
+
+
+async def test_pods_created_and_committed_within_one_read_come_as_committed_without_a_fetch(
+    store: Store,
+) -> None:
+    """A reader that reads a burst's creation and its commit at once (behind by both) puts the commit's
+    change on the creation's record; nothing is fetched."""
+    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
+    reader = FeedReader(store, await store.version())
+    burst = [pod(f"p{i}", cpu="1") for i in range(30)]
+    await store.upsert_pods(burst)
+    uids = [p.uid for p in burst]
+    await _commit(store, uids)
+    changes = [c for c in await reader.read(block_ms=None) if c.kind is Kind.POD]
+    before = await _hgetalls(store)
+    update = await Informer(store, [Kind.POD]).fetch(reader.position, reader.epoch, changes, reader.carried)
+    assert await _hgetalls(store) == before
+    assert update.pods == await store.get_pods(uids)
+
+
+async def test_an_informer_holds_only_the_newest_pending_pods(store: Store) -> None:
+    """The pending pods an informer holds for the commits' changes are bounded (``keep_pending``): the
+    oldest, beyond it, are fetched when committed, and come the same."""
+    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
+    informer = Informer(store, [Kind.POD], block_ms=100, keep_pending=5)
+    updates = informer.updates()
+    assert (await anext(updates)).full
+    burst = [pod(f"p{i}", cpu="1") for i in range(12)]
+    for p in burst:  # one entry each: the informer reads them in order
+        await store.upsert_pods([p])
+    seen: set[str] = set()
+    while len(seen) < 12:
+        seen |= set((await anext(updates)).pods)
+    uids = [p.uid for p in burst]
+    await _commit(store, uids)
+    before = await _hgetalls(store)
+    update = await anext(updates)
+    assert await _hgetalls(store) == before + 7
+    assert update.pods == await store.get_pods(uids)
 
 
 async def test_a_reader_further_behind_than_the_carried_records_fetches_them(store: Store) -> None:
