@@ -81,7 +81,9 @@ fields as the store held them then, or the change that entry made)."""
 PENDING_KEPT = 10_000
 """Pending pods whose records an informer keeps (the latest it yielded, the oldest dropped first),
 to apply a commit's carried change to rather than fetch the pod. A burst is committed moments after
-it was created; a pod pending longer than this many others came after it is fetched as before."""
+it was created; a pod pending longer than this many others came after it is fetched as before. The
+cost is the records a consumer does not hold itself: 10,000 of the demo's agent pods, decoded, take
+22 MB; a consumer that holds the pending pods anyway (the batch scheduler's cache) pays nothing."""
 
 
 class FeedReader:

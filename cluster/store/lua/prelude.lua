@@ -60,7 +60,7 @@ end
 -- `pairs`: the pod hash's text fields as a list of name, value (every field but the spec, each
 -- value a string); `spec`: the spec, msgpack already, put in as it is.
 local function carry(uid, pairs, spec)
-  if not CARRIED[uid] then CARRIED_ORDER[#CARRIED_ORDER + 1] = uid end
+  if CARRIED[uid] == nil then CARRIED_ORDER[#CARRIED_ORDER + 1] = uid end
   CARRIED[uid] = map32(#pairs / 2 + 1) .. cmsgpack.pack(unpack(pairs)) .. cmsgpack.pack('spec') .. spec
 end
 
