@@ -269,7 +269,8 @@ async def test_pods_created_and_committed_within_one_read_come_as_committed_with
     store: Store,
 ) -> None:
     """A reader that reads a burst's creation and its commit at once (behind by both) puts the commit's
-    change on the creation's record; nothing is fetched."""
+    change on the creation's record; nothing is fetched. A pod released and committed again in the
+    same read (the release carries nothing) is fetched."""
     await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
     reader = FeedReader(store, await store.version())
     burst = [pod(f"p{i}", cpu="1") for i in range(30)]
@@ -281,6 +282,16 @@ async def test_pods_created_and_committed_within_one_read_come_as_committed_with
     update = await Informer(store, [Kind.POD]).fetch(reader.position, reader.epoch, changes, reader.carried)
     assert await _hgetalls(store) == before
     assert update.pods == await store.get_pods(uids)
+
+    await store.upsert_pods([pod("again", cpu="1")])
+    await _commit(store, ["uid-again"])
+    assert await Binder(store.client, store.keys, "default-scheduler").release(["uid-again"]) == [True]
+    await _commit(store, ["uid-again"])
+    changes = [c for c in await reader.read(block_ms=None) if c.kind is Kind.POD]
+    before = await _hgetalls(store)
+    update = await Informer(store, [Kind.POD]).fetch(reader.position, reader.epoch, changes, reader.carried)
+    assert await _hgetalls(store) == before + 1
+    assert update.pods == await store.get_pods(["uid-again"])
 
 
 async def test_an_informer_holds_only_the_newest_pending_pods(store: Store) -> None:
