@@ -44,6 +44,15 @@ from cluster.store.store import Store
 
 log = logger("batch-scheduler")
 
+FEED_SETTLE_S = 0.1
+"""After a read of the feed that found changes, the scheduler's informer waits this long before the
+next (:attr:`Informer.settle_s`): a busy feed — an agent burst's pods created, committed and started,
+the nodes they moved — is read in a few large steps rather than one per write; a node many pods moved
+on is fetched once. Before each session it catches up (:meth:`Informer.caught_up`), so the session
+sees every change made before it began, as without the settle. Read as each change came, the
+scheduler took 0.15 of a core through the demo, much of it during the agent bursts, beside the agent
+path (and without the catch-up, settled reads made the training pods wait a session longer)."""
+
 
 def build_parser(prog: str = "caldera batch-scheduler") -> Parser:
     p = Parser(
@@ -132,7 +141,8 @@ async def run_scheduler(
     leading: Callable[[], bool] = lambda: True,
 ) -> None:
     """Follow the feed and run a session every period until ``stop``; while the store does not
-    answer, sessions wait (one line when that starts and ends)."""
+    answer, sessions wait (one line when that starts and ends). Each session begins once the cache
+    holds every change made before it (the informer's settle cut short), or after a period at most."""
 
     async def follow() -> None:
         async for update in informer.updates():
@@ -144,6 +154,7 @@ async def run_scheduler(
         while not stop.is_set():
             if scheduler.version and leading():
                 try:
+                    await informer.caught_up(timeout_s=max(period, 1.0))
                     await scheduler.rebind()
                     await scheduler.run_session()
                     outage.ok()
@@ -196,7 +207,11 @@ class BatchProcess:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(
                     run_scheduler(
-                        self.scheduler, Informer(self.store, KINDS, block_ms=200), config.period, stop, self.leading
+                        self.scheduler,
+                        Informer(self.store, KINDS, block_ms=200, settle_s=FEED_SETTLE_S),
+                        config.period,
+                        stop,
+                        self.leading,
                     )
                 )
                 if config.kube is not None:

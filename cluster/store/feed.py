@@ -31,6 +31,7 @@ from redis.typing import KeyT, StreamIdT
 
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.keys import Kind
+from cluster.store.pause import pause
 from cluster.store.records import (
     CarriedFields,
     PodRecord,
@@ -183,8 +184,15 @@ class Informer:
         self.count = count
         # After a read that found changes, wait this long before the next one, so that a
         # busy feed is read in few large steps instead of many small ones (each a wake-up,
-        # a round trip and a fetch); the consumer's view is that much older in exchange.
+        # a round trip and a fetch); the consumer's view is that much older in exchange —
+        # except when it asks to be current (:meth:`caught_up`).
         self.settle_s = settle_s
+        # The feed position whose changes the consumer has taken: the last update yielded was
+        # handed back (the consumer asked for the next), or the read brought none it wants.
+        self.taken = 0
+        self._hurry = asyncio.Event()  # cuts a settle short: a caller of caught_up waits
+        self._hurry_to = 0  # no settle while the consumer has not taken this version
+        self._progress = asyncio.Event()  # set whenever ``taken`` moves
         self.relists = 0
         self.resets = 0  # listings because the store was reset under this informer
         self._stopping = False
@@ -200,6 +208,37 @@ class Informer:
         the Redis client's read can leave its connection unusable; a stop flag cannot.
         """
         self._stopping = True
+        self._hurry.set()
+        self._progress.set()
+
+    async def caught_up(self, timeout_s: float) -> bool:
+        """Wait until the consumer has taken every change the store had made when this was called,
+        cutting the settle short (one read and fetch, not a settle's wait); whether it has, within
+        ``timeout_s``. A consumer that settles its reads so that a busy feed costs it little (the batch
+        scheduler) calls this before it acts on its view (a session), and acts on a current one."""
+        target = await self.store.version()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.taken < target and not self._stopping:
+            self._hurry_to = max(self._hurry_to, target)
+            self._hurry.set()
+            self._progress.clear()
+            if not await pause(self._progress, deadline - loop.time()):
+                break
+        return self.taken >= target
+
+    def _took(self, version: int) -> None:
+        if version > self.taken:
+            self.taken = version
+            self._progress.set()
+
+    async def _settle(self) -> None:
+        """The settle after a read, unless a caller of :meth:`caught_up` waits for changes the consumer
+        has not taken (this read brought some of them, or all)."""
+        if self.taken < self._hurry_to:
+            return
+        self._hurry.clear()
+        await pause(self._hurry, self.settle_s)
 
     async def updates(self) -> AsyncIterator[Update]:
         """A listing, then deltas; a new listing after a gap, a reset store, or an outage (the
@@ -213,18 +252,21 @@ class Informer:
                 continue
             outage.ok()
             self._keep(update)
+            self.taken = self._hurry_to = 0  # a listing: versions of another store may be lower
             yield update
+            self._took(update.version)
             reader = FeedReader(self.store, update.version, update.epoch, records=Kind.POD in self.kinds)
             try:
                 while not self._stopping:
                     changes = await reader.read(block_ms=self.block_ms, count=self.count)
                     if changes and self.settle_s > 0 and len(changes) < self.count:
-                        await asyncio.sleep(self.settle_s)
+                        await self._settle()
                     wanted = [c for c in changes if c.kind in self.kinds]
                     if wanted:
                         update = await self.fetch(reader.position, reader.epoch, wanted, reader.carried)
                         self._keep(update)
                         yield update
+                    self._took(reader.position)
             except StoreReset as e:
                 self.relists += 1
                 self.resets += 1

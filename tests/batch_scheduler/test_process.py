@@ -19,6 +19,7 @@ import pytest
 from batch_scheduler.cache import KINDS
 from batch_scheduler.conf import DEFAULT_CONF
 from batch_scheduler.cycle import BatchScheduler, SchedulerConfig
+from batch_scheduler.main import run_scheduler
 from cluster.model.volcano import PodGroup, Queue
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimBindTarget, SimCluster, SimEvictor
@@ -253,6 +254,32 @@ async def test_the_conf_is_reloaded_when_the_file_changes_and_a_broken_one_keeps
     assert report.committed == 1
     groups = await store.list_objects(PodGroup)
     assert groups["default/g"].status.phase == "Running"
+
+
+async def test_a_session_sees_every_change_made_before_it_however_long_the_feed_settles(store: Store) -> None:
+    """The scheduler reads the feed in settled steps (a busy feed costs it little) and catches up
+    before each session: a gang written just before a session is placed by it, not a settle later."""
+    await store.upsert_nodes(pool_nodes(NodePool(name="n", count=2, resources={"cpu": 8, "memory": "32Gi"})))
+    scheduler = BatchScheduler(
+        store, load(None), SchedulerConfig(), bind_target=SimBindTarget(store), evictor=SimEvictor(store)
+    )
+    informer = Informer(store, KINDS, block_ms=50, settle_s=60.0)  # were a session to wait, it would wait long
+    stop = asyncio.Event()
+    running = asyncio.create_task(run_scheduler(scheduler, informer, 0.05, stop))
+    try:
+        for round_ in range(3):
+            await store.write([Put(make_podgroup(f"g{round_}", min_member=2))])
+            pods = [
+                make_pod(f"p{round_}-{i}", requests={"cpu": "1"}, scheduler="volcano", group=f"g{round_}")
+                for i in range(2)
+            ]
+            await store.upsert_pods(pods)
+            async with asyncio.timeout(10):
+                while not all(r.node for r in (await store.get_pods([p.uid for p in pods])).values()):
+                    await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await running
 
 
 async def test_the_store_url_can_come_from_a_file_so_no_password_is_on_the_command_line(

@@ -102,6 +102,50 @@ async def test_a_settling_informer_reads_a_busy_feed_in_few_steps(
         assert len(seen) <= at_most
 
 
+async def test_a_settling_informer_catches_up_when_its_consumer_asks(store: Store) -> None:
+    """The batch scheduler settles its reads for 0.1 s and asks, before each session, for every change
+    made until then: it is read and taken at once, not after the settle, and the settle goes on after."""
+    informer = Informer(store, [Kind.POD], block_ms=50, settle_s=30.0)
+    updates = informer.updates()
+    await anext(updates)  # the listing
+    held: set[str] = set()
+    reads = 0
+
+    async def follow() -> None:
+        nonlocal reads
+        async for update in updates:
+            reads += 1
+            held.update(update.pods)
+
+    task = asyncio.create_task(follow())
+    try:
+        await store.upsert_pods([pod("first")])
+        await asyncio.sleep(0.3)  # read at once (a 50-ms block): the informer settles after it
+        assert held == set()
+        await store.upsert_pods([pod("second"), pod("third")])
+        assert await informer.caught_up(timeout_s=5.0)
+        assert held == {"uid-first", "uid-second", "uid-third"}
+        assert informer.taken == await store.version()
+        await store.upsert_pods([pod("fourth")])  # nobody asks: it waits for the settle
+        await asyncio.sleep(0.3)
+        assert "uid-fourth" not in held
+        assert await informer.caught_up(timeout_s=5.0)
+        assert "uid-fourth" in held
+    finally:
+        informer.stop()
+        await task
+
+
+async def test_a_consumer_that_stops_taking_updates_is_not_waited_for_past_the_timeout(store: Store) -> None:
+    informer = Informer(store, [Kind.POD], block_ms=50, settle_s=0.0)
+    updates = informer.updates()
+    await anext(updates)  # the listing, and nobody asks for more
+    await store.upsert_pods([pod("a")])
+    assert not await informer.caught_up(timeout_s=0.2)
+    informer.stop()
+    await updates.aclose()
+
+
 async def test_a_reader_learns_that_the_store_was_emptied_under_it(store: Store) -> None:
     """Redis lost its data (restarted without persistence, a FLUSHALL): the reader's position
     belongs to a store that is gone; its new entries would never reach it. It is told."""
