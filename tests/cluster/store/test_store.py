@@ -109,6 +109,10 @@ async def test_a_bad_quantity_changes_nothing(store: Store) -> None:
     with pytest.raises(QuantityError, match=r"cpu.*'1\.2\.3'"):
         await store.upsert_pods([pod("good"), bad])
     assert await dump(store) == before
+    # Last in a burst of several script calls: every pod is checked before the first call is written.
+    with pytest.raises(QuantityError, match=r"cpu.*'1\.2\.3'"):
+        await store.upsert_pods([*(pod(f"good-{i}") for i in range(3 * PODS_PER_CALL)), bad])
+    assert await dump(store) == before
 
 
 async def test_simple_objects_and_owners_are_written_under_one_version(store: Store) -> None:
