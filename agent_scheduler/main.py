@@ -67,7 +67,7 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
         f"{AUTO_WORKERS_MAX} (a local Ray has this machine's CPUs) (default: auto)",
     )
     p.add_argument("--batch-size", type=int, default=256, help="most pods per worker call (default: 256)")
-    p.add_argument("--inflight", type=int, default=2, help="batches in flight per worker (default: 2)")
+    p.add_argument("--inflight", type=int, default=3, help="batches in flight per worker (default: 3)")
     p.add_argument(
         "--room-shares",
         action=argparse.BooleanOptionalAction,
