@@ -85,17 +85,28 @@ class WorkerHandle(Protocol):
     ) -> BatchResult: ...
 
 
+INFLIGHT_STORE = 3
+"""``--inflight auto`` binding in the store (the simulator). A call holds its slot until its pods are
+bound; a burst reaches the loop in pieces, its first piece goes out alone and the next in a second
+call, and with two slots what is read after them waited until the first call's pods were bound — with
+three it goes out at once. Measured in the default demo (one worker, seven pairs alternated with 2):
+submit → bound p50 33.9 → 30.0 ms on average (lower in six of the seven), p99 100.6 → 83.7 ms, the
+queue stage p50 1.0–2.5 → 0.8 ms; ``bench agent --fill 0.9`` at 2 and 8 workers alike. Four: no
+lower (three pairs)."""
+
+INFLIGHT_KUBE = 2
+"""``--inflight auto`` binding through Kubernetes, where a call's bind is a POST per pod: with three
+calls' binds at once, ``caldera bench api`` bound fewer pods a second against the in-repo API server
+(three pairs: 2,176 / 1,948 / 1,908 with two, 1,882 / 1,538 / 1,916 with three; the server, one
+process, took the creations more slowly too)."""
+
+
 class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
     scheduler: str = "agent-scheduler"
     batch_size: int = 256
     # Batches in flight per worker: a second batch is decided while the first one's commit
-    # and bind round trips are under way, so pods do not wait for a worker's I/O; a third takes
-    # the rest of a burst read meanwhile, rather than wait until the first call's pods are bound.
-    # Measured in the default demo (one worker; seven pairs alternated with 2): submit → bound p50
-    # 33.9 → 30.0 ms on average (lower in six of the seven), p99 100.6 → 83.7 ms, the queue stage
-    # p50 1.0–2.5 → 0.8 ms; `bench agent --fill 0.9` at 2 and 8 workers alike (pods/s within the
-    # spread, true conflicts ≤ 0.06%). Two had measured better in earlier trees (before the records
-    # went with the feed and a burst was shared one batch per worker).
+    # and bind round trips are under way, so pods do not wait for a worker's I/O
+    # (:data:`INFLIGHT_STORE`, :data:`INFLIGHT_KUBE`).
     inflight: int = 3
     # Share a burst by the room each worker's partition has left (--room-shares): fewer true
     # conflicts in a full shard (see _share).

@@ -12,7 +12,7 @@ import msgspec
 from prometheus_client import CollectorRegistry
 
 from agent_scheduler.core import CoreConfig, ScoreKind
-from agent_scheduler.loop import AgentLoop, LoopConfig, NoWorkers
+from agent_scheduler.loop import INFLIGHT_KUBE, INFLIGHT_STORE, AgentLoop, LoopConfig, NoWorkers
 from agent_scheduler.metrics import AgentMetrics
 from agent_scheduler.worker import WorkerConfig
 from binder.bind import BindTarget
@@ -67,7 +67,13 @@ def build_parser(prog: str = "caldera agent-scheduler") -> Parser:
         f"{AUTO_WORKERS_MAX} (a local Ray has this machine's CPUs) (default: auto)",
     )
     p.add_argument("--batch-size", type=int, default=256, help="most pods per worker call (default: 256)")
-    p.add_argument("--inflight", type=int, default=3, help="batches in flight per worker (default: 3)")
+    p.add_argument(
+        "--inflight",
+        type=workers_or_auto,
+        default="auto",
+        help="batches in flight per worker, or auto: 3 binding in the store (the simulator), "
+        "2 binding through Kubernetes (default: auto)",
+    )
     p.add_argument(
         "--room-shares",
         action=argparse.BooleanOptionalAction,
@@ -157,6 +163,7 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 def agent_config(args: argparse.Namespace) -> AgentConfig:
     worker = worker_config(args)
+    kube = kube_connection(args, os.environ)
     return AgentConfig(
         worker=worker,
         workers=args.workers,
@@ -164,10 +171,10 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         loop=LoopConfig(
             scheduler=args.scheduler_name,
             batch_size=args.batch_size,
-            inflight=args.inflight,
+            inflight=args.inflight or (INFLIGHT_KUBE if kube is not None else INFLIGHT_STORE),
             room_shares=args.room_shares,
         ),
-        kube=kube_connection(args, os.environ),
+        kube=kube,
         rebind_after=rebind_after(args),
     )
 
@@ -201,7 +208,7 @@ def fgd_config(args: argparse.Namespace) -> FgdConfig:
 
 
 def worker_config(args: argparse.Namespace) -> WorkerConfig:
-    for flag in ("batch_size", "candidates", "inflight"):
+    for flag in ("batch_size", "candidates"):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')}: {getattr(args, flag)} (expected a positive integer)")
     if args.max_retries < 0:

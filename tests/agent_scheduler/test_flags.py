@@ -15,6 +15,7 @@ import pytest
         (["--workers", "many"], "--workers: 'many' (expected auto or a positive whole number)"),
         (["--batch-size", "-1"], "--batch-size"),
         (["--candidates", "0"], "--candidates"),
+        (["--inflight", "0"], "--inflight: '0' (expected auto or a positive whole number)"),
         (["--score", "random"], "invalid choice"),
         (["--score-weights", "cpu=one"], "--score-weights"),
         (["--score-weights", "cpu=0"], "no positive weight"),
@@ -55,3 +56,17 @@ def test_workers_auto_is_one_per_core_beyond_one_up_to_eight() -> None:
     assert build_parser().parse_args([]).workers is None  # auto unless given
     assert build_parser().parse_args(["--workers", "auto"]).workers is None
     assert build_parser().parse_args(["--workers", "3"]).workers == 3
+
+
+def test_inflight_auto_is_three_binding_in_the_store_and_two_through_kubernetes() -> None:
+    """A call holds its slot until its pods are bound: a bind in the store is one round trip, and a
+    third slot takes the rest of a burst; through Kubernetes each pod is a POST (loop.INFLIGHT_*)."""
+    from agent_scheduler.main import agent_config, build_parser
+
+    def inflight(*flags: str) -> int:
+        return agent_config(build_parser().parse_args(list(flags))).loop.inflight
+
+    assert inflight() == 3
+    assert inflight("--master", "http://127.0.0.1:1") == 2
+    assert inflight("--master", "http://127.0.0.1:1", "--inflight", "3") == 3
+    assert inflight("--inflight", "1") == 1
