@@ -50,8 +50,9 @@ next (:attr:`Informer.settle_s`): a busy feed — an agent burst's pods created,
 the nodes they moved — is read in a few large steps rather than one per write; a node many pods moved
 on is fetched once. Before each session it catches up (:meth:`Informer.caught_up`), so the session
 sees every change made before it began, as without the settle. Read as each change came, the
-scheduler took 0.15 of a core through the demo, much of it during the agent bursts, beside the agent
-path (and without the catch-up, settled reads made the training pods wait a session longer)."""
+scheduler took 0.13–0.16 of a core through the demo, much of it during the agent bursts, beside the
+agent path; settled, 0.05–0.07 (without the catch-up, settled reads made the training pods wait a
+session longer)."""
 
 
 def build_parser(prog: str = "caldera batch-scheduler") -> Parser:
