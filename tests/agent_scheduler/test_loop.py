@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import msgspec
 
@@ -23,15 +24,28 @@ from cluster.store.store import Store
 from tests.builders import node
 
 
-async def test_a_long_running_loop_forgets_pods_once_they_are_gone(store: Store) -> None:
-    await store.upsert_nodes([node(f"n{i}", cpu="16") for i in range(4)])
-    worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), SimBindTarget(store), WorkerConfig())
+@contextlib.asynccontextmanager
+async def running_loop(store: Store, target: SimBindTarget | None = None) -> AsyncIterator[AgentLoop]:
+    """An agent loop with one in-process worker (binding through ``target``, the simulator's by default), running."""
+    worker = Worker(
+        store, Binder(store.client, store.keys, "agent-scheduler"), target or SimBindTarget(store), WorkerConfig()
+    )
     await worker.start()
     worker.name = "w0"  # type: ignore[attr-defined]
     loop = AgentLoop(store, [worker], LoopConfig())  # type: ignore[list-item]
     stop = asyncio.Event()
     runner = asyncio.create_task(loop.run(stop))
     try:
+        yield loop
+    finally:
+        stop.set()
+        await runner
+        await worker.stop()
+
+
+async def test_a_long_running_loop_forgets_pods_once_they_are_gone(store: Store) -> None:
+    await store.upsert_nodes([node(f"n{i}", cpu="16") for i in range(4)])
+    async with running_loop(store) as loop:
         pods = [make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(20)]
         await store.upsert_pods(pods)
         deadline = time.monotonic() + 20
@@ -44,10 +58,6 @@ async def test_a_long_running_loop_forgets_pods_once_they_are_gone(store: Store)
             assert time.monotonic() < deadline, len(loop.bound)
             await asyncio.sleep(0.05)
         assert loop.stats().bound == 20  # the count of pods bound stays
-    finally:
-        stop.set()
-        await runner
-        await worker.stop()
 
 
 async def test_a_batch_of_old_records_binds_a_pod_committed_meanwhile_and_drops_a_deleted_one(store: Store) -> None:
@@ -329,29 +339,21 @@ async def test_the_rest_of_a_burst_goes_out_while_its_first_calls_are_binding(st
     default demo, one worker: submit → bound p50 33.9 → 30.0 ms with three batches out, not two)."""
     await store.upsert_nodes([node(f"n{i}", cpu="64") for i in range(8)])
     target = HeldBinds(store)
-    worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), target, WorkerConfig())
-    await worker.start()
-    worker.name = "w0"  # type: ignore[attr-defined]
-    loop = AgentLoop(store, [worker], LoopConfig())  # type: ignore[list-item]
-    stop = asyncio.Event()
-    runner = asyncio.create_task(loop.run(stop))
-    try:
-        pieces = [
-            [make_pod(f"p{k}-{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(25)]
-            for k in range(3)
-        ]
-        for k, piece in enumerate(pieces):
-            await store.upsert_pods(piece)
-            async with asyncio.timeout(10):
-                while target.waiting <= k:  # this piece's call is binding (held)
-                    await asyncio.sleep(0.01)
-        assert target.waiting == 3
-        target.release.set()
-        async with asyncio.timeout(20):
-            while len(loop.bound) < 75:
-                await asyncio.sleep(0.02)
-    finally:
-        target.release.set()
-        stop.set()
-        await runner
-        await worker.stop()
+    async with running_loop(store, target) as loop:
+        try:  # a failure below leaves no bind held, so that the loop can stop
+            pieces = [
+                [make_pod(f"p{k}-{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(25)]
+                for k in range(3)
+            ]
+            for k, piece in enumerate(pieces):
+                await store.upsert_pods(piece)
+                async with asyncio.timeout(10):
+                    while target.waiting <= k:  # this piece's call is binding (held)
+                        await asyncio.sleep(0.01)
+            assert target.waiting == 3
+            target.release.set()
+            async with asyncio.timeout(20):
+                while len(loop.bound) < 75:
+                    await asyncio.sleep(0.02)
+        finally:
+            target.release.set()
