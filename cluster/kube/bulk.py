@@ -100,7 +100,10 @@ def create_pods(
                 "containers": [{"name": "main", "image": "work", "resources": {"requests": REQUESTS}}],
             },
         }
-        core.create_namespaced_pod("default", body, _preload_content=False).release_conn()
+        # Read to its end (drain_conn), which gives the connection back: given back with the answer
+        # unread (release_conn), a connection could be taken again before the rest of that answer
+        # arrived, and the next call on it failed (`Connection aborted`, seen in 1 `bench api` run of 6).
+        core.create_namespaced_pod("default", body, _preload_content=False).drain_conn()
         return name, time.monotonic()
 
     with ThreadPoolExecutor(threads) as pool:
@@ -154,7 +157,7 @@ class PlainBinder:
             with contextlib.suppress(Exception):  # a bind refused is left unbound: the bench reports it
                 self.core.create_namespaced_pod_binding(
                     pod.name, pod.namespace, body, _preload_content=False, _request_timeout=(5, 30)
-                ).release_conn()
+                ).drain_conn()
 
     def run(self, stop: threading.Event) -> None:
         workers = [threading.Thread(target=self._bind, daemon=True) for _ in range(self.threads)]

@@ -63,7 +63,7 @@ class ApiLoad:
             "metadata": {"name": name, "labels": dict(labels or {})},
             "status": {"allocatable": dict(allocatable), "capacity": dict(allocatable)},
         }
-        self.core.create_node(body, _preload_content=False).release_conn()
+        self.core.create_node(body, _preload_content=False).drain_conn()
 
     def queue(self, name: str, weight: int = 1) -> None:
         body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}}
@@ -82,14 +82,14 @@ class ApiLoad:
         names = [f"{name}-{i}" for i in range(size)]
         for pod in names:
             body = pod_body(pod, self.namespace, "volcano", requests, run_s, group=name)
-            self.core.create_namespaced_pod(self.namespace, body, _preload_content=False).release_conn()
+            self.core.create_namespaced_pod(self.namespace, body, _preload_content=False).drain_conn()
         return names
 
     def burst(self, prefix: str, count: int, requests: Mapping[str, str], run_s: float) -> list[str]:
         names = [f"{prefix}-{i}" for i in range(count)]
         for pod in names:
             body = pod_body(pod, self.namespace, "agent-scheduler", requests, run_s)
-            self.core.create_namespaced_pod(self.namespace, body, _preload_content=False).release_conn()
+            self.core.create_namespaced_pod(self.namespace, body, _preload_content=False).drain_conn()
         return names
 
 
@@ -170,7 +170,7 @@ class Kubelet:
             try:
                 self.core.delete_namespaced_pod(
                     name, namespace, grace_period_seconds=0, _preload_content=False, _request_timeout=(5, 30)
-                ).release_conn()
+                ).drain_conn()
                 self.deleted += 1
             except k8s.ApiException as e:
                 if e.status != 404:  # gone already is fine; anything else: try again in a moment
