@@ -23,7 +23,7 @@ import msgspec
 import numpy as np
 
 from agent_scheduler.core import CoreConfig, ScoreKind
-from agent_scheduler.loop import AgentLoop, LoopConfig
+from agent_scheduler.loop import INFLIGHT_STORE, AgentLoop, LoopConfig
 from agent_scheduler.worker import WorkerConfig
 from binder.commit import Binder
 from caldera._store import client
@@ -74,7 +74,12 @@ def add_parser(sub: Any) -> None:
         help="share of the free cpu the measured pods take together (default: 0.8)",
     )
     p.add_argument("--batch-size", type=positive_int, default=256)
-    p.add_argument("--inflight", type=positive_int, default=3, help="batches in flight per worker (default: 3)")
+    p.add_argument(
+        "--inflight",
+        type=positive_int,
+        default=INFLIGHT_STORE,
+        help=f"batches in flight per worker (default: {INFLIGHT_STORE}, the agent scheduler's binding in the store)",
+    )
     p.add_argument(
         "--room-shares",
         action=argparse.BooleanOptionalAction,
@@ -116,7 +121,7 @@ class AgentBench(msgspec.Struct, frozen=True, kw_only=True):
     fill: Annotated[float, msgspec.Meta(ge=0, lt=1, description="a share in [0, 1)")] = 0.0
     take: Annotated[float, msgspec.Meta(gt=0, le=1, description="a share in (0, 1]")] = 0.8
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=100_000, description="1 to 100,000 pods")] = 256
-    inflight: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 batches")] = 3
+    inflight: Annotated[int, msgspec.Meta(ge=1, le=1000, description="1 to 1,000 batches")] = INFLIGHT_STORE
     room_shares: bool = True
     hand_over: bool = True
     redis_url: str | None = None
@@ -238,7 +243,7 @@ async def place(
     rate: float = 0.0,
     chunk: int = 1000,
     batch_size: int = 256,
-    inflight: int = 3,
+    inflight: int = INFLIGHT_STORE,
     room_shares: bool = True,
     hand_over: bool = True,
     until: Callable[[Store, AgentLoop], Awaitable[bool]] | None = None,
