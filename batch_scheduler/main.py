@@ -143,7 +143,8 @@ async def run_scheduler(
 ) -> None:
     """Follow the feed and run a session every period until ``stop``; while the store does not
     answer, sessions wait (one line when that starts and ends). Each session begins once the cache
-    holds every change made before it (the informer's settle cut short), or after a period at most."""
+    holds every change made before it (the informer's settle cut short), or after a period (a second
+    when the period is shorter) at most."""
 
     async def follow() -> None:
         async for update in informer.updates():

@@ -277,15 +277,18 @@ async def test_a_burst_read_in_pieces_leaves_a_slot_for_its_rest(store: Store) -
     assert len(rest) == 189 and not set(rest) & set(first)
 
 
-class HeldBind(SimBindTarget):
-    """The simulator's binding, the first call held until released (a slow API server)."""
+class HeldBinds(SimBindTarget):
+    """The simulator's binding (a slow API server): the first ``hold`` calls (every call when None) held
+    until released; ``waiting`` counts them, ``entered`` is set at the first."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, hold: int | None = None) -> None:
         super().__init__(store)
+        self.hold, self.waiting = hold, 0
         self.entered, self.release = asyncio.Event(), asyncio.Event()
 
     async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
-        if not self.entered.is_set():
+        if self.hold is None or self.waiting < self.hold:
+            self.waiting += 1
             self.entered.set()
             await self.release.wait()
         return await super().bind(bindings)
@@ -297,7 +300,7 @@ async def test_a_batchs_room_counts_the_batches_decided_while_it_was_binding(sto
     binding must be in the earlier one's figure (taken before its bind, it was not: the loop, hearing
     the late answer last, handed the partition 100+ pods beyond its room in ~1 full-shard run in 10)."""
     await store.upsert_nodes([node(f"n{i}", cpu="16") for i in range(8)])
-    target = HeldBind(store)
+    target = HeldBinds(store, hold=1)
     config = WorkerConfig(core=CoreConfig(worker=0, workers=2))
     worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), target, config)
     await worker.start()
@@ -318,19 +321,6 @@ async def test_a_batchs_room_counts_the_batches_decided_while_it_was_binding(sto
     finally:
         target.release.set()
         await worker.stop()
-
-
-class HeldBinds(SimBindTarget):
-    """The simulator's binding, every call held until released; counts the calls waiting."""
-
-    def __init__(self, store: Store) -> None:
-        super().__init__(store)
-        self.waiting, self.release = 0, asyncio.Event()
-
-    async def bind(self, bindings: Sequence[Binding]) -> list[Failure | None]:
-        self.waiting += 1
-        await self.release.wait()
-        return await super().bind(bindings)
 
 
 async def test_the_rest_of_a_burst_goes_out_while_its_first_calls_are_binding(store: Store) -> None:

@@ -109,12 +109,9 @@ async def test_a_settling_informer_catches_up_when_its_consumer_asks(store: Stor
     updates = informer.updates()
     await anext(updates)  # the listing
     held: set[str] = set()
-    reads = 0
 
     async def follow() -> None:
-        nonlocal reads
         async for update in updates:
-            reads += 1
             held.update(update.pods)
 
     task = asyncio.create_task(follow())
