@@ -1,7 +1,7 @@
 """The simulated cluster: plays Kubernetes' kubelets against the store.
 
 It watches the feed for pods the binder committed, marks them Running (as a kubelet
-would report), and when a pod's duration is up deletes it, which returns its resources
+reports a pod's phase: :meth:`Store.set_phases`), and when a pod's duration is up deletes it, which returns its resources
 in the same atomic script. It never decides placements.
 """
 
@@ -19,17 +19,9 @@ from cluster.sim.pods import pod_duration
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
 from cluster.store.pause import pause
-from cluster.store.records import PodRecord, Update
+from cluster.store.records import Update
 from cluster.store.scripts import Script
 from cluster.store.store import Store
-
-
-def running(record: PodRecord) -> msgspec.Struct:
-    """The pod as its kubelet reports it once started on its node."""
-    pod = record.pod
-    spec = msgspec.structs.replace(pod.spec, node_name=record.node)
-    status = msgspec.structs.replace(pod.status, phase="Running")
-    return msgspec.structs.replace(pod, spec=spec, status=status)
 
 
 class SimCluster:
@@ -73,7 +65,7 @@ class SimCluster:
             starting = [r for r in update.pods.values() if r is not None and r.node and r.phase == "Pending"]
             if not starting:
                 continue
-            await self.store.upsert_pods(running(r) for r in starting)  # type: ignore[misc]
+            await self.store.set_phases(starting, "Running")
             now = self.clock()
             for r in starting:
                 duration = pod_duration(r.pod)

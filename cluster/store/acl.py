@@ -31,7 +31,9 @@ from cluster.store.keys import Keys, Kind
 # binder/lua: named here, not imported, since cluster never imports binder. Every write
 # script runs the prelude's version() and publish() (INCR, XADD) and its accounting.
 _PRELUDE = (("cluster.store", "prelude"),)
-_OBSERVED = tuple(("cluster.store", n) for n in ("upsert_node", "delete_node", "upsert_pod", "delete_pod", "new_epoch"))
+_OBSERVED = tuple(
+    ("cluster.store", n) for n in ("upsert_node", "delete_node", "upsert_pod", "delete_pod", "set_phase", "new_epoch")
+)
 _OBJECTS = (("cluster.store", "put_objects"),)
 _BINDER = (("binder", "commit"), ("binder", "release"), ("binder", "unbound"))
 _SIM_BIND = (("cluster.store", "pod_nodes"),)  # binding in the simulator reads where pods went

@@ -11,8 +11,9 @@ reach a reader in one round trip instead of two. Measured in the demo before thi
 loop, the demo's kubelets and the batch scheduler each fetching every burst): the fetch after the
 read took 4.0–5.3 ms (p50 over the reads of 50 pods or more). The binder's commits carry what they
 change of each pod (the binding, the accounted node, the cards, the version, and the version they
-change): an informer applies that to the pending record it holds (the newest
-:data:`PENDING_KEPT`), so a burst's commit is no fetch either. ``recent`` is kept short; a reader
+change), and so do the kubelets' reports of a pod's phase (:meth:`Store.set_phases`): an informer
+applies that to the record it holds of a pod not started yet (the newest :data:`PENDING_KEPT`), so
+neither a burst's commit nor its start is a fetch, nor a whole record to decode again. ``recent`` is kept short; a reader
 further behind than it, a pod changed by a write that carries nothing (the binder's release), or a
 change of a record not held, is fetched as before.
 """
@@ -80,9 +81,10 @@ Carried = dict[str, tuple[int, CarriedFields]]
 fields as the store held them then, or the change that entry made)."""
 
 PENDING_KEPT = 10_000
-"""Pending pods whose records an informer keeps (the latest it yielded, the oldest dropped first),
-to apply a commit's carried change to rather than fetch the pod. A burst is committed moments after
-it was created; a pod pending longer than this many others came after it is fetched as before. The
+"""Pods in phase Pending (waiting, or bound and not started yet) whose records an informer keeps (the
+latest it yielded, the oldest dropped first), to apply a commit's or a kubelet's carried change to
+rather than fetch the pod. A burst is committed moments after it was created, and started moments
+after that; a pod pending longer than this many others came after it is fetched as before. The
 cost is the records a consumer does not hold itself: 10,000 of the demo's agent pods, decoded, take
 22 MB; a consumer that holds the pending pods anyway (the batch scheduler's cache) pays nothing."""
 
@@ -145,8 +147,8 @@ class FeedReader:
                 break  # past the entries of the feed this read took: the next read brings them again
             for uid, record in carried_decoder.decode(fields[b"r"]).items():
                 earlier = self.carried.get(uid)
-                if earlier is not None and is_change(record) and not is_change(earlier[1]):
-                    merged = merged_fields(earlier[1], record)  # created and committed within the read
+                if earlier is not None and is_change(record):
+                    merged = merged_fields(earlier[1], record)  # e.g. created, committed and started within the read
                     if merged is None:
                         del self.carried[uid]  # changed between the two by a write that carried nothing
                         continue
@@ -278,12 +280,12 @@ class Informer:
                 await self._pause(outage.failed(e))
 
     def _keep(self, update: Update) -> None:
-        """Hold the pending pods of ``update`` (a listing: only them), forget the others it brings."""
+        """Hold the pods of ``update`` in phase Pending (a listing: only them), forget the others it brings."""
         pending = self._pending
         if update.full:
             pending.clear()
         for uid, rec in update.pods.items():
-            if rec is not None and not rec.node:
+            if rec is not None and rec.phase == "Pending":
                 pending[uid] = rec
                 if len(pending) > self.keep_pending:
                     pending.popitem(last=False)

@@ -173,34 +173,55 @@ def carried_record(uid: str, fields: CarriedFields) -> PodRecord:
     )
 
 
+def reported(pod: Pod, node: str, phase: str) -> Pod:
+    """``pod`` as its kubelet reports it in ``phase`` on ``node``: its nodeName and its status's phase
+    (what :meth:`~cluster.store.store.Store.set_phases` writes, and what a reader that holds the pod
+    makes of the change that write carries)."""
+    spec = msgspec.structs.replace(pod.spec, node_name=node)
+    status = msgspec.structs.replace(pod.status, phase=phase)
+    return msgspec.structs.replace(pod, spec=spec, status=status)
+
+
 def is_change(fields: CarriedFields) -> bool:
     """Whether carried ``fields`` are a change of a few fields (the prelude's ``carry_change``), not a record."""
     return "from" in fields
 
 
 def changed_record(base: PodRecord, fields: CarriedFields) -> PodRecord | None:
-    """``base`` with a carried change applied (a commit's: the binding, the node that accounts the
-    pod, its cards, the version); None when the change is not of ``base``'s version."""
+    """``base`` with a carried change applied — a commit's (the binding, the node that accounts the
+    pod, its cards), a kubelet's report (the phase: the pod as :func:`reported`), or both merged —
+    and its version; None when the change is not of ``base``'s version."""
     text = cast(dict[str, str], fields)
     if str(base.version) != text["from"]:
         return None
-    cards = text["cards"]
-    return msgspec.structs.replace(
-        base,
-        node=text["node"],
-        accounted=text["acct"],
-        cards=decode_request(cards) if cards else NO_CARDS,
-        version=int(text["version"]),
-    )
+    record = base
+    if "node" in text:
+        cards = text["cards"]
+        record = msgspec.structs.replace(
+            record, node=text["node"], accounted=text["acct"], cards=decode_request(cards) if cards else NO_CARDS
+        )
+    if "phase" in text:
+        record = msgspec.structs.replace(
+            record, phase=text["phase"], pod=reported(record.pod, record.node, text["phase"])
+        )
+    return msgspec.structs.replace(record, version=int(text["version"]))
 
 
-def merged_fields(record: CarriedFields, change: CarriedFields) -> CarriedFields | None:
-    """A carried record with a later carried change of it applied, as carried fields; None when the
-    change is not of the record's version."""
-    if record.get("version") != change["from"]:
+def merged_fields(earlier: CarriedFields, change: CarriedFields) -> CarriedFields | None:
+    """A carried record or change with a later carried change of the same pod applied, as carried
+    fields (a record stays a record, a change a change of the first one's base); None when the later
+    change is not of the earlier one's version."""
+    if earlier.get("version") != change["from"]:
         return None
-    merged = {**record, **change}
+    merged = {**earlier, **change}
+    if is_change(earlier):
+        merged["from"] = earlier["from"]
+        return merged
     del merged["from"]
+    if "phase" in change:  # the pod as the report wrote it
+        spec = merged["spec"]
+        assert isinstance(spec, Pod), "a carried record's spec decodes to a Pod"
+        merged["spec"] = reported(spec, cast(str, merged["node"]), cast(str, merged["phase"]))
     return merged
 
 

@@ -328,7 +328,7 @@ async def test_a_cluster_named_with_glob_characters_grants_its_own_keys_only(tmp
 
 def test_every_command_a_users_scripts_run_is_granted_and_the_read_only_user_has_no_write_command() -> None:
     by_role = {g.role: set(g.commands) for g in grants(KEYS)}
-    for name in ("upsert_node", "delete_node", "upsert_pod", "delete_pod", "put_objects", "prelude"):
+    for name in ("upsert_node", "delete_node", "upsert_pod", "delete_pod", "set_phase", "put_objects", "prelude"):
         assert script_commands("cluster.store", name) <= by_role[Role.MIRROR], name
     for name in ("commit", "release"):
         for role in (Role.BATCH_SCHEDULER, Role.AGENT_SCHEDULER):

@@ -389,3 +389,49 @@ async def test_a_reader_of_nodes_leaves_the_pod_records_in_the_store(store: Stor
     for reader in readers:
         await reader.read(block_ms=None)
     assert not readers[0].carried and len(readers[1].carried) == 30
+
+
+async def test_a_kubelets_report_carries_its_change_and_a_reader_holding_the_bound_pods_fetches_none(
+    store: Store,
+) -> None:
+    """The kubelets' report of a phase (``set_phases``) carries the change, not the record: an informer
+    that holds the pods bound and not started makes the started records from them, equal to a fetch,
+    without fetching — read after the commit, or with it in one read."""
+    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
+    informer = Informer(store, [Kind.POD], block_ms=100)
+    updates = informer.updates()
+    assert (await anext(updates)).full
+    for start in ("after the commit was read", "with the commit in one read"):
+        burst = [pod(f"{start[:4]}{i}", cpu="1") for i in range(30)]
+        await store.upsert_pods(burst)
+        uids = [p.uid for p in burst]
+        assert len((await anext(updates)).pods) == 30
+        await _commit(store, uids)
+        if start == "after the commit was read":
+            assert all(r is not None and r.node for r in (await anext(updates)).pods.values())
+        await store.set_phases((await store.get_pods(uids)).values(), "Running")
+        before = await _hgetalls(store)
+        update = await anext(updates)
+        assert await _hgetalls(store) == before, start  # nothing fetched
+        assert update.pods == await store.get_pods(uids), start
+        assert all(
+            r is not None and r.phase == "Running" and r.pod.status.phase == "Running" for r in update.pods.values()
+        )
+
+
+async def test_pods_created_committed_and_started_within_one_read_come_started_without_a_fetch(
+    store: Store,
+) -> None:
+    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
+    reader = FeedReader(store, await store.version())
+    burst = [pod(f"p{i}", cpu="1") for i in range(30)]
+    await store.upsert_pods(burst)
+    uids = [p.uid for p in burst]
+    await _commit(store, uids)
+    await store.set_phases((await store.get_pods(uids)).values(), "Running")
+    changes = [c for c in await reader.read(block_ms=None) if c.kind is Kind.POD]
+    before = await _hgetalls(store)
+    update = await Informer(store, [Kind.POD]).fetch(reader.position, reader.epoch, changes, reader.carried)
+    assert await _hgetalls(store) == before
+    assert update.pods == await store.get_pods(uids)
+    assert all(r is not None and r.phase == "Running" and r.pod.spec.node_name == "n1" for r in update.pods.values())

@@ -134,3 +134,38 @@ async def test_pending_index_is_fifo_per_scheduler(store: Store) -> None:
     await store.upsert_pods([pod("x", scheduler="b")])
     assert await store.pending("a") == ["uid-z"]
     assert await store.pending("b") == ["uid-y", "uid-x"]
+
+
+async def test_a_kubelets_report_sets_the_phase_of_pods_bound_where_it_says_and_accounts_nothing(
+    store: Store,
+) -> None:
+    """``set_phases``: a bound pod's phase and its pod as reported (nodeName, status), one version for
+    the call, its node's figures untouched. A pod gone, bound elsewhere, or in that phase already is
+    left as it was (0). An end (Succeeded, Failed) or an unbound pod is refused whole, nothing written."""
+    await store.upsert_nodes([node("n1", cpu="8"), node("n2", cpu="8")])
+    await store.upsert_pods([pod(n, cpu="1", node="n1") for n in ("a", "b", "c")])
+    records = await store.get_pods(["uid-a", "uid-b", "uid-c"])
+    n1 = (await store.get_nodes(["n1"]))["n1"]
+    await store.delete_pods(["uid-c"])
+    elsewhere = msgspec.structs.replace(records["uid-b"], node="n2")
+    versions = await store.set_phases([records["uid-a"], elsewhere, records["uid-c"]], "Running")
+    assert versions[0] > n1.version and versions[1:] == [0, 0]
+    a = (await store.get_pods(["uid-a"]))["uid-a"]
+    assert a.phase == "Running" and a.version == versions[0] and a.node == "n1" and a.accounted == "n1"
+    assert a.pod.status.phase == "Running" and a.pod.spec.node_name == "n1"
+    assert (await store.get_pods(["uid-b"]))["uid-b"].phase == "Pending"
+    after = (await store.get_nodes(["n1"]))["n1"]
+    assert (
+        after.allocated == Resources({"cpu": 2000, "memory": 2 * 2**30, "pods": 2}) and after.version == n1.version + 1
+    )
+    assert await store.set_phases([a], "Running") == [0]  # in that phase already
+
+    head = await store.version()
+    for phase in ("Succeeded", "Failed", ""):
+        with pytest.raises(ValueError, match="phase"):
+            await store.set_phases([a], phase)
+    pending = msgspec.structs.replace(records["uid-b"], node="")
+    with pytest.raises(ValueError, match="uid-b|b: not bound"):
+        await store.set_phases([a, pending], "Unknown")
+    assert await store.version() == head and (await store.get_pods(["uid-a"]))["uid-a"].phase == "Running"
+    assert await audit(store) == []
