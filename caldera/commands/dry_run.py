@@ -54,7 +54,7 @@ from cluster.model.volcano import NodeShard, PodGroup, Queue
 from cluster.nodeview.table import NodeTable
 from cluster.runtime.flags import add_sharding_mode
 from cluster.runtime.redis_server import RedisServer
-from cluster.sim.cluster import SimBindTarget, SimEvictor, running
+from cluster.sim.cluster import SimBindTarget, SimEvictor
 from cluster.store.feed import Informer
 from cluster.store.keys import Keys
 from cluster.store.records import PodRecord
@@ -250,7 +250,7 @@ async def simulate(
                     evicted[uid] = victims[uid]
             bound = [r for r in await store.list_pods() if r.node and r.phase == "Pending"]
             if bound:
-                await store.upsert_pods([running(r) for r in bound])  # type: ignore[misc]
+                await store.set_phases(bound, "Running")  # as the kubelets report it
             moved = (
                 report.committed
                 or report.evicted
