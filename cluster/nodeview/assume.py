@@ -77,8 +77,9 @@ class Assumed:
             self.table.give_back(token.node, token.request)
 
     def apply(self, update: Update) -> None:
-        """Apply a feed update to the table, then hold the placements over the refreshed nodes."""
-        self.table.apply(update)
+        """Apply a feed update to the table, then hold the placements over the refreshed nodes (those
+        whose figures the update replaced)."""
+        refreshed = self.table.apply(update)
         if update.full and self._epoch and update.epoch != self._epoch:
             # A new store: the versions held are another epoch's, and the listing is the truth
             # (a placement committed before counts as a bound pod, or was lost and is pending).
@@ -92,7 +93,7 @@ class Assumed:
             if name in self._by_node:
                 if record is None:
                     del self._by_node[name]
-                else:
+                elif name in refreshed:
                     self._refreshed(name, record.version)
 
     def set_figures(

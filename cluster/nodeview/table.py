@@ -122,7 +122,10 @@ class NodeTable:
             v[self.resource_index[name]] = amount
         return v
 
-    def upsert(self, record: NodeRecord) -> None:
+    def upsert(self, record: NodeRecord, *, newer_only: bool = False) -> bool:
+        """Take ``record`` (a node new to the table, or its newer state); whether its figures were
+        taken. ``newer_only``: figures older than the ones held (a binder answer's, :meth:`set_figures`,
+        a later version than the feed has brought yet) stay, the rest of the record is taken."""
         i = self.index.get(record.name)
         new = i is None
         if i is None:
@@ -138,14 +141,16 @@ class NodeTable:
             self.taints.append(())
             self.card_ids.append(())
         self.card_ids[i] = card_uuids(record.node)
-        alloc = self._vector(record.allocatable)
-        used = self._vector(record.allocated)
-        self.allocatable[:, i] = 0
-        self.allocatable[: len(alloc), i] = alloc
-        self.allocated[:, i] = 0
-        self.allocated[: len(used), i] = used
-        self.version[i] = record.version
-        self.unschedulable[i] = record.unschedulable
+        figures = new or not newer_only or record.version >= self.version[i]
+        if figures:
+            alloc = self._vector(record.allocatable)
+            used = self._vector(record.allocated)
+            self.allocatable[:, i] = 0
+            self.allocatable[: len(alloc), i] = alloc
+            self.allocated[:, i] = 0
+            self.allocated[: len(used), i] = used
+            self.version[i] = record.version
+            self.unschedulable[i] = record.unschedulable
         if self.owner[i] != record.owner:
             self.owner[i] = record.owner
             self._owners = None
@@ -158,6 +163,7 @@ class NodeTable:
             self._derived.clear()
         self.labels[i] = labels
         self.taints[i] = taints
+        return figures
 
     def set_figures(
         self, name: str, allocatable: Resources, allocated: Resources, version: int, unschedulable: bool
@@ -214,16 +220,21 @@ class NodeTable:
         self._owners = None
         self._derived.clear()
 
-    def apply(self, update: Update) -> None:
-        """Apply a feed update's nodes (a full update replaces everything)."""
+    def apply(self, update: Update) -> set[str]:
+        """Apply a feed update's nodes (a full update replaces everything); the nodes whose figures it
+        took. A delta's record older than the figures held (a binder answer told them first) leaves the
+        figures: taken, it would count fewer placements than the table does, and a placement the
+        answer's figures count is no longer held apart (:class:`~cluster.nodeview.assume.Assumed`)."""
         if update.full:
             for name in [n for n in self.names if n not in update.nodes]:
                 self.remove(name)
+        taken: set[str] = set()
         for name, record in update.nodes.items():
             if record is None:
                 self.remove(name)
-            else:
-                self.upsert(record)
+            elif self.upsert(record, newer_only=not update.full):
+                taken.add(name)
+        return taken
 
     def take(self, name: str, request: Resources) -> None:
         """Count a request on a node of this table (a placement decided or held)."""

@@ -81,6 +81,31 @@ def test_binder_figures_at_the_confirmed_version_end_the_token() -> None:
     assert not held.set_figures("a", Resources({"cpu": 8000}), Resources(), 1, False)  # older figures: ignored
 
 
+def test_a_feed_record_older_than_a_binder_answers_figures_leaves_them() -> None:
+    """Two placements committed one after the other on a node (versions 2 and 3), the second's answer
+    carrying the node's figures (version 3, both counted): a feed record of version 2 brought after
+    it (the feed exactly at the first commit) leaves the figures at 3 — taken, the table would count
+    one placement where the node holds two, and decide on room that is gone. Its spec still comes."""
+    table = NodeTable([record("a", 0, 1)])
+    held = Assumed(table)
+    first, second = held.assume("a", POD), held.assume("a", POD)
+    held.confirm(first, 2)
+    held.confirm(second, 3)
+    assert held.set_figures("a", Resources({"cpu": 8000, "pods": 110}), Resources({"cpu": 2000, "pods": 2}), 3, False)
+    assert cpu(table, "a") == 2000 and len(held) == 0
+    labelled = record("a", 1000, 2)
+    labelled = NodeRecord(
+        **{f: getattr(labelled, f) for f in labelled.__struct_fields__} | {"node": node("a", labels={"k": "v"})}
+    )
+    held.apply(Update(version=2, full=False, nodes={"a": labelled}))
+    assert cpu(table, "a") == 2000 and int(table.version[table.index["a"]]) == 3
+    assert table.labels[table.index["a"]]["k"] == "v"
+    held.apply(Update(version=3, full=False, nodes={"a": record("a", 2000, 3)}))
+    assert cpu(table, "a") == 2000
+    held.apply(Update(version=4, full=True, nodes={"a": record("a", 500, 2)}))  # a listing replaces: it alone
+    assert cpu(table, "a") == 500
+
+
 def test_a_removed_node_ends_its_tokens() -> None:
     table = NodeTable([record("a", 0, 1), record("b", 0, 1)])
     held = Assumed(table)
