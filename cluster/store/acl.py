@@ -117,8 +117,9 @@ def grants(keys: Keys) -> list[Grant]:
     """Every user's rules for one cluster, in :class:`Role` order."""
     every = keys.prefix + "*"
     # Every write script takes a version (INCR rv), appends to the feed (and the records an entry
-    # carries to `recent`), and reads the epoch (creating it when missing).
-    versioned = [keys.rv, keys.feed, keys.recent, keys.epoch]
+    # carries to `recent`, the nodes' accounting to `recent_nodes`), and reads the epoch (creating it
+    # when missing).
+    versioned = [keys.rv, keys.feed, keys.recent, keys.recent_nodes, keys.epoch]
     allocations = [keys.node("*"), keys.pod("*"), keys.bound_to("*"), keys.pending("*"), keys.reasons("*")]
     binding = keys.binding("*")  # the binder's committed-but-unbound pods, per scheduler
     observed_kinds = (Kind.PODGROUP, Kind.QUEUE, Kind.PRIORITYCLASS, Kind.HYPERNODE, Kind.NAMESPACE)

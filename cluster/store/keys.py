@@ -55,6 +55,11 @@ class Keys(msgspec.Struct, frozen=True):
         return self.prefix + "recent"
 
     @property
+    def recent_nodes(self) -> str:
+        """The nodes' accounting changes some feed entries carry, under the same ids (cluster.store.feed)."""
+        return self.prefix + "recent_nodes"
+
+    @property
     def epoch(self) -> str:
         """The store's epoch: made with the store's first write, and anew when Redis came back
         from a restart; every feed entry carries it (a reader whose epoch differs lists again)."""

@@ -182,6 +182,36 @@ def reported(pod: Pod, node: str, phase: str) -> Pod:
     return msgspec.structs.replace(pod, spec=spec, status=status)
 
 
+NodeChange = list[int | str]
+"""A node's accounting change as a feed entry carries it (the prelude's ``carried_nodes``): the node's
+version before the write, its version after, then each resource accounted and the amount used now."""
+
+carried_nodes_decoder = msgspec.msgpack.Decoder(dict[str, NodeChange])
+"""The nodes' changes one entry of the ``recent_nodes`` stream carries, by name."""
+
+
+def changed_node(base: NodeRecord, change: NodeChange) -> NodeRecord | None:
+    """``base`` with a carried accounting change applied (the used amounts it names, the version); None
+    when the change is not of ``base``'s version."""
+    if base.version != change[0]:
+        return None
+    used = dict(base.allocated.items())
+    for i in range(2, len(change) - 1, 2):
+        used[cast(str, change[i])] = cast(int, change[i + 1])
+    return msgspec.structs.replace(base, allocated=Resources(used), version=cast(int, change[1]))
+
+
+def merged_node_change(earlier: NodeChange, later: NodeChange) -> NodeChange | None:
+    """Two carried changes of one node as one (the first one's base, the second one's version, the
+    amounts of both, the second's where both name one); None when the second is not of the first's
+    version."""
+    if earlier[1] != later[0]:
+        return None
+    used = {earlier[i]: earlier[i + 1] for i in range(2, len(earlier) - 1, 2)}
+    used |= {later[i]: later[i + 1] for i in range(2, len(later) - 1, 2)}
+    return [earlier[0], later[1], *(x for pair in used.items() for x in pair)]
+
+
 def is_change(fields: CarriedFields) -> bool:
     """Whether carried ``fields`` are a change of a few fields (the prelude's ``carry_change``), not a record."""
     return "from" in fields

@@ -3,6 +3,7 @@
 local name = ARGV[3]
 local key = node_key(name)
 if redis.call('EXISTS', key) == 0 then return 0 end
+node_rewritten(name)
 for _, uid in ipairs(redis.call('SMEMBERS', P .. 'bynode:' .. name)) do
   if redis.call('HGET', pod_key(uid), 'acct') == name then
     redis.call('HSET', pod_key(uid), 'acct', '', 'version', version())

@@ -94,6 +94,38 @@ local function carried_records()
   return table.concat(parts)
 end
 
+-- Nodes whose figures this script changed by accounting alone (account()), carried to the node readers
+-- in the `recent_nodes` stream under the entry's id: per node, the version it had before this script and
+-- the used amounts it has now of each resource accounted, which a reader applies to the node it holds at
+-- that version, rather than fetch the node (and decode its spec) again. false: a node this script wrote
+-- otherwise too (its spec, its owner, or deleted it: node_rewritten()), which readers fetch.
+local NODE_CARRY = {}
+local NODE_ORDER = {}
+local function node_rewritten(node)
+  if NODE_CARRY[node] == nil then NODE_ORDER[#NODE_ORDER + 1] = node end
+  NODE_CARRY[node] = false
+end
+
+-- Per node carried: its name, then {version before, version now, resource, used, resource, used ...}.
+local function carried_nodes()
+  local parts, n = {''}, 0
+  for _, node in ipairs(NODE_ORDER) do
+    local c = NODE_CARRY[node]
+    if c then
+      local change = {tonumber(c.from) or 0, RV}
+      for name, used in pairs(c.used) do
+        change[#change + 1] = name
+        change[#change + 1] = used
+      end
+      parts[#parts + 1] = cmsgpack.pack(node)
+      parts[#parts + 1] = cmsgpack.pack(change)
+      n = n + 1
+    end
+  end
+  parts[1] = map32(n)
+  return n, table.concat(parts)
+end
+
 -- Each entry carries when it was written ('t', microseconds since the epoch, Redis's clock), so
 -- that a reader can tell how long a change took to reach it.
 local function publish()
@@ -103,6 +135,12 @@ local function publish()
       'e', epoch(), 't', t[1] .. string.format('%06d', tonumber(t[2])))
     if #CARRIED_ORDER > 0 then
       redis.call('XADD', P .. 'recent', 'MAXLEN', '~', RECENT_LEN, RV .. '-0', 'r', carried_records())
+    end
+    if #NODE_ORDER > 0 then
+      local n, nodes = carried_nodes()
+      if n > 0 then
+        redis.call('XADD', P .. 'recent_nodes', 'MAXLEN', '~', RECENT_LEN, RV .. '-0', 'n', nodes)
+      end
     end
   end
   return RV or 0
@@ -157,8 +195,15 @@ end
 -- node's version. The node must exist.
 local function account(node, req, sign)
   local key = node_key(node)
+  local c = NODE_CARRY[node]
+  if c == nil then
+    c = {from = redis.call('HGET', key, 'version'), used = {}}
+    NODE_CARRY[node] = c
+    NODE_ORDER[#NODE_ORDER + 1] = node
+  end
   for _, r in ipairs(parse_request(req)) do
-    redis.call('HINCRBY', key, r[4], sign > 0 and r[5] or r[6])
+    local used = redis.call('HINCRBY', key, r[4], sign > 0 and r[5] or r[6])
+    if c then c.used[r[1]] = used end
   end
   redis.call('HSET', key, 'version', version())
   changed('node', node)

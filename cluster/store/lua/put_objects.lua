@@ -8,6 +8,7 @@ while i <= #ARGV do
   if op == 'own' then
     local key = node_key(name)
     if redis.call('EXISTS', key) == 1 and redis.call('HGET', key, 'owner') ~= value then
+      node_rewritten(name)
       redis.call('HSET', key, 'owner', value, 'version', version())
       changed('node', name)
     end

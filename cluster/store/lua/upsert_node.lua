@@ -3,6 +3,7 @@
 -- A new node accounts the pods already bound to it (a pod may be observed before its node).
 local name, unsched, alloc, spec = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local key = node_key(name)
+node_rewritten(name)
 local is_new = redis.call('EXISTS', key) == 0
 local fields = redis.call('HKEYS', key)
 for _, f in ipairs(fields) do

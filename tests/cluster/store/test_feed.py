@@ -15,7 +15,7 @@ from cluster.store.client import STORE_DOWN, connect
 from cluster.store.feed import FeedReader, FeedTrimmed, Informer, StoreReset
 from cluster.store.keys import Keys, Kind
 from cluster.store.records import Update
-from cluster.store.store import Store
+from cluster.store.store import Own, Store
 from tests.builders import node, pod
 
 
@@ -435,3 +435,48 @@ async def test_pods_created_committed_and_started_within_one_read_come_started_w
     assert await _hgetalls(store) == before
     assert update.pods == await store.get_pods(uids)
     assert all(r is not None and r.phase == "Running" and r.pod.spec.node_name == "n1" for r in update.pods.values())
+
+
+async def test_a_reader_of_nodes_applies_the_accounting_writes_carry_and_fetches_only_nodes_rewritten(
+    store: Store,
+) -> None:
+    """Every write that accounts pods on nodes (a commit, a pod arriving bound, a deletion) carries each
+    node's version before it and the amounts used after it: a reader of nodes makes the new records
+    from the nodes it holds, equal to a fetch, fetching none — two writes of one node in one read
+    merged. A node written otherwise in the same read (its owner, its spec) is fetched, and so is one
+    the reader does not hold at the carried change's base (a write that carried nothing came between)."""
+    await store.upsert_nodes([node(f"n{i}", cpu="64", memory="256Gi") for i in range(3)])
+    informer = Informer(store, [Kind.NODE], block_ms=100)
+    updates = informer.updates()
+    assert len((await anext(updates)).nodes) == 3
+    await store.upsert_pods([pod(f"p{i}", cpu="1") for i in range(20)])
+    await _commit(store, [f"uid-p{i}" for i in range(10)], "n0")
+    await _commit(store, [f"uid-p{i}" for i in range(10, 20)], "n1")
+    await store.upsert_pods([pod("other", cpu="2", scheduler="default-scheduler", node="n1", phase="Running")])
+    await store.delete_pods(["uid-p0"])
+    before = await _hgetalls(store)
+    update = await anext(updates)
+    assert await _hgetalls(store) == before  # nothing fetched
+    assert set(update.nodes) == {"n0", "n1"}
+    assert update.nodes == await store.get_nodes(["n0", "n1"])
+    assert update.nodes["n1"] is not None and update.nodes["n1"].allocated["cpu"] == 12_000
+
+    # n0's owner set, then a pod committed on it, in one read: n0 is fetched, as the store has it.
+    await store.write([Own("n0", "agent")])
+    await store.upsert_pods([pod("late", cpu="1")])
+    await _commit(store, ["uid-late"], "n0")
+    before = await _hgetalls(store)
+    update = await anext(updates)
+    assert await _hgetalls(store) == before + 1
+    assert update.nodes == await store.get_nodes(["n0"])
+
+    await store.write([Own("n2", "agent")])  # carries nothing, and the reader below starts after it ...
+    reader = FeedReader(store, await store.version(), nodes=True)
+    await store.upsert_pods([pod("last", cpu="1")])
+    await _commit(store, ["uid-last"], "n2")  # ... so this change is not of the n2 it holds
+    changes = [c for c in await reader.read(block_ms=None) if c.kind is Kind.NODE]
+    before = await _hgetalls(store)
+    fetched = await informer.fetch(reader.position, reader.epoch, changes, None, reader.carried_nodes)
+    assert await _hgetalls(store) == before + 1
+    assert fetched.nodes == await store.get_nodes(["n2"])
+    informer.stop()
