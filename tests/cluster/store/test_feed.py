@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 import pytest
 
@@ -479,4 +480,34 @@ async def test_a_reader_of_nodes_applies_the_accounting_writes_carry_and_fetches
     fetched = await informer.fetch(reader.position, reader.epoch, changes, None, reader.carried_nodes)
     assert await _hgetalls(store) == before + 1
     assert fetched.nodes == await store.get_nodes(["n2"])
+    informer.stop()
+
+
+async def test_a_reader_woken_from_its_wait_takes_what_the_write_carried_and_fetches_nothing(store: Store) -> None:
+    """A read that waited for the feed (XREAD BLOCK) is answered, by Redis before 7.2, with the first
+    stream the waking write added to — the feed alone: the reader reads the carried streams after it
+    rather than fetch every pod and node the write changed (a burst created, then committed)."""
+    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
+    informer = Informer(store, [Kind.POD, Kind.NODE], block_ms=5000)
+    updates = informer.updates()
+    assert (await anext(updates)).full
+    burst = [pod(f"p{i}", cpu="1") for i in range(20)]  # one write
+    uids = [p.uid for p in burst]
+
+    async def woken_by(write: Any) -> Update:
+        waiting = asyncio.ensure_future(anext(updates))
+        await asyncio.sleep(0.3)  # the informer waits in its read
+        assert not waiting.done()
+        before = await _hgetalls(store)
+        await write
+        update = await asyncio.wait_for(waiting, 5)
+        assert await _hgetalls(store) == before  # nothing fetched
+        return update
+
+    update = await woken_by(store.upsert_pods(burst))
+    assert update.pods == await store.get_pods(uids)
+    records, n1 = await store.get_pods(uids), (await store.get_nodes(["n1"]))["n1"]
+    placements = [Placement(uid=u, node="n1", request=records[u].request, version=n1.version) for u in uids]
+    update = await woken_by(Binder(store.client, store.keys, "default-scheduler").commit(placements))
+    assert update.pods == await store.get_pods(uids) and update.nodes == await store.get_nodes(["n1"])
     informer.stop()
