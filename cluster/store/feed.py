@@ -184,9 +184,9 @@ class FeedReader:
         was fetched pod by pod, not taken as carried."""
         keys = self.store.keys
         wanted: dict[KeyT, StreamIdT] = {}
-        if self.records and not carrying[keys.recent.encode()] and any(c.kind is Kind.POD for c in changes):
+        if self.records and not carrying[keys.recent.encode()] and self._may_carry(changes, Kind.POD):
             wanted[keys.recent] = start
-        if self.nodes and not carrying[keys.recent_nodes.encode()] and any(c.kind is Kind.NODE for c in changes):
+        if self.nodes and not carrying[keys.recent_nodes.encode()] and self._may_carry(changes, Kind.NODE):
             wanted[keys.recent_nodes] = start
         if not wanted:
             return
@@ -196,6 +196,12 @@ class FeedReader:
         )
         for stream, entries in reply or []:
             carrying[stream] = entries
+
+    @staticmethod
+    def _may_carry(changes: list[Change], kind: Kind) -> bool:
+        """Whether ``changes`` hold one of ``kind`` that an entry may carry: not a deletion (a pod's
+        deletion carries nothing, and the simulated kubelets' ends are most of a busy feed's entries)."""
+        return any(c.kind is kind and not c.deleted for c in changes)
 
     def _pods_carried(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> Carried:
         """The pod records (or changes) ``entries`` of ``recent`` carry, up to the position read; two of
