@@ -168,8 +168,9 @@ class Store:
     async def set_phases(self, records: Iterable[PodRecord], phase: str) -> list[int]:
         """Bound pods' phase as their kubelets report it (Running, once started): each pod as
         :func:`~cluster.store.records.reported`, its phase and spec written, nothing accounted anew;
-        the version each write got, 0 for a pod left as it was (gone, bound elsewhere since, ended, in
-        that phase already). A pod's end is its deletion (:meth:`delete_pods`), not a phase.
+        the version each write got, 0 for a pod left as it was (gone, changed since ``records`` were
+        read — bound elsewhere, its spec updated —, ended, in that phase already). A pod's end is its
+        deletion (:meth:`delete_pods`), not a phase.
 
         Its feed entry carries the change, not the record: a reader that holds the pod applies it (a
         record decoded again is ~12 µs of every reader's time a pod; a demo's simulated kubelets
@@ -181,7 +182,7 @@ class Store:
         for rec in records:
             if not rec.node:
                 raise ValueError(f"pod {rec.namespace}/{rec.name}: not bound, so no kubelet reports its phase")
-            calls.append([rec.uid, rec.node, phase, _encoder.encode(reported(rec.pod, rec.node, phase))])
+            calls.append([rec.uid, rec.node, phase, rec.version, _encoder.encode(reported(rec.pod, rec.node, phase))])
         return await self._run(self._set_phase, calls, PODS_PER_CALL)
 
     async def delete_pods(self, uids: Iterable[str]) -> list[int]:

@@ -159,6 +159,14 @@ async def test_a_kubelets_report_sets_the_phase_of_pods_bound_where_it_says_and_
         after.allocated == Resources({"cpu": 2000, "memory": 2 * 2**30, "pods": 2}) and after.version == n1.version + 1
     )
     assert await store.set_phases([a], "Running") == [0]  # in that phase already
+    # A report made from a record the pod has moved on from (its labels updated since) writes nothing.
+    await store.upsert_pods([pod("d", cpu="1", node="n1")])
+    d = (await store.get_pods(["uid-d"]))["uid-d"]
+    relabelled = msgspec.structs.replace(d.pod, metadata=msgspec.structs.replace(d.pod.metadata, labels={"k": "v"}))
+    await store.upsert_pods([relabelled])
+    assert await store.set_phases([d], "Running") == [0]
+    now = (await store.get_pods(["uid-d"]))["uid-d"]
+    assert now.phase == "Pending" and now.pod.metadata.labels == {"k": "v"}
 
     head = await store.version()
     for phase in ("Succeeded", "Failed", ""):
