@@ -29,8 +29,8 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable
-from typing import cast
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import TypeVar, cast
 
 import msgspec
 from redis.typing import KeyT, StreamIdT
@@ -56,6 +56,7 @@ from cluster.store.records import (
 from cluster.store.store import OBJECT_KINDS, Store
 
 log = logging.getLogger("caldera.feed")
+T = TypeVar("T")
 
 
 class Change(msgspec.Struct, frozen=True):
@@ -101,6 +102,12 @@ rather than fetch the pod. A burst is committed moments after it was created, an
 after that; a pod pending longer than this many others came after it is fetched as before. The
 cost is the records a consumer does not hold itself: 10,000 of the demo's agent pods, decoded, take
 22 MB; a consumer that holds the pending pods anyway (the batch scheduler's cache) pays nothing."""
+
+
+def _merged_pod(earlier: CarriedFields, later: CarriedFields) -> CarriedFields | None:
+    """A pod's two carried records or changes within one read: a later record stands alone, a later
+    change goes on the earlier one (created, committed and started within the read)."""
+    return merged_fields(earlier, later) if is_change(later) else later
 
 
 class FeedReader:
@@ -164,8 +171,10 @@ class FeedReader:
                 self.position = version
                 changes += parse_entry(fields[b"c"], int(fields.get(b"t", b"0")) / 1e6, version)
         await self._read_left_out(carrying, start, changes, count)
-        self.carried = self._pods_carried(carrying[keys.recent.encode()])
-        self.carried_nodes = self._nodes_carried(carrying[keys.recent_nodes.encode()])
+        self.carried = self._carried(carrying[keys.recent.encode()], b"r", carried_decoder.decode, _merged_pod)
+        self.carried_nodes = self._carried(
+            carrying[keys.recent_nodes.encode()], b"n", carried_nodes_decoder.decode, merged_node_change
+        )
         if not reply:
             await self._check_store()
         return changes
@@ -203,43 +212,31 @@ class FeedReader:
         deletion carries nothing, and the simulated kubelets' ends are most of a busy feed's entries)."""
         return any(c.kind is kind and not c.deleted for c in changes)
 
-    def _pods_carried(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> Carried:
-        """The pod records (or changes) ``entries`` of ``recent`` carry, up to the position read; two of
-        one pod merged (created, committed and started within the read), or dropped when a write that
-        carried nothing came between (the pod is fetched)."""
-        carried: Carried = {}
+    def _carried(
+        self,
+        entries: list[tuple[bytes, dict[bytes, bytes]]],
+        field: bytes,
+        decode: Callable[[bytes], dict[str, T]],
+        merge: Callable[[T, T], T | None],
+    ) -> dict[str, tuple[int, T]]:
+        """What ``entries`` of a carried stream carry (``field``, decoded), up to the position read, by
+        name, with the version of the entry that carried it. Two of one object within the read are
+        merged; one whose two cannot be (a write that carried nothing came between) is dropped, and
+        fetched."""
+        carried: dict[str, tuple[int, T]] = {}
         for entry_id, fields in entries:
             version = int(entry_id.split(b"-")[0])
             if version > self.position:
                 break  # past the entries of the feed this read took: the next read brings them again
-            for uid, record in carried_decoder.decode(fields[b"r"]).items():
-                earlier = carried.get(uid)
-                if earlier is not None and is_change(record):
-                    merged = merged_fields(earlier[1], record)
-                    if merged is None:
-                        del carried[uid]
-                        continue
-                    record = merged
-                carried[uid] = (version, record)
-        return carried
-
-    def _nodes_carried(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> CarriedNodes:
-        """The nodes' accounting changes ``entries`` of ``recent_nodes`` carry, up to the position read,
-        two of one node merged, or dropped when a write that carried nothing came between."""
-        carried: CarriedNodes = {}
-        for entry_id, fields in entries:
-            version = int(entry_id.split(b"-")[0])
-            if version > self.position:
-                break
-            for name, change in carried_nodes_decoder.decode(fields[b"n"]).items():
+            for name, value in decode(fields[field]).items():
                 earlier = carried.get(name)
                 if earlier is not None:
-                    merged = merged_node_change(earlier[1], change)
+                    merged = merge(earlier[1], value)
                     if merged is None:
                         del carried[name]
                         continue
-                    change = merged
-                carried[name] = (version, change)
+                    value = merged
+                carried[name] = (version, value)
         return carried
 
     async def _check_store(self) -> None:

@@ -311,19 +311,24 @@ async def test_pods_created_and_committed_within_one_read_come_as_committed_with
     store: Store,
 ) -> None:
     """A reader that reads a burst's creation and its commit at once (behind by both) puts the commit's
-    change on the creation's record; nothing is fetched. A pod released and committed again in the
-    same read (the release carries nothing) is fetched."""
+    change on the creation's record — and the kubelets' report of its start, read with them, on that;
+    nothing is fetched. A pod released and committed again in the same read (the release carries
+    nothing) is fetched."""
     await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
-    reader = FeedReader(store, await store.version())
-    burst = [pod(f"p{i}", cpu="1") for i in range(30)]
-    await store.upsert_pods(burst)
-    uids = [p.uid for p in burst]
-    await _commit(store, uids)
-    changes = [c for c in await reader.read(block_ms=None) if c.kind is Kind.POD]
-    before = await _hgetalls(store)
-    update = await Informer(store, [Kind.POD]).fetch(reader.position, reader.epoch, changes, reader.carried)
-    assert await _hgetalls(store) == before
-    assert update.pods == await store.get_pods(uids)
+    for started in (False, True):
+        reader = FeedReader(store, await store.version())
+        burst = [pod(f"{'s' if started else 'p'}{i}", cpu="1") for i in range(30)]
+        await store.upsert_pods(burst)
+        uids = [p.uid for p in burst]
+        await _commit(store, uids)
+        if started:
+            await store.set_phases((await store.get_pods(uids)).values(), "Running")
+        changes = [c for c in await reader.read(block_ms=None) if c.kind is Kind.POD]
+        before = await _hgetalls(store)
+        update = await Informer(store, [Kind.POD]).fetch(reader.position, reader.epoch, changes, reader.carried)
+        assert await _hgetalls(store) == before
+        assert update.pods == await store.get_pods(uids)
+        assert all(r is not None and r.phase == ("Running" if started else "Pending") for r in update.pods.values())
 
     await store.upsert_pods([pod("again", cpu="1")])
     await _commit(store, ["uid-again"])
@@ -418,24 +423,6 @@ async def test_a_kubelets_report_carries_its_change_and_a_reader_holding_the_bou
         assert all(
             r is not None and r.phase == "Running" and r.pod.status.phase == "Running" for r in update.pods.values()
         )
-
-
-async def test_pods_created_committed_and_started_within_one_read_come_started_without_a_fetch(
-    store: Store,
-) -> None:
-    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
-    reader = FeedReader(store, await store.version())
-    burst = [pod(f"p{i}", cpu="1") for i in range(30)]
-    await store.upsert_pods(burst)
-    uids = [p.uid for p in burst]
-    await _commit(store, uids)
-    await store.set_phases((await store.get_pods(uids)).values(), "Running")
-    changes = [c for c in await reader.read(block_ms=None) if c.kind is Kind.POD]
-    before = await _hgetalls(store)
-    update = await Informer(store, [Kind.POD]).fetch(reader.position, reader.epoch, changes, reader.carried)
-    assert await _hgetalls(store) == before
-    assert update.pods == await store.get_pods(uids)
-    assert all(r is not None and r.phase == "Running" and r.pod.spec.node_name == "n1" for r in update.pods.values())
 
 
 async def test_a_reader_of_nodes_applies_the_accounting_writes_carry_and_fetches_only_nodes_rewritten(
