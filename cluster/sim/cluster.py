@@ -1,8 +1,9 @@
 """The simulated cluster: plays Kubernetes' kubelets against the store.
 
 It watches the feed for pods the binder committed, marks them Running (as a kubelet
-reports a pod's phase: :meth:`Store.set_phases`), and when a pod's duration is up deletes it, which returns its resources
-in the same atomic script. It never decides placements.
+reports a pod's phase: :meth:`Store.set_phases`), and when a pod's duration is up
+deletes it, which returns its resources in the same atomic script. It never decides
+placements.
 """
 
 from __future__ import annotations

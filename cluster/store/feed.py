@@ -447,25 +447,21 @@ class Informer:
         A node whose last change here carried its accounting (``carried_nodes``), as the node held
         here changed."""
         latest: dict[Kind, dict[str, bool]] = {}
-        last: dict[str, int] = {}  # each pod's last change's version
-        last_node: dict[str, int] = {}
+        last: dict[Kind, dict[str, int]] = {}  # each object's last change's version
         for c in changes:
             latest.setdefault(c.kind, {})[c.name] = c.deleted
-            if c.kind is Kind.POD:
-                last[c.name] = c.version
-            elif c.kind is Kind.NODE:
-                last_node[c.name] = c.version
+            last.setdefault(c.kind, {})[c.name] = c.version
         update = Update(version=version, epoch=epoch, full=False, nodes={}, pods={}, objects={})
         for kind, names in latest.items():
             live = [n for n, deleted in names.items() if not deleted]
             if kind is Kind.NODE:
-                found_nodes = self._nodes_changed(live, last_node, carried_nodes or {})
+                found_nodes = self._nodes_changed(live, last[kind], carried_nodes or {})
                 missing_nodes = [n for n in live if n not in found_nodes]
                 if missing_nodes:
                     found_nodes.update(await self.store.get_nodes(missing_nodes))
                 update.nodes = {n: found_nodes.get(n) for n in names}
             elif kind is Kind.POD:
-                found_pods = self._pods_changed(live, last, carried or {})
+                found_pods = self._pods_changed(live, last[kind], carried or {})
                 missing = [n for n in live if n not in found_pods]
                 if missing:
                     found_pods.update(await self.store.get_pods(missing))

@@ -224,17 +224,14 @@ def changed_record(base: PodRecord, fields: CarriedFields) -> PodRecord | None:
     text = cast(dict[str, str], fields)
     if str(base.version) != text["from"]:
         return None
-    record = base
+    node = text.get("node", base.node)
+    changed: dict[str, Any] = {"version": int(text["version"])}
     if "node" in text:
         cards = text["cards"]
-        record = msgspec.structs.replace(
-            record, node=text["node"], accounted=text["acct"], cards=decode_request(cards) if cards else NO_CARDS
-        )
+        changed |= {"node": node, "accounted": text["acct"], "cards": decode_request(cards) if cards else NO_CARDS}
     if "phase" in text:
-        record = msgspec.structs.replace(
-            record, phase=text["phase"], pod=reported(record.pod, record.node, text["phase"])
-        )
-    return msgspec.structs.replace(record, version=int(text["version"]))
+        changed |= {"phase": text["phase"], "pod": reported(base.pod, node, text["phase"])}
+    return msgspec.structs.replace(base, **changed)
 
 
 def merged_fields(earlier: CarriedFields, change: CarriedFields) -> CarriedFields | None:
