@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import msgspec
 import numpy as np
@@ -137,8 +137,24 @@ def decide(
     ``placed``: the pods already on the nodes, for inter-pod rules (None: no pod of the batch has
     one and no placed pod has terms); each choice is added to it, so the batch's pods count each
     other. A pod is judged by the rules only when it has some or a placed pod has terms."""
+    return list(decisions(columns, tasks, config, rng, chosen, placed))
+
+
+def decisions(
+    columns: NodeTable,
+    tasks: Sequence[Task],
+    config: CoreConfig,
+    rng: random.Random,
+    chosen: Profile | None = None,
+    placed: PlacedPods | None = None,
+) -> Iterator[Choice | NoFit]:
+    """:func:`decide`, one task at a time: the worker commits the first pods of a batch while it
+    decides the rest. Each decision is taken on ``columns`` as it is yielded; the table must not
+    change otherwise until the last (the pods alike are judged once for all)."""
     if not len(columns):
-        return [NoFit(uid=t.uid, reason="0/0 nodes are available: the cluster has no nodes.") for t in tasks]
+        for t in tasks:
+            yield NoFit(uid=t.uid, reason="0/0 nodes are available: the cluster has no nodes.")
+        return
     placing = chosen if chosen is not None else profile(config)
     ruled = with_pod_rules(placing, placed) if placed is not None else placing
     fgd = next((s for s in placing.scores if isinstance(s, FgdScore)), None)
@@ -146,7 +162,6 @@ def decide(
         fgd.observe([(t.pod, t.request) for t in tasks])
     # Pods alike judged over every node once (exact; not for GPU cards, inter-pod rules or FGD).
     alike = Alike(placing) if fgd is None and takes_alike(placing) else None
-    out: list[Choice | NoFit] = []
     for task in tasks:
         judged = placed is not None and (bool(placed.with_terms) or bears_rules(task.pod))
         need = card_need(task.pod, task.request)
@@ -155,7 +170,7 @@ def decide(
         else:
             row = (ruled if judged else placing).place(columns, task.pod, task.request, rng)
         if isinstance(row, Filtered):
-            out.append(NoFit(uid=task.uid, reason=row.reason()))
+            yield NoFit(uid=task.uid, reason=row.reason())
             continue
         name = columns.names[row]
         cards = Resources()
@@ -166,7 +181,7 @@ def decide(
                 first = int(card[0]) if card[0] >= 0 else None
             picked = choose_cards(columns, row, need, config.gpu_policy, first)
             if picked is None:  # the filter judged the cards as they are: not reached
-                out.append(NoFit(uid=task.uid, reason=f"no GPU card on {name} has room for the pod"))
+                yield NoFit(uid=task.uid, reason=f"no GPU card on {name} has room for the pod")
                 continue
             cards = picked
         columns.take(name, task.request)
@@ -176,8 +191,7 @@ def decide(
             alike.taken(columns, row)
         if placed is not None:
             placed.add(task.uid, task.pod, row)
-        out.append(Choice(uid=task.uid, node=name, version=int(columns.version[row]), cards=cards))
-    return out
+        yield Choice(uid=task.uid, node=name, version=int(columns.version[row]), cards=cards)
 
 
 def partition_room(columns: NodeTable, requests: Sequence[Resources], config: CoreConfig) -> int | None:

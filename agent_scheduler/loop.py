@@ -415,7 +415,7 @@ class AgentLoop:
         self.stages.observe_each("queue", [handed - self.first_seen.get(uid, handed) for uid in batch])
         self.stages.observe("hop", self.clock() - handed - result.seconds, n)
         self.stages.observe("decide", result.decide_seconds, n)
-        self.stages.observe("commit", sum(result.commit_seconds), n)
+        self.stages.observe("commit", result.commit_wait_seconds, n)
         self.stages.observe("bind", result.bind_seconds, n)
 
     def _bound(self, o: Outcome, now: float, bound_wall: float) -> None:

@@ -8,8 +8,9 @@ From the write that made the pod pending to the moment its binding is seen back 
 - ``queue``: first seen → handed to a worker;
 - ``hop``: the worker call's round trip beyond the worker's own time (Ray, the records' transfer,
   the loop's turn to read the answer);
-- ``decide``, ``commit`` (the binder's round trips, retries included), ``bind`` (the cluster's
-  pods/binding calls): the worker's call, each pod of the call counted with the call's time;
+- ``decide``, ``commit`` (the wait for the binder's answers once the deciding is done — a worker
+  sends each few pods' commit as soon as they are decided —, retries included), ``bind`` (the
+  cluster's pods/binding calls): the worker's call, each pod of the call counted with the call's time;
 - ``observed``: the bind calls returned → the bound pod is seen on the feed (0 when the feed
   brought it before the worker's answer reached the loop).
 

@@ -21,16 +21,17 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 
 import msgspec
+import numpy as np
 
-from agent_scheduler.core import Choice, CoreConfig, NoFit, Task, decide, partition_room, profile
+from agent_scheduler.core import Choice, CoreConfig, NoFit, Task, decisions, partition_room, profile
 from agent_scheduler.pod_context import PlacedRef, placed_on
 from binder.bind import BindTarget, bind_committed
-from binder.commit import Binder
+from binder.commit import Binder, CommitStream
 from binder.results import Committed, Conflict, Placement, Reason, Result
 from cluster.model.binding import Binding
 from cluster.model.devices import card_annotations
 from cluster.model.resources import Resources
-from cluster.nodeview.assume import Assumed
+from cluster.nodeview.assume import Assumed, Token
 from cluster.nodeview.plugins import partition_steps
 from cluster.nodeview.pod_affinity import PlacedPods, bears_rules
 from cluster.nodeview.table import NodeTable
@@ -65,6 +66,9 @@ class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
     rejected: int = 0
     seconds: float = 0.0
     commit_seconds: list[float] = []  # each commit round trip of the call (the loop's binder metrics)
+    # of ``seconds``: waiting for the binder once a round's deciding was done (its commits were sent
+    # as it decided: their round trips overlap ``decide_seconds``)
+    commit_wait_seconds: float = 0.0
     released: int = 0  # reservations given back because their bind failed
     decide_seconds: float = 0.0  # of ``seconds``: deciding (every attempt)
     bind_seconds: float = 0.0  # of ``seconds``: the bind calls
@@ -73,6 +77,12 @@ class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
     # partition), after the batch: the loop sizes its next shares by it. None: one worker, or
     # not asked (WorkerConfig.report_room).
     room: int | None = None
+
+
+COMMIT_CHUNK = 32
+"""Decisions a worker sends to the binder in one script call while it decides the rest of a batch:
+Redis commits them on its own core meanwhile, and the first pods of a batch are bound without
+waiting for its last to be decided."""
 
 
 class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,6 +101,9 @@ class WorkerConfig(msgspec.Struct, frozen=True, kw_only=True):
     # from the emptiest, and in a full shard meet there (the demo at 2 workers: every true
     # conflict was such a pair).
     hand_over: bool = True
+    # A batch's decisions go to the binder this many at a time, each sent as soon as decided
+    # (:data:`COMMIT_CHUNK`).
+    commit_chunk: int = COMMIT_CHUNK
 
 
 _RETRYABLE = {Reason.NOT_OWNER, Reason.INSUFFICIENT, Reason.UNSCHEDULABLE, Reason.UNKNOWN_NODE}
@@ -108,6 +121,7 @@ class _Call:
     rejected: int = 0
     cards: dict[str, Resources] = dataclasses.field(default_factory=dict)  # uid -> the GPU cards its commit took
     commit_seconds: list[float] = dataclasses.field(default_factory=list)
+    commit_wait_seconds: float = 0.0
     released: int = 0
     decide_seconds: float = 0.0
     bind_seconds: float = 0.0
@@ -208,6 +222,7 @@ class Worker:
             rejected=call.rejected,
             seconds=time.perf_counter() - start,
             commit_seconds=call.commit_seconds,
+            commit_wait_seconds=call.commit_wait_seconds,
             released=call.released,
             decide_seconds=call.decide_seconds,
             bind_seconds=call.bind_seconds,
@@ -215,62 +230,35 @@ class Worker:
             room=room,
         )
 
-    async def _commit(self, placements: list[Placement], call: _Call) -> list[Result]:
-        """The binder's answers (one round trip, timed for the loop's metrics)."""
-        if not placements:
-            return []
-        started = time.perf_counter()
-        results = await self.binder.commit(placements)
-        call.commit_seconds.append(time.perf_counter() - started)
-        return results
-
     async def _attempt(
         self, tasks: list[Task], attempt: int, call: _Call, placed: PlacedPods | None, keep: Collection[str]
     ) -> list[Task]:
-        """One round: decide every task, commit the placements, sort the answers; the tasks to retry."""
+        """One round: decide every task, committing each :data:`COMMIT_CHUNK` decided while the next
+        are decided, then sort the answers; the tasks to retry."""
         started = time.perf_counter()
-        decisions = decide(self.columns, tasks, self.config.core, self.rng, self.profile, placed)
         by_uid = {t.uid: t for t in tasks}
-        placements = self._placements(decisions, by_uid, keep, attempt, call, placed)
-        call.decide_seconds += time.perf_counter() - started
-        held = [  # decide took them
-            self.assumed.assume(p.node, p.request + p.cards if p.cards else p.request, taken=True) for p in placements
-        ]
-        call.cards |= {p.uid: p.cards for p in placements if p.cards}
+        stream = await self.binder.commit_stream()
+        sent: list[tuple[list[Placement], list[Token]]] = []
         try:
-            results = await self._commit(placements, call)
+            first = self._decide(tasks, by_uid, stream, sent, attempt, call, placed, keep)
+            decided = time.perf_counter()
+            call.decide_seconds += decided - started
+            answers = await stream.results()
         except BaseException:
-            for h in held:
-                self.assumed.forget(h)
+            for _, held in sent:
+                for h in held:
+                    self.assumed.forget(h)
+            await stream.abandon()
             raise
+        if first is not None:
+            answered = time.perf_counter()
+            call.commit_seconds.append(answered - first)
+            call.commit_wait_seconds += answered - decided
         again: list[Task] = []
         fresh: list[Committed | Conflict] = []  # nodes that moved: their figures as the commit left them
-        for p, r, h in zip(placements, results, held):
-            task = by_uid[p.uid]
-            if isinstance(r, Committed):
-                self.assumed.confirm(h, r.version)
-                call.committed.append((task, r, attempt))
-                call.resolved += r.resolved
-                if r.allocatable is not None:
-                    fresh.append(r)
-                continue
-            self.assumed.forget(h)
-            if isinstance(r, Conflict):
-                call.conflicts += 1
-                fresh.append(r)
-                again.append(task)
-            else:
-                call.rejected += 1
-                if r.reason in _RETRYABLE:
-                    again.append(task)
-                elif r.reason is Reason.ALREADY_BOUND:
-                    call.stale.append(p.uid)
-                else:
-                    call.outcomes.append(
-                        Outcome(
-                            uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(), attempts=attempt
-                        )
-                    )
+        for (placements, held), results in zip(sent, answers):
+            for p, r, h in zip(placements, results, held):
+                self._sort_answer(by_uid[p.uid], p, r, h, attempt, call, again, fresh)
         for f in fresh:  # last: they already count this call's placements, and undo nothing
             if f.allocatable is not None and f.allocated is not None:
                 self.assumed.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable)
@@ -279,6 +267,92 @@ class Worker:
                 placed.remove(t.uid)
         return again
 
+    def _decide(
+        self,
+        tasks: list[Task],
+        by_uid: Mapping[str, Task],
+        stream: CommitStream,
+        sent: list[tuple[list[Placement], list[Token]]],
+        attempt: int,
+        call: _Call,
+        placed: PlacedPods | None,
+        keep: Collection[str],
+    ) -> float | None:
+        """Decide every task, each :attr:`WorkerConfig.commit_chunk` placements sent as decided (into
+        ``sent``, with the tokens holding them); when the first went (None: none did)."""
+        core = self.config.core
+        steps = None
+        if self.config.hand_over and core.workers > 1 and placed is None:
+            steps = partition_steps(self.columns, core.worker, core.workers)
+        handed: list[tuple[str, Resources]] = []  # given back once every task is decided
+        first: float | None = None
+        chunk: list[Choice | NoFit] = []
+        for i, d in enumerate(decisions(self.columns, tasks, core, self.rng, self.profile, placed), 1):
+            chunk.append(d)
+            if len(chunk) == self.config.commit_chunk or i == len(tasks):
+                placements, held = self._send(stream, chunk, by_uid, keep, attempt, call, steps, handed)
+                sent.append((placements, held))
+                if placements and first is None:
+                    first = time.perf_counter()
+                chunk = []
+        for node, request in handed:
+            self.columns.give_back(node, request)
+        return first
+
+    def _send(
+        self,
+        stream: CommitStream,
+        chunk: list[Choice | NoFit],
+        by_uid: Mapping[str, Task],
+        keep: Collection[str],
+        attempt: int,
+        call: _Call,
+        steps: np.ndarray | None,
+        handed: list[tuple[str, Resources]],
+    ) -> tuple[list[Placement], list[Token]]:
+        """Decisions to commit, held on the replica and sent to the binder; the rest sorted."""
+        placements = self._placements(chunk, by_uid, keep, attempt, call, steps, handed)
+        held = [  # decide took them
+            self.assumed.assume(p.node, p.request + p.cards if p.cards else p.request, taken=True) for p in placements
+        ]
+        call.cards |= {p.uid: p.cards for p in placements if p.cards}
+        stream.add(placements)
+        return placements, held
+
+    def _sort_answer(
+        self,
+        task: Task,
+        p: Placement,
+        r: Result,
+        h: Token,
+        attempt: int,
+        call: _Call,
+        again: list[Task],
+        fresh: list[Committed | Conflict],
+    ) -> None:
+        if isinstance(r, Committed):
+            self.assumed.confirm(h, r.version)
+            call.committed.append((task, r, attempt))
+            call.resolved += r.resolved
+            if r.allocatable is not None:
+                fresh.append(r)
+            return
+        self.assumed.forget(h)
+        if isinstance(r, Conflict):
+            call.conflicts += 1
+            fresh.append(r)
+            again.append(task)
+            return
+        call.rejected += 1
+        if r.reason in _RETRYABLE:
+            again.append(task)
+        elif r.reason is Reason.ALREADY_BOUND:
+            call.stale.append(p.uid)
+        else:
+            call.outcomes.append(
+                Outcome(uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(), attempts=attempt)
+            )
+
     def _placements(
         self,
         decisions: list[Choice | NoFit],
@@ -286,16 +360,15 @@ class Worker:
         keep: Collection[str],
         attempt: int,
         call: _Call,
-        placed: PlacedPods | None,
+        steps: np.ndarray | None,
+        handed: list[tuple[str, Resources]],
     ) -> list[Placement]:
         """The placements to commit. A pod that fits nowhere is unschedulable; with several workers
-        (:attr:`WorkerConfig.hand_over`), a pod whose node is in another worker's partition goes back
-        to the loop for that worker, its room given back on the replica, unless it is in ``keep`` —
-        not in batches judged with inter-pod rules (``placed``: their pods count each other)."""
+        (:attr:`WorkerConfig.hand_over`: ``steps``, each node's partition from this worker's), a pod
+        whose node is in another worker's partition goes back to the loop for that worker, its room
+        to be given back on the replica (``handed``), unless it is in ``keep`` — not in batches judged
+        with inter-pod rules (their pods count each other)."""
         core = self.config.core
-        steps = None
-        if self.config.hand_over and core.workers > 1 and placed is None:
-            steps = partition_steps(self.columns, core.worker, core.workers)
         index = self.columns.index
         placements: list[Placement] = []
         for d in decisions:
@@ -307,7 +380,7 @@ class Worker:
             request = by_uid[d.uid].request
             step = int(steps[index[d.node]]) if steps is not None and d.uid not in keep else 0
             if step:
-                self.columns.give_back(d.node, request + d.cards if d.cards else request)
+                handed.append((d.node, request + d.cards if d.cards else request))
                 owner = (core.worker + step) % core.workers
                 call.outcomes.append(
                     Outcome(uid=d.uid, kind=OutcomeKind.HANDED_OVER, node=d.node, worker=owner, attempts=attempt)

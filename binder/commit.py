@@ -153,15 +153,26 @@ class Binder:
             stream.add(gang)
         return await stream.results()
 
+    async def commit_stream(self) -> CommitStream:
+        """:meth:`commit` batch by batch, each batch's script call sent to Redis as soon as it is
+        added (:class:`~cluster.store.scripts.SentAhead`): the agent's worker commits a micro-batch's
+        first pods while it decides the rest. Read the results with :meth:`CommitStream.results`
+        (or give the connection back with :meth:`CommitStream.abandon`)."""
+        await self._load_once()
+        return CommitStream(self, await SentAhead.open(self.client))
+
+    async def _load_once(self) -> None:
+        if not self._loaded:  # calls sent ahead to a Redis without the script would all go twice
+            await self.load()
+            self._loaded = True
+
     async def gang_stream(self, per_call: int = GANG_PLACEMENTS_PER_CALL) -> GangStream:
         """:meth:`commit_gangs` gang by gang, each script call sent to Redis as soon as it is
         full, from synchronous code (:class:`~cluster.store.scripts.SentAhead`): the batch
         session commits its first gangs while it places the others. Read the results with
         :meth:`GangStream.results` (or give the connection back with
         :meth:`GangStream.abandon`)."""
-        if not self._loaded:  # calls sent ahead to a Redis without the script would all go twice
-            await self.load()
-            self._loaded = True
+        await self._load_once()
         return GangStream(self, await SentAhead.open(self.client), per_call)
 
     @staticmethod
@@ -275,55 +286,46 @@ class Binder:
         return list(zip(items[::2], items[1::2]))
 
 
-class GangStream:
-    """Gangs for :meth:`Binder.commit_gangs`, added one at a time: a script call is closed as
-    soon as it holds ``per_call`` placements (or the next gang would take it past them), and
-    sent at once when the stream was opened with a :class:`SentAhead`
-    (:meth:`Binder.gang_stream`); :meth:`results` sends what is left and answers every gang in
-    the order added."""
+class CommitStream:
+    """Batches for :meth:`Binder.commit`, each one script call sent at once when the stream was
+    opened with a :class:`SentAhead` (:meth:`Binder.commit_stream`): Redis commits a batch while
+    its sender decides the next. :meth:`results` answers every batch in the order added."""
 
-    def __init__(self, binder: Binder, ahead: SentAhead | None, per_call: int) -> None:
-        self.binder, self.ahead, self.per_call = binder, ahead, per_call
+    PARTS = "batches"
+
+    def __init__(self, binder: Binder, ahead: SentAhead | None) -> None:
+        self.binder, self.ahead = binder, ahead
         self.out: list[list[Result | None]] = []
         # (the script's gang sizes, figures, the indices in out it answers, its placements)
         self.calls: list[tuple[str, int, list[int], list[Placement]]] = []
-        self._sizes: list[int] = []
-        self._indices: list[int] = []
-        self._todo: list[Placement] = []
         self._seen: set[str] = set()
         self._started: float | None = None  # the binder's clock at the first call sent
 
-    def add(self, gang: Sequence[Placement]) -> None:
-        results, todo = self.binder._screen(gang, True)
-        uids = [p.uid for p in gang]
+    def add(self, batch: Sequence[Placement]) -> None:
+        """One batch, as :meth:`Binder.commit` takes it (with the nodes' figures answered)."""
+        _, todo = self._screened(batch, False)
+        if todo:
+            self._send(("0", 1, [len(self.out) - 1], todo))
+
+    def _screened(self, batch: Sequence[Placement], gang: bool) -> tuple[list[Result | None], list[Placement]]:
+        results, todo = self.binder._screen(batch, gang)
+        uids = [p.uid for p in batch]
         taken = self._seen.intersection(uids)
         if taken:
-            raise ValueError(f"placements: a pod appears in two gangs: {sorted(taken)}")
+            raise ValueError(f"placements: a pod appears in two {self.PARTS}: {sorted(taken)}")
         self._seen.update(uids)
         self.out.append(results)
-        if not todo:
-            return
-        if self._todo and len(self._todo) + len(todo) > self.per_call:
-            self._close()
-        self._sizes.append(len(todo))
-        self._indices.append(len(self.out) - 1)
-        self._todo.extend(todo)
-        if len(self._todo) >= self.per_call:
-            self._close()
+        return results, todo
 
-    def _close(self) -> None:
-        call = (" ".join(map(str, self._sizes)), 0, self._indices, self._todo)
+    def _send(self, call: tuple[str, int, list[int], list[Placement]]) -> None:
         self.calls.append(call)
         if self.ahead is not None:
             if self._started is None:
                 self._started = self.binder.clock()
             self.ahead.send(self.binder._command(call[0], call[1], call[3]))
-        self._sizes, self._indices, self._todo = [], [], []
 
     async def results(self) -> list[list[Result]]:
-        """Every gang's results, in the order added."""
-        if self._todo:
-            self._close()
+        """Every batch's results, in the order added."""
         out: list[list[Result]] = self.out  # type: ignore[assignment]  # filled in by _decoded
         if self.ahead is None:
             return await self.binder._finish(out, self.calls)
@@ -337,3 +339,42 @@ class GangStream:
         committed: the rebinder binds what stays committed and unbound)."""
         if self.ahead is not None:
             await self.ahead.abandon()
+
+
+class GangStream(CommitStream):
+    """Gangs for :meth:`Binder.commit_gangs`, added one at a time: a script call is closed as
+    soon as it holds ``per_call`` placements (or the next gang would take it past them), and
+    sent at once when the stream was opened with a :class:`SentAhead`
+    (:meth:`Binder.gang_stream`); :meth:`results` sends what is left and answers every gang in
+    the order added."""
+
+    PARTS = "gangs"
+
+    def __init__(self, binder: Binder, ahead: SentAhead | None, per_call: int) -> None:
+        super().__init__(binder, ahead)
+        self.per_call = per_call
+        self._sizes: list[int] = []
+        self._indices: list[int] = []
+        self._todo: list[Placement] = []
+
+    def add(self, gang: Sequence[Placement]) -> None:
+        _, todo = self._screened(gang, True)
+        if not todo:
+            return
+        if self._todo and len(self._todo) + len(todo) > self.per_call:
+            self._close()
+        self._sizes.append(len(todo))
+        self._indices.append(len(self.out) - 1)
+        self._todo.extend(todo)
+        if len(self._todo) >= self.per_call:
+            self._close()
+
+    def _close(self) -> None:
+        self._send((" ".join(map(str, self._sizes)), 0, self._indices, self._todo))
+        self._sizes, self._indices, self._todo = [], [], []
+
+    async def results(self) -> list[list[Result]]:
+        """Every gang's results, in the order added."""
+        if self._todo:
+            self._close()
+        return await super().results()

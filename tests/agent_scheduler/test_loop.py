@@ -90,6 +90,45 @@ async def test_a_batch_of_old_records_binds_a_pod_committed_meanwhile_and_drops_
         await worker.stop()
 
 
+async def test_a_worker_commits_a_batch_a_chunk_at_a_time_as_it_decides_it(store: Store) -> None:
+    """Each ``commit_chunk`` decisions go to the binder as soon as they are made: a batch of five in
+    chunks of two is three commits (three feed entries, in the order decided), every pod bound once
+    where its chunk put it, and the replica counts each placement once. The stage figures: the wait
+    for the binder after the deciding is within the commits' round trip."""
+    await store.upsert_nodes([node(f"n{i}", cpu="16") for i in range(2)])
+    binder = Binder(store.client, store.keys, "agent-scheduler")
+    worker = Worker(store, binder, SimBindTarget(store), WorkerConfig(commit_chunk=2))
+    await worker.start()
+    try:
+        pods = [make_pod(f"p{i}", requests={"cpu": "2"}, scheduler="agent-scheduler") for i in range(5)]
+        await store.upsert_pods(pods)
+        records = await store.get_pods([p.uid for p in pods])
+        last = (await store.client.xrevrange(store.keys.feed, count=1))[0][0]
+        result = await worker.schedule([records[p.uid] for p in pods])
+        assert [o.kind for o in result.outcomes] == [OutcomeKind.BOUND] * 5
+        entries = await store.client.xrange(store.keys.feed, min=b"(" + last)
+        committed = [
+            [name.removeprefix("pod:") for name in fields[b"c"].decode().split("\n") if name.startswith("pod:")]
+            for _, fields in entries
+        ]
+        assert [c for c in committed if c][:3] == [
+            [pods[0].uid, pods[1].uid],
+            [pods[2].uid, pods[3].uid],
+            [pods[4].uid],
+        ]
+        assert len(result.commit_seconds) == 1 and 0 <= result.commit_wait_seconds <= result.commit_seconds[0]
+        held = await store.get_nodes(["n0", "n1"])
+        async with asyncio.timeout(10):
+            while any(worker.columns.version[worker.columns.index[n]] < r.version for n, r in held.items()):
+                await asyncio.sleep(0.01)  # the replica caught up with the commits
+        cpu = worker.columns.resource_row("cpu")
+        assert sum(int(worker.columns.allocated[cpu, worker.columns.index[n]]) for n in held) == 5 * 2000
+        assert len(worker.assumed) == 0
+        assert await audit(store) == []
+    finally:
+        await worker.stop()
+
+
 async def test_a_refresh_of_the_replica_keeps_placements_whose_commit_is_still_in_flight(store: Store) -> None:
     """While a batch is being committed the store does not count its placements yet; a refresh of
     the node from the feed must not drop them, or the worker's next batch fills the same room."""

@@ -256,6 +256,35 @@ async def test_a_gang_stream_sends_each_full_call_as_it_fills_and_answers_like_c
     assert await audit(store) == []
 
 
+async def test_a_commit_stream_sends_each_batch_when_added_and_answers_each_as_commit_would(store: Store) -> None:
+    """The agent worker's stream: each batch is its own script call, in Redis before any await (the
+    first pods of a micro-batch committed while the rest are decided), answered as ``commit``
+    answers it (a moved node's figures with a commit that re-checked it)."""
+    await store.upsert_nodes([node("n1", cpu="4")])
+    await store.upsert_pods([pod(f"p{i}", cpu="1") for i in range(5)])
+    binder = Binder(store.client, store.keys, "s")
+    seen = (await store.get_nodes(["n1"]))["n1"].version
+    stream = await binder.commit_stream()
+    stream.add([await placement(store, f"uid-p{i}", "n1", version=seen) for i in (0, 1)])
+    for _ in range(200):  # no reply read yet: Redis ran the call on its own
+        if "uid-p0" not in await store.pending("s"):
+            break
+        await asyncio.sleep(0.005)
+    assert sorted(await store.pending("s")) == ["uid-p2", "uid-p3", "uid-p4"]
+    stream.add([await placement(store, f"uid-p{i}", "n1", version=seen) for i in (2, 3, 4)])  # one too many
+    first, second = await stream.results()
+    assert [type(r) for r in first] == [Committed, Committed]
+    assert [type(r) for r in second] == [Committed, Committed, Conflict]  # n1 moved: re-checked, then full
+    assert isinstance(second[0], Committed) and second[0].resolved and second[0].allocated is not None
+    assert sorted(await store.pending("s")) == ["uid-p4"]
+    with pytest.raises(ValueError, match="a pod appears in two batches"):
+        again = await binder.commit_stream()
+        again.add([await placement(store, "uid-p4", "n1")])
+        again.add([await placement(store, "uid-p4", "n1")])
+    await again.abandon()
+    assert await audit(store) == []
+
+
 async def test_a_gang_stream_after_redis_lost_its_scripts_loads_them_and_commits(store: Store) -> None:
     """The calls sent ahead met NOSCRIPT (Redis restarted, flushed): loaded, sent again, committed."""
     await store.upsert_nodes([node("n1", cpu="8")])
