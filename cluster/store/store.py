@@ -8,11 +8,12 @@ Every batch is validated whole before anything is written, so bad input changes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgspec
 import redis.asyncio as aioredis
+from redis.exceptions import NoScriptError
 
 from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.devices import card_uuids, foreign_vgpu, node_allocatable, pod_cards
@@ -28,7 +29,7 @@ from cluster.store.records import (
     pod_record,
     reported,
 )
-from cluster.store.scripts import Arg, Script, call_packed, run_loaded
+from cluster.store.scripts import Arg, Script, SentAhead, call_packed, run_loaded
 
 DEFAULT_FEED_MAXLEN = 200_000
 PODS_PER_CALL = 25
@@ -125,6 +126,35 @@ class Store:
 
         return await run_loaded(self.client, self._scripts, go)
 
+    async def _stream(self, script: Script, calls: Iterator[Sequence[Arg]], per_call: int) -> list[int]:
+        """:meth:`_run` for argument lists made as it goes: each call written to Redis as soon as its
+        ``per_call`` lists are made (:class:`~cluster.store.scripts.SentAhead`), its replies read
+        once all are sent. ``calls`` must not raise (check the input first): the calls sent before
+        would stand. Measured, 200 of the demo's pods on a quiet Redis: the first call's write began
+        after ~0.2 ms of encoding rather than the whole write's ~1.8."""
+        ahead = await SentAhead.open(self.client)
+        try:
+            args: list[Arg] = []
+            made = 0
+            for call in calls:
+                args += call
+                made += 1
+                if made == per_call:
+                    ahead.send(script.command([self.keys.rv], [*self._head, *args]))
+                    args, made = [], 0
+            if made:
+                ahead.send(script.command([self.keys.rv], [*self._head, *args]))
+        except BaseException:
+            await ahead.abandon()
+            raise
+        try:
+            answers = await ahead.replies()
+        except NoScriptError:  # nothing ran (Redis restarted or flushed): loaded, all sent again
+            for loaded in self._scripts:
+                await loaded.load(self.client)
+            answers = await call_packed(self.client, ahead.commands)
+        return [int(v) for answer in answers for v in (answer if isinstance(answer, list) else [answer])]
+
     # -- observed state -------------------------------------------------------------
 
     async def upsert_nodes(self, nodes: Iterable[Node]) -> list[int]:
@@ -140,16 +170,21 @@ class Store:
 
     async def upsert_pods(self, pods: Iterable[Pod]) -> list[int]:
         """Create or update pods as observed (a pod that arrives bound is accounted on its node, with
-        the GPU cards its annotations name — HAMi's by UUID, read against the node's cards)."""
+        the GPU cards its annotations name — HAMi's by UUID, read against the node's cards).
+
+        Each call of :data:`PODS_PER_CALL` pods goes to Redis as soon as its pods are encoded
+        (:meth:`_stream`): a burst's first pods are written while the rest are encoded."""
         pods = list(pods)
+        if not pods:
+            return []
         foreign = sorted({p.node_name for p in pods if foreign_vgpu(p)})
         uuids = {name: card_uuids(r.node) for name, r in (await self.get_nodes(foreign)).items()} if foreign else {}
-        calls: list[list[Arg]] = []
-        for pod in pods:
-            request = pod.request()  # raises on a bad quantity, before any write
-            group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else ""
-            calls.append(
-                [
+        requests = [pod.request() for pod in pods]  # raises on a bad quantity, before any write
+
+        def calls() -> Iterator[list[Arg]]:
+            for pod, request in zip(pods, requests):
+                group = f"{pod.namespace}/{pod.group_name}" if pod.group_name else ""
+                yield [
                     pod.uid,
                     pod.namespace,
                     pod.name,
@@ -162,8 +197,8 @@ class Store:
                     _encoder.encode(pod),
                     encode_request(pod_cards(pod, uuids.get(pod.node_name, ()))) if pod.node_name else "",
                 ]
-            )
-        return await self._run(self._upsert_pod, calls, PODS_PER_CALL)
+
+        return await self._stream(self._upsert_pod, calls(), PODS_PER_CALL)
 
     async def set_phases(self, records: Iterable[PodRecord], phase: str) -> list[int]:
         """Bound pods' phase as their kubelets report it (Running, once started): each pod as

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+
 import msgspec
 import pytest
+import redis
 
 from cluster.model.quantity import QuantityError
 from cluster.model.resources import Resources
+from cluster.runtime.redis_server import RedisServer
 from cluster.sim.pods import make_podgroup
 from cluster.store.audit import audit
 from cluster.store.feed import FeedReader
 from cluster.store.keys import Kind
+from cluster.store.scripts import Arg, Script
 from cluster.store.store import PODS_PER_CALL, Delete, Own, Put, Store
 from tests.binder.test_commit import dump
 from tests.builders import node, pod
@@ -74,6 +80,46 @@ async def test_a_burst_of_pods_is_written_in_few_calls_each_call_one_version_and
     gone = await store.delete_pods(["uid-p1", "uid-missing", "uid-p2"])
     assert gone == [4 + calls, 0, 4 + calls]
     assert (await store.get_nodes(["n1"]))["n1"].allocated["cpu"] == 124_000
+    assert await audit(store) == []
+
+
+async def test_a_streamed_write_sends_each_call_as_soon_as_its_pods_are_made(
+    store: Store, redis_server: RedisServer
+) -> None:
+    """upsert_pods' way (Store._stream): each call is in Redis while the next one's arguments are
+    still being made — a burst's first pods are written while the rest are encoded."""
+    await store.upsert_pods([pod(f"p{i}") for i in range(5)])
+    seen: list[list[str]] = []
+    watcher = redis.Redis.from_url(redis_server.url)
+
+    left = [f"uid-p{i}" for i in range(5)]
+
+    def members() -> list[str]:
+        return sorted(k.decode() for k in watcher.smembers(store.keys.prefix + "index:pod"))
+
+    def calls() -> Iterator[list[Arg]]:
+        for i in range(5):
+            if i in (2, 4):  # the call of the two before was sent: Redis runs it (no reply read, no await)
+                deadline = time.monotonic() + 5
+                while members() != left[i:] and time.monotonic() < deadline:
+                    time.sleep(0.002)
+            seen.append(members())
+            yield [left[i]]
+
+    try:
+        versions = await store._stream(Script("cluster.store", "delete_pod"), calls(), 2)
+    finally:
+        watcher.close()
+    assert len(set(versions)) == 3 and 0 not in versions
+    assert seen == [left, left, left[2:], left[2:], left[4:]]
+    assert await store.get_pods(left) == {}
+
+
+async def test_a_write_after_redis_lost_its_scripts_loads_them_and_writes(store: Store) -> None:
+    await store.upsert_nodes([node("n1", cpu="64", memory="512Gi", pods=64)])
+    await store.client.script_flush()
+    await store.upsert_pods([pod(f"p{i}", node="n1", phase="Running") for i in range(2 * PODS_PER_CALL + 1)])
+    assert (await store.get_nodes(["n1"]))["n1"].allocated["cpu"] == (2 * PODS_PER_CALL + 1) * 1000
     assert await audit(store) == []
 
 
