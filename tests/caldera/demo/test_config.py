@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from caldera.cli import build_parser
 from caldera.demo import config
 from caldera.demo.tracker import Tracker
 from caldera.demo.workload import AGENT, VOLCANO, WorkloadDriver, load
+from cluster.sim.pods import pod_duration
 from cluster.store.store import Store
 
 
@@ -89,3 +91,24 @@ def test_a_workload_field_named_with_a_line_break_is_refused_on_one_line(tmp_pat
     with pytest.raises(ValueError) as e:
         load(str(path))
     assert "\n" not in str(e.value) and "\\n: unknown field" in str(e.value), str(e.value)
+
+
+def test_one_seed_is_one_workload_however_its_rounds_fall(store: Store) -> None:
+    """The default workload drawn in rounds of 0.1 s and of 0.37 s: the same jobs and bursts (sizes,
+    requests, durations; names follow the rounds), and another seed another workload."""
+    w = load(None)
+
+    def drawn(seed: int, step: float) -> list[tuple[object, ...]]:
+        driver = WorkloadDriver(w, store, Tracker([AGENT, VOLCANO]), seed=seed, duration=20.0)
+        out: list[tuple[object, ...]] = []
+        t = 0.0
+        while t < 20.0:
+            t = min(t + step, 20.0)
+            _, pods = driver.arrived(t)
+            out += [(re.sub(r"-\d+", "", p.name), p.scheduler_name, str(p.request()), pod_duration(p)) for p in pods]
+        return sorted(out, key=repr)
+
+    first = drawn(1, 0.1)
+    assert len(first) > 1000
+    assert drawn(1, 0.37) == first
+    assert drawn(2, 0.1) != first
