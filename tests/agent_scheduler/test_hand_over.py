@@ -52,10 +52,12 @@ async def records(store: Store, pods: list[Pod]) -> list[PodRecord]:
 @pytest.mark.parametrize("hand_over", [True, False])
 async def test_two_workers_do_not_meet_on_the_last_room_of_one_partition(store: Store, hand_over: bool) -> None:
     """Worker 0's partition is full; the last room of the shard (two pods' worth, on n4) is in worker
-    1's. Both decide on the same view at once. Worker 0 hands its two pods over, and worker 1 fills
-    the room with its own: no conflict. Without hand-over, worker 0 takes the room from the far end
-    (the emptiest of worker 1's nodes: n4 is the only one with room), worker 1 meets it there, and
-    its two commits are refused."""
+    1's. Both decide on the same view (their replicas stopped where they are: a worker yields once
+    before it decides, to take a connection for its commits, so two in one event loop would not
+    decide in the order called). Worker 0 hands its two pods over, and worker 1 fills the room with
+    its own: no conflict. Without hand-over, worker 0 takes the room from the far end (the emptiest
+    of worker 1's nodes: n4 is the only one with room), worker 1 meets it there, and its two commits
+    are refused."""
     await store.upsert_nodes(
         [node(n, cpu="1") for n in ZERO] + [node("n4", cpu="4")] + [node(n, cpu="1") for n in ONE[1:]]
     )
@@ -67,7 +69,10 @@ async def test_two_workers_do_not_meet_on_the_last_room_of_one_partition(store: 
         theirs = await records(
             store, [make_pod(f"b{i}", requests={"cpu": "2"}, scheduler="agent-scheduler") for i in range(2)]
         )
-        first, second = await asyncio.wait_for(asyncio.gather(w0.schedule(mine), w1.schedule(theirs)), 10)
+        for w in (w0, w1):
+            await w.stop()  # the view each decides on: the same, whatever the other commits
+        first = await asyncio.wait_for(w0.schedule(mine), 10)
+        second = await asyncio.wait_for(w1.schedule(theirs), 10)
     finally:
         for w in (w0, w1):
             await w.stop()
