@@ -299,26 +299,6 @@ class Worker:
             self.columns.give_back(node, request)
         return first
 
-    def _send(
-        self,
-        stream: CommitStream,
-        chunk: list[Choice | NoFit],
-        by_uid: Mapping[str, Task],
-        keep: Collection[str],
-        attempt: int,
-        call: _Call,
-        steps: np.ndarray | None,
-        handed: list[tuple[str, Resources]],
-    ) -> tuple[list[Placement], list[Token]]:
-        """Decisions to commit, held on the replica and sent to the binder; the rest sorted."""
-        placements = self._placements(chunk, by_uid, keep, attempt, call, steps, handed)
-        held = [  # decide took them
-            self.assumed.assume(p.node, p.request + p.cards if p.cards else p.request, taken=True) for p in placements
-        ]
-        call.cards |= {p.uid: p.cards for p in placements if p.cards}
-        stream.add(placements)
-        return placements, held
-
     def _sort_answer(
         self,
         task: Task,
@@ -330,6 +310,8 @@ class Worker:
         again: list[Task],
         fresh: list[Committed | Conflict],
     ) -> None:
+        """One placement's answer: a commit confirms its hold, anything else gives it back; the task
+        to retry into ``again``, a node's figures the answer carried into ``fresh``."""
         if isinstance(r, Committed):
             self.assumed.confirm(h, r.version)
             call.committed.append((task, r, attempt))
@@ -353,8 +335,9 @@ class Worker:
                 Outcome(uid=p.uid, kind=OutcomeKind.GONE, reason=f"{r.reason} {r.detail}".strip(), attempts=attempt)
             )
 
-    def _placements(
+    def _send(
         self,
+        stream: CommitStream,
         decisions: list[Choice | NoFit],
         by_uid: Mapping[str, Task],
         keep: Collection[str],
@@ -362,8 +345,9 @@ class Worker:
         call: _Call,
         steps: np.ndarray | None,
         handed: list[tuple[str, Resources]],
-    ) -> list[Placement]:
-        """The placements to commit. A pod that fits nowhere is unschedulable; with several workers
+    ) -> tuple[list[Placement], list[Token]]:
+        """The placements to commit, held on the replica and sent to the binder (with the tokens
+        holding them). A pod that fits nowhere is unschedulable; with several workers
         (:attr:`WorkerConfig.hand_over`: ``steps``, each node's partition from this worker's), a pod
         whose node is in another worker's partition goes back to the loop for that worker, its room
         to be given back on the replica (``handed``), unless it is in ``keep`` — not in batches judged
@@ -387,7 +371,12 @@ class Worker:
                 )
                 continue
             placements.append(Placement(uid=d.uid, node=d.node, request=request, version=d.version, cards=d.cards))
-        return placements
+        held = [  # decide took them
+            self.assumed.assume(p.node, p.request + p.cards if p.cards else p.request, taken=True) for p in placements
+        ]
+        call.cards |= {p.uid: p.cards for p in placements if p.cards}
+        stream.add(placements)
+        return placements, held
 
     async def _restale(self, call: _Call) -> None:
         """Rare: a batch retried after its first worker died, committed before it could bind."""

@@ -275,9 +275,6 @@ class WorkloadDriver:
     ) -> None:
         self.workload, self.store, self.tracker = workload, store, tracker
         self.sharding = workload.sharding
-        self.seed = seed
-        self.duration = duration
-        self.rate = rate  # times every class's arrival rate (``caldera demo --rate``)
         ramp = workload.ramp
         self.steady_after = max(WARMUP_SHARE, ramp.over if ramp.end > ramp.start else 0.0)
         self.serial = 0
@@ -287,6 +284,7 @@ class WorkloadDriver:
         # runs of one seed submitted 9,400 to 13,000 agent pods in 30 s.
         self._classes: list[PodShape] = [*workload.training, *workload.agents]
         self._arrivals = [
+            # ``rate``: times every class's arrival rate (``caldera demo --rate``)
             arrivals(random.Random(f"{seed}/{i}/arrivals"), c.every_s / rate, ramp, duration)
             for i, c in enumerate(self._classes)
         ]
