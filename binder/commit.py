@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Sequence
 
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError
 
 from binder.metrics import BinderMetrics
 from binder.results import Committed, Conflict, Placement, Reason, Rejected, Result
@@ -238,12 +237,7 @@ class Binder:
         """The replies of the calls ``ahead`` sent from ``start`` on (the commit's round trip
         is timed from the first send); on NOSCRIPT (Redis restarted or flushed meanwhile:
         nothing of that call ran) the scripts loaded and every call sent again."""
-        try:
-            raws: list[list[list[object]]] = await ahead.replies()
-        except NoScriptError:
-            for script in (self._commit, self._release):
-                await script.load(self.client)
-            raws = await call_packed(self.client, ahead.commands)
+        raws: list[list[list[object]]] = await ahead.replies_loaded([self._commit, self._release])
         if self.metrics is not None:
             self.metrics.commit_seconds.observe(self.clock() - start)
         return raws

@@ -226,6 +226,17 @@ class SentAhead:
             return await call_packed(self.client, self.commands) if self.commands else []
         return _first_error_raised(replies)
 
+    async def replies_loaded(self, scripts: Sequence[Script]) -> list[Any]:
+        """:meth:`replies`; on NOSCRIPT (Redis restarted or flushed: a command with a script it lacked
+        ran nothing) ``scripts`` loaded and every command sent again, as :func:`run_loaded` does (every
+        caldera script is idempotent for the calls that did run)."""
+        try:
+            return await self.replies()
+        except NoScriptError:
+            for script in scripts:
+                await script.load(self.client)
+            return await call_packed(self.client, self.commands)
+
     async def abandon(self) -> None:
         """Give the connection back without reading (dropped if anything was sent)."""
         conn, self._conn = self._conn, None

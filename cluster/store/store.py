@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 import msgspec
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError
 
 from cluster.model.core import Namespace, Node, Pod, PriorityClass
 from cluster.model.devices import card_uuids, foreign_vgpu, node_allocatable, pod_cards
@@ -148,12 +147,7 @@ class Store:
         except BaseException:
             await ahead.abandon()
             raise
-        try:
-            answers = await ahead.replies()
-        except NoScriptError:  # nothing ran (Redis restarted or flushed): loaded, all sent again
-            for loaded in self._scripts:
-                await loaded.load(self.client)
-            answers = await call_packed(self.client, ahead.commands)
+        answers = await ahead.replies_loaded(self._scripts)
         return [int(v) for answer in answers for v in (answer if isinstance(answer, list) else [answer])]
 
     # -- observed state -------------------------------------------------------------
