@@ -30,12 +30,12 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import TypeVar, cast
+from typing import Any, TypeVar
 
 import msgspec
-from redis.typing import KeyT, StreamIdT
 
 from cluster.store.client import STORE_DOWN, Outage
+from cluster.store.held import HeldConnection
 from cluster.store.keys import Kind
 from cluster.store.pause import pause
 from cluster.store.records import (
@@ -53,6 +53,7 @@ from cluster.store.records import (
     merged_fields,
     merged_node_change,
 )
+from cluster.store.scripts import Arg
 from cluster.store.store import OBJECT_KINDS, Store
 
 log = logging.getLogger("caldera.feed")
@@ -65,6 +66,22 @@ class Change(msgspec.Struct, frozen=True):
     deleted: bool
     at: float = 0.0  # when it was written, seconds since the epoch by the store's clock (0: not said)
     version: int = 0  # the entry's version (0: not said)
+
+
+StreamEntries = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]
+"""An XREAD's streams: (stream, [(entry id, {field: value})]), in the order Redis gave them."""
+
+
+def stream_entries(reply: Any) -> StreamEntries:
+    """An XREAD's reply as Redis gives it — a list of (stream, entries) in RESP2, a map in RESP3, nil
+    when nothing came —, each entry's fields (a flat list of names and values) as a map."""
+    if reply is None:
+        return []
+    pairs = reply.items() if isinstance(reply, dict) else reply
+    return [
+        (stream, [(entry_id, dict(zip(fields[::2], fields[1::2], strict=True))) for entry_id, fields in entries])
+        for stream, entries in pairs
+    ]
 
 
 class FeedTrimmed(Exception):
@@ -123,16 +140,27 @@ class FeedReader:
     ``records``: read the pod records entries carry too (a reader of pods); a reader of other
     kinds leaves them in the store rather than take and decode a burst's pods for nothing.
     ``nodes``: read the nodes' accounting changes entries carry too (a reader of nodes).
+    ``reads``: the connection its reads go through (:class:`~cluster.store.held.HeldConnection`: an
+    informer keeps one across its readers); without one, it holds one of its own until :meth:`close`.
     """
 
     def __init__(
-        self, store: Store, position: int, epoch: str = "", *, records: bool = True, nodes: bool = False
+        self,
+        store: Store,
+        position: int,
+        epoch: str = "",
+        *,
+        records: bool = True,
+        nodes: bool = False,
+        reads: HeldConnection | None = None,
     ) -> None:
         self.store = store
         self.position = position
         self.epoch = epoch
         self.records = records
         self.nodes = nodes
+        self.reads = reads if reads is not None else HeldConnection(store.client)
+        self._owns_reads = reads is None
         self.carried: Carried = {}  # the pod records the last read brought
         self.carried_nodes: CarriedNodes = {}  # the nodes' accounting changes the last read brought
 
@@ -141,21 +169,18 @@ class FeedReader:
         records their entries carried in :attr:`carried`."""
         keys = self.store.keys
         start = f"{self.position}-0"
-        streams: dict[KeyT, StreamIdT] = {keys.feed: start}
+        streams = {keys.feed: start}
         if self.records:
             streams[keys.recent] = start
         if self.nodes:
             streams[keys.recent_nodes] = start
-        reply = cast(
-            list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]],
-            await self.store.client.xread(streams, count=count, block=block_ms),
-        )
+        reply = await self._xread(streams, count, block_ms)
         carrying: dict[bytes, list[tuple[bytes, dict[bytes, bytes]]]] = {
             keys.recent.encode(): [],
             keys.recent_nodes.encode(): [],
         }
         changes: list[Change] = []
-        for stream, entries in reply or []:
+        for stream, entries in reply:
             if stream in carrying:
                 carrying[stream] = entries
                 continue
@@ -192,19 +217,26 @@ class FeedReader:
         XREAD of both answered with the first): the feed alone, so every burst that woke a reader
         was fetched pod by pod, not taken as carried."""
         keys = self.store.keys
-        wanted: dict[KeyT, StreamIdT] = {}
+        wanted: dict[str, str] = {}
         if self.records and not carrying[keys.recent.encode()] and self._may_carry(changes, Kind.POD):
             wanted[keys.recent] = start
         if self.nodes and not carrying[keys.recent_nodes.encode()] and self._may_carry(changes, Kind.NODE):
             wanted[keys.recent_nodes] = start
         if not wanted:
             return
-        reply = cast(
-            list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]],
-            await self.store.client.xread(wanted, count=count),
-        )
-        for stream, entries in reply or []:
+        for stream, entries in await self._xread(wanted, count, None):
             carrying[stream] = entries
+
+    async def _xread(self, streams: dict[str, str], count: int, block_ms: int | None) -> StreamEntries:
+        """XREAD of ``streams`` (key -> the id to read after) through :attr:`reads`."""
+        block: tuple[Arg, ...] = () if block_ms is None else ("BLOCK", block_ms)
+        reply = await self.reads.call("XREAD", "COUNT", count, *block, "STREAMS", *streams, *streams.values())
+        return stream_entries(reply)
+
+    async def close(self) -> None:
+        """Give back the connection it held of its own (one it was given stays open)."""
+        if self._owns_reads:
+            await self.reads.close()
 
     @staticmethod
     def _may_carry(changes: list[Change], kind: Kind) -> bool:
@@ -329,42 +361,51 @@ class Informer:
         """A listing, then deltas; a new listing after a gap, a reset store, or an outage (the
         store unreachable: retried with backoff — what changed meanwhile is in the next listing)."""
         outage = Outage(log, "the feed")
-        while not self._stopping:
-            try:
-                update = await self.listing()
-            except STORE_DOWN as e:
-                await self._pause(outage.failed(e))
-                continue
-            outage.ok()
-            self._keep(update)
-            self.taken = self._hurry_to = 0  # a listing: versions of another store may be lower
-            yield update
-            self._took(update.version)
-            reader = FeedReader(
-                self.store, update.version, update.epoch, records=Kind.POD in self.kinds, nodes=Kind.NODE in self.kinds
-            )
-            try:
-                while not self._stopping:
-                    changes = await reader.read(block_ms=self.block_ms, count=self.count)
-                    if changes and self.settle_s > 0 and len(changes) < self.count:
-                        await self._settle()
-                    wanted = [c for c in changes if c.kind in self.kinds]
-                    if wanted:
-                        update = await self.fetch(
-                            reader.position, reader.epoch, wanted, reader.carried, reader.carried_nodes
-                        )
-                        self._keep(update)
-                        yield update
-                    self._took(reader.position)
-            except StoreReset as e:
-                self.relists += 1
-                self.resets += 1
-                log.warning("listing again: %s", e)
-            except FeedTrimmed:
-                self.relists += 1
-            except STORE_DOWN as e:
-                self.relists += 1
-                await self._pause(outage.failed(e))
+        reads = HeldConnection(self.store.client)  # every reader of this informer reads through it
+        try:
+            while not self._stopping:
+                try:
+                    update = await self.listing()
+                except STORE_DOWN as e:
+                    await self._pause(outage.failed(e))
+                    continue
+                outage.ok()
+                self._keep(update)
+                self.taken = self._hurry_to = 0  # a listing: versions of another store may be lower
+                yield update
+                self._took(update.version)
+                reader = FeedReader(
+                    self.store,
+                    update.version,
+                    update.epoch,
+                    records=Kind.POD in self.kinds,
+                    nodes=Kind.NODE in self.kinds,
+                    reads=reads,
+                )
+                try:
+                    while not self._stopping:
+                        changes = await reader.read(block_ms=self.block_ms, count=self.count)
+                        if changes and self.settle_s > 0 and len(changes) < self.count:
+                            await self._settle()
+                        wanted = [c for c in changes if c.kind in self.kinds]
+                        if wanted:
+                            update = await self.fetch(
+                                reader.position, reader.epoch, wanted, reader.carried, reader.carried_nodes
+                            )
+                            self._keep(update)
+                            yield update
+                        self._took(reader.position)
+                except StoreReset as e:
+                    self.relists += 1
+                    self.resets += 1
+                    log.warning("listing again: %s", e)
+                except FeedTrimmed:
+                    self.relists += 1
+                except STORE_DOWN as e:
+                    self.relists += 1
+                    await self._pause(outage.failed(e))
+        finally:
+            await reads.close()
 
     def _keep(self, update: Update) -> None:
         """Hold the pods of ``update`` in phase Pending (a listing: only them), forget the others it brings."""

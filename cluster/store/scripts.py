@@ -133,13 +133,20 @@ _HIREDIS_PARSER, NOT_ENOUGH_DATA = _hiredis_parts()
 _PUSH: type | None = getattr(hiredis, "PushNotification", None)  # hiredis's type for a push message
 
 
-def _hiredis_reader(conn: Connection) -> Any:
-    """The hiredis reader behind ``conn``'s parser (None: not redis-py's hiredis parser, and every
-    reply is read through ``read_response``)."""
+def hiredis_parser(conn: Connection) -> Any:
+    """``conn``'s parser when it is redis-py's hiredis one (None: another, and every reply is read
+    through ``conn.read_response``)."""
     parser = getattr(conn, "_parser", None)
     if _HIREDIS_PARSER is None or NOT_ENOUGH_DATA is None or type(parser) is not _HIREDIS_PARSER:
         return None
-    return getattr(parser, "_reader", None)
+    return parser
+
+
+def _hiredis_reader(conn: Connection) -> Any:
+    """The hiredis reader behind ``conn``'s parser (None: not redis-py's hiredis parser, and every
+    reply is read through ``read_response``)."""
+    parser = hiredis_parser(conn)
+    return None if parser is None else getattr(parser, "_reader", None)
 
 
 def _take_buffered(reader: Any, replies: list[Any], count: int) -> None:
