@@ -11,12 +11,14 @@ conversions of them: the callers read them as such.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
 
 import hiredis
 from redis.asyncio.connection import Connection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from cluster.store.client import Client
 from cluster.store.scripts import Arg, hiredis_parser
@@ -42,20 +44,23 @@ class HeldConnection:
         try:
             parser = hiredis_parser(conn)
             writer = conn._writer
-            # A client given a socket timeout (the URL's ``socket_timeout``) has its replies waited for
-            # that long at most: redis-py's own read keeps to it.
-            if parser is None or writer is None or writer.transport.is_closing() or conn.socket_timeout is not None:
+            if parser is None or writer is None or writer.transport.is_closing():
                 await conn.send_packed_command([hiredis.pack_command(cast(Any, command))], check_health=False)
                 reply = await conn.read_response()
             else:
                 writer.write(hiredis.pack_command(cast(Any, command)))
-                reply = await parser.read_response()
+                # The reply waited for as long as redis-py's own read would: the client's socket timeout
+                # (redis-py's default 5 s; a blocking read's own wait must be shorter).
+                async with asyncio.timeout(conn.socket_timeout):
+                    reply = await parser.read_response()
         except ResponseError:
             raise  # a whole reply, read: the connection is sound
-        except BaseException:
+        except BaseException as e:
             self._conn = None
             await conn.disconnect(nowait=True)
             await self.client.connection_pool.release(conn)
+            if isinstance(e, TimeoutError) and not isinstance(e, RedisTimeoutError):
+                raise RedisTimeoutError(f"no reply within {conn.socket_timeout} s") from e
             raise
         if isinstance(reply, ResponseError):
             raise reply

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.client import STORE_DOWN, connect
@@ -91,3 +92,19 @@ async def test_a_connection_the_store_dropped_is_a_store_down_error_and_the_next
         finally:
             await held.close()
             await client.aclose()
+
+
+async def test_a_reply_later_than_the_clients_socket_timeout_is_a_timeout_and_the_next_call_works(
+    redis_server: RedisServer,
+) -> None:
+    """As redis-py's own read: the URL's ``socket_timeout`` bounds the wait for a reply (a blocking
+    read must wait less), a :class:`redis.TimeoutError` of :data:`STORE_DOWN`."""
+    client = connect(f"{redis_server.url}?socket_timeout=0.2")
+    held = HeldConnection(client)
+    try:
+        with pytest.raises(RedisTimeoutError):
+            await held.call("BLPOP", "nothing-here", 2)
+        assert await held.call("BLPOP", "nothing-here", 0.05) is None
+    finally:
+        await held.close()
+        await client.aclose()
