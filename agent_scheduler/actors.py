@@ -26,8 +26,9 @@ import psutil
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from agent_scheduler.outcome import BatchResult
 from agent_scheduler.pod_context import PlacedRef
-from agent_scheduler.worker import BatchResult, Worker, WorkerConfig
+from agent_scheduler.worker import Worker, WorkerConfig
 from binder.bind import BindTarget
 from binder.commit import Binder
 from cluster.kube.bind import KubeTarget

@@ -25,10 +25,10 @@ from typing import Protocol
 import msgspec
 
 from agent_scheduler.metrics import AgentMetrics
+from agent_scheduler.outcome import BatchResult, Outcome, OutcomeKind
 from agent_scheduler.pod_context import PlacedRef, PodContext
 from agent_scheduler.queue import QueuePart, SchedulingQueue
 from agent_scheduler.stages import StageFigures, Stages
-from agent_scheduler.worker import BatchResult, Outcome, OutcomeKind
 from binder.metrics import BinderMetrics
 from cluster.model.core import Namespace
 from cluster.nodeview.pod_affinity import bears_rules

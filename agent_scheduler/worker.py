@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import enum
 import random
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -24,6 +23,7 @@ import msgspec
 import numpy as np
 
 from agent_scheduler.core import Choice, CoreConfig, NoFit, Task, decisions, partition_room, profile
+from agent_scheduler.outcome import BatchResult, Outcome, OutcomeKind
 from agent_scheduler.pod_context import PlacedRef, placed_on
 from binder.bind import BindTarget, bind_committed
 from binder.commit import Binder, CommitStream
@@ -39,45 +39,6 @@ from cluster.store.feed import Informer
 from cluster.store.keys import Kind
 from cluster.store.records import PodRecord
 from cluster.store.store import Store
-
-
-class OutcomeKind(enum.StrEnum):
-    BOUND = "bound"
-    UNSCHEDULABLE = "unschedulable"  # fits nowhere: back off
-    RETRY = "retry"  # conflicts outlasted the retries, or the bind failed: try again first thing
-    GONE = "gone"  # deleted, finished, or bound by someone else
-    HANDED_OVER = "handed-over"  # room only in another worker's partition: that worker places it
-
-
-class Outcome(msgspec.Struct, frozen=True, kw_only=True):
-    uid: str
-    kind: OutcomeKind
-    node: str = ""
-    reason: str = ""
-    attempts: int = 1
-    worker: int = -1  # HANDED_OVER: the worker (its index) whose partition has room for the pod
-
-
-class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
-    outcomes: list[Outcome]
-    committed: int = 0
-    conflicts: int = 0
-    resolved: int = 0
-    rejected: int = 0
-    seconds: float = 0.0
-    commit_seconds: list[float] = []  # each commit round trip of the call (the loop's binder metrics)
-    # of ``seconds``: waiting for the binder once a round's deciding was done (its commits were sent
-    # as it decided: their round trips overlap ``decide_seconds``)
-    commit_wait_seconds: float = 0.0
-    released: int = 0  # reservations given back because their bind failed
-    decide_seconds: float = 0.0  # of ``seconds``: deciding (every attempt)
-    bind_seconds: float = 0.0  # of ``seconds``: the bind calls
-    bound_wall: float = 0.0  # when the bind calls returned (time.time(): the loop compares it with the feed's)
-    # How many more pods like the batch's fit on the nodes the worker fills first (its
-    # partition), after the batch: the loop sizes its next shares by it. None: one worker, or
-    # not asked (WorkerConfig.report_room).
-    room: int | None = None
-
 
 COMMIT_CHUNK = 32
 """Decisions a worker sends to the binder in one script call while it decides the rest of a batch:

@@ -13,7 +13,8 @@ import pytest
 
 from agent_scheduler.core import CoreConfig
 from agent_scheduler.loop import HAND_OVERS, AgentLoop, LoopConfig
-from agent_scheduler.worker import BatchResult, Outcome, OutcomeKind, Worker, WorkerConfig
+from agent_scheduler.outcome import BatchResult, Outcome, OutcomeKind
+from agent_scheduler.worker import Worker, WorkerConfig
 from binder.commit import Binder
 from cluster.model.core import Pod
 from cluster.sim.cluster import SimBindTarget

@@ -13,7 +13,8 @@ import msgspec
 
 from agent_scheduler.core import CoreConfig, partition_room
 from agent_scheduler.loop import ROOM_PROBE, ROOM_STALE_S, AgentLoop, LoopConfig
-from agent_scheduler.worker import BatchResult, OutcomeKind, Worker, WorkerConfig
+from agent_scheduler.outcome import BatchResult, OutcomeKind
+from agent_scheduler.worker import Worker, WorkerConfig
 from binder.commit import Binder
 from binder.results import Committed, Placement
 from cluster.model.binding import Binding, Failure
