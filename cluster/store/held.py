@@ -4,7 +4,7 @@ An informer reads the feed every time it changes (in the demo each process's inf
 second), and each read through the client's ``xread`` cost ~100 µs of the reader's CPU: the pool's
 lease and release, the retry wrapper, the per-command hooks, the reply's conversion. Taken from the
 pool once and kept, a connection's command is packed in one C call and its reply read straight from
-redis-py's hiredis parser: ~45 µs (``XREAD`` of two streams, three entries, on uvloop; measured
+redis-py's hiredis parser: ~55–70 µs (``XREAD`` of two streams, three entries, on uvloop; measured
 side by side). The replies are Redis's own (RESP2 or RESP3 as the client speaks), not redis-py's
 conversions of them: the callers read them as such.
 """
