@@ -356,7 +356,7 @@ class AgentLoop:
         try:
             context = self.context.for_batch(r.pod for r in pods)
             namespaces = self.context.namespace_labels((r.pod for r in pods), context) if context else None
-            handed = self.clock()
+            handed, handed_wall = self.clock(), time.time()
             keep = [uid for uid in batch if self._handovers.get(uid, 0) >= HAND_OVERS]
             result = await worker.schedule(pods, context, namespaces, keep)
         except Exception as e:  # the actor died or hung, or the store went away: hand the batch on
@@ -366,7 +366,7 @@ class AgentLoop:
                 self.queue.retry_now(uid)
             self._work.set()
             return await self._recover(worker)
-        self._stages(batch, handed, result)
+        self._stages(batch, handed, handed_wall, result)
         await self._absorb(worker.name, result, handed=len(batch))
         if self.config.room_shares:
             self._work.set()  # a fresh figure: a worker held back may take now
@@ -409,14 +409,19 @@ class AgentLoop:
         elif self.queue.state(uid) is QueuePart.INFLIGHT:  # before its batch's answer
             self._seen_bound.setdefault(uid, time.time())
 
-    def _stages(self, batch: Sequence[str], handed: float, result: BatchResult) -> None:
-        """Where the batch's pods' time went (:mod:`agent_scheduler.stages`)."""
+    def _stages(self, batch: Sequence[str], handed: float, handed_wall: float, result: BatchResult) -> None:
+        """Where the batch's pods' time went (:mod:`agent_scheduler.stages`): the call's round trip
+        beyond the worker's own time is split where the worker says it started (``handoff`` before,
+        ``reply`` after; a worker that does not say counts it all as ``reply``)."""
         n = len(batch)
         self.stages.observe_each("queue", [handed - self.first_seen.get(uid, handed) for uid in batch])
-        self.stages.observe("hop", self.clock() - handed - result.seconds, n)
+        beyond = self.clock() - handed - result.seconds
+        handoff = min(max(0.0, result.started_wall - handed_wall), max(0.0, beyond)) if result.started_wall else 0.0
+        self.stages.observe("handoff", handoff, n)
         self.stages.observe("decide", result.decide_seconds, n)
         self.stages.observe("commit", result.commit_wait_seconds, n)
         self.stages.observe("bind", result.bind_seconds, n)
+        self.stages.observe("reply", beyond - handoff, n)
 
     def _bound(self, o: Outcome, now: float, bound_wall: float) -> None:
         rec = self.records.get(o.uid)

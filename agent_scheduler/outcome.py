@@ -34,6 +34,7 @@ class BatchResult(msgspec.Struct, frozen=True, kw_only=True):
     resolved: int = 0
     rejected: int = 0
     seconds: float = 0.0
+    started_wall: float = 0.0  # when the worker started on the call (time.time(): the loop's handoff stage)
     commit_seconds: list[float] = []  # each commit round trip of the call (the loop's binder metrics)
     # of ``seconds``: waiting for the binder once a round's deciding was done (its commits were sent
     # as it decided: their round trips overlap ``decide_seconds``)

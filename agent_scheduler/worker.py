@@ -148,7 +148,7 @@ class Worker:
         ``context``: the placed pods the batch's inter-pod rules see, ``namespaces`` the labels of
         their namespaces (:mod:`agent_scheduler.pod_context`); ``keep``: pods handed over to this
         worker already, placed wherever they fit."""
-        start = time.perf_counter()
+        start, started_wall = time.perf_counter(), time.time()
         call = _Call()
         tasks: list[Task] = []
         self._sort(records, tasks, call.committed, call.outcomes)
@@ -182,6 +182,7 @@ class Worker:
             resolved=call.resolved,
             rejected=call.rejected,
             seconds=time.perf_counter() - start,
+            started_wall=started_wall,
             commit_seconds=call.commit_seconds,
             commit_wait_seconds=call.commit_wait_seconds,
             released=call.released,

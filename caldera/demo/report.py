@@ -76,7 +76,7 @@ class ConflictFigures(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StageTotal(msgspec.Struct, frozen=True, kw_only=True):
-    """One stage of the agent pods' way (agent_scheduler.stages) over the whole run."""
+    """One stage of the agent pods' way (the demo's write, agent_scheduler.stages) over the whole run."""
 
     pods: int
     p50_ms: float | None
@@ -112,7 +112,8 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     growth: list[Growth] = []  # per process, RSS and open files after the warm-up (caldera.demo.resources)
     warmup_share: float = 0.2  # the share of the run before growth is measured
     failed: list[str] = []  # the demo's own tasks (the simulator, the load, ...) that died, and why
-    agent_stages: dict[str, StageTotal] = {}  # where the agent pods' time went, stage by stage
+    # where the agent pods' time went, stage by stage: the demo's write, then agent_scheduler.stages
+    agent_stages: dict[str, StageTotal] = {}
 
     @property
     def ok(self) -> bool:
@@ -209,12 +210,12 @@ def chart(path: Path, samples: list[Sample]) -> None:
                 linestyle=":",
                 label=f"{label} GPUs in fragments",
             )
-    stages = [st for st in STAGES if any(s.agent_stage_p50_ms.get(st) is not None for s in samples)]
+    stages = [st for st in ("write", *STAGES) if any(s.agent_stage_p50_ms.get(st) is not None for s in samples)]
     for i, st in enumerate(stages):
         ax5.plot(t, [gap(s.agent_stage_p50_ms.get(st)) for s in samples], color=f"C{i}", marker=".", label=st)
     ax5.set_ylabel("p50 ms")
     ax5.set_yscale("log")
-    ax5.set_title("where an agent pod's time goes: each stage's p50 (feed, queue, hop, decide, commit, bind, observed)")
+    ax5.set_title("where an agent pod's time goes: each stage's p50 (write, then the agent scheduler's stages)")
     ax3.set_ylabel("nodes")
     ax3.set_title("shard sizes (the sharding controller moves nodes between schedulers)")
     ax4.set_ylabel("allocated (GPUs in fragments: free on partly used cards), %")

@@ -91,7 +91,7 @@ class Monitor:
         self.figures: dict[str, dict[str, Any]] = {}
         self.moves = 0
         self.largest_change: dict[str, int] = {}
-        self._stage_counts: dict[str, list[int]] = {}  # at the last stages_lately()
+        self._stages_then: dict[str, StageFigures] = {}  # at the last stages_lately()
 
     async def poll(self) -> None:
         nodes = await self.store.list_nodes()
@@ -145,13 +145,8 @@ class Monitor:
     def stages_lately(self) -> dict[str, float | None]:
         """Each stage's p50 in ms over the pods counted since the last call (None: none counted)."""
         now = self.stages()
-        out: dict[str, float | None] = {}
-        for name, f in now.items():
-            before = self._stage_counts.get(name, [0] * len(f.counts))
-            delta = StageFigures(counts=[a - b for a, b in zip(f.counts, before)], seconds=0.0)
-            p50 = delta.quantile(0.5) if all(n >= 0 for n in delta.counts) else None  # negative: a restarted agent
-            out[name] = None if p50 is None else round(p50 * 1000, 2)
-        self._stage_counts = {name: f.counts for name, f in now.items()}
+        out = {name: p50_ms(f.since(self._stages_then.get(name))) for name, f in now.items()}
+        self._stages_then = now
         return out
 
     def conflicts(self) -> dict[str, Conflicts]:
@@ -164,6 +159,12 @@ class Monitor:
             ),
             VOLCANO: Conflicts(true=int(batch.get("conflicts", 0)), resolved=0),
         }
+
+
+def p50_ms(f: StageFigures | None) -> float | None:
+    """A stage's p50 in ms (None: no pod counted, or the counts went back: a restarted agent)."""
+    p50 = f.quantile(0.5) if f is not None else None
+    return None if p50 is None else round(p50 * 1000, 2)
 
 
 def queue_rows(tracker: Tracker, monitor: Monitor, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -331,7 +332,9 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         failed=failures(tasks),
         growth=growth(sampler.usage, driver.steady_after),
         warmup_share=driver.steady_after,
-        agent_stages={name: StageTotal.of(f) for name, f in monitor.stages().items()},
+        agent_stages={
+            name: StageTotal.of(f) for name, f in {"write": tracker.written(AGENT), **monitor.stages()}.items()
+        },
     )
     return Outcome(report=report, samples=samples, usage=sampler.usage, audits=sampler.audits, interrupted=interrupted)
 
@@ -356,7 +359,7 @@ def sample(tracker: Tracker, monitor: Monitor, t: float) -> Sample:
         shard_cpu={k: round(v["cpu"], 3) for k, v in monitor.shards.items()},
         shard_gpu={k: round(v["gpu"], 3) for k, v in monitor.shards.items() if v["gpus"]},
         shard_fragment={k: round(v["fragment"], 4) for k, v in monitor.shards.items() if v["gpus"]},
-        agent_stage_p50_ms=monitor.stages_lately(),
+        agent_stage_p50_ms={"write": p50_ms(tracker.written_lately(AGENT)), **monitor.stages_lately()},
     )
 
 

@@ -17,6 +17,11 @@ pods or more at once), so a pod's latency is the path's plus its wait behind the
 own round. The tracker also keeps, per round and scheduler, the latency of the first of its
 pods to be bound — the path with nothing of its round ahead of it — and the round's size: the
 two halves of a p50 told apart.
+
+It also counts, per scheduler, each pod's ``write``: from the submission to the store's write that
+created it (the feed entry's time) — the first step of its way, before the agent scheduler's stages
+(:mod:`agent_scheduler.stages`, whose ``feed`` starts at that write). A round of a few hundred pods
+is written 25 to a call, so its median pod waits behind the calls before its own.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 import numpy as np
 
+from agent_scheduler.stages import StageFigures, Stages
 from cluster.model.core import Pod
 from cluster.store.feed import Informer
 from cluster.store.keys import Kind
@@ -78,6 +84,10 @@ class Tracker:
         self.round_firsts: dict[str, array[float]] = {s: array("d") for s in self.schedulers}  # ms, per round
         self.round_sizes: dict[str, array[float]] = {s: array("d") for s in self.schedulers}
         self.bound_at: dict[str, float] = {}
+        # the write stage: per scheduler; uid -> when submitted (time.time()), until its creation is read
+        self.writes = {s: Stages(("write",)) for s in self.schedulers}
+        self._unwritten: dict[str, float] = {}
+        self._written_then: dict[str, StageFigures] = {}  # at the last written_lately()
         # ms from submitted to bound, every pod of the run (8 bytes each: a soak binds a million)
         self.latencies: dict[str, array[float]] = {s: array("d") for s in self.schedulers}
         self.submitted_n = dict.fromkeys(self.schedulers, 0)
@@ -92,7 +102,7 @@ class Tracker:
 
     def submitted(self, pods: Iterable[Pod]) -> None:
         """Pods submitted together (told before they are written): one round per scheduler among them."""
-        now = self.clock()
+        now, wall = self.clock(), time.time()
         rounds: dict[str, int] = {}
         for p in pods:
             name = p.scheduler_name if p.scheduler_name in self.submitted_n else self.schedulers[-1]
@@ -102,6 +112,7 @@ class Tracker:
                 self._rounds[self._round_no] = [0, 0]
             self._rounds[rounds[name]][0] += 1
             self.created[p.uid] = (name, now, rounds[name])
+            self._unwritten[p.uid] = wall
             self.submitted_n[name] += 1
         for name, r in rounds.items():
             self.round_sizes[name].append(self._rounds[r][0])
@@ -143,6 +154,7 @@ class Tracker:
     def gone(self, uid: str) -> None:
         """The pod is no longer in the store; counted once (a pod created and deleted between
         two reads of the feed is reported gone for each of its changes)."""
+        self._unwritten.pop(uid, None)
         entry = self.created.pop(uid, None)
         if entry is None:
             return
@@ -182,6 +194,9 @@ class Tracker:
         the simulated kubelets, which hands its updates over)."""
         now, wall = self.clock(), time.time()
         for uid, rec in update.pods.items():
+            submitted = self._unwritten.pop(uid, None) if rec is not None else None
+            if submitted is not None and (created := update.written.get(uid)):
+                self.writes[self.created[uid][0]].observe("write", created - submitted)
             if rec is None:
                 self.gone(uid)
             elif rec.node:
@@ -228,6 +243,17 @@ class Tracker:
                 "round_first_p99_ms": percentile(self.round_firsts[s], 99),
             }
         return out
+
+    def written(self, scheduler: str) -> StageFigures:
+        """The write stage of ``scheduler``'s pods so far."""
+        return self.writes[scheduler].figures()["write"]
+
+    def written_lately(self, scheduler: str) -> StageFigures | None:
+        """The write stage of the pods counted since the last call."""
+        now = self.written(scheduler)
+        lately = now.since(self._written_then.get(scheduler))
+        self._written_then[scheduler] = now
+        return lately
 
     def pending(self, scheduler: str) -> int:
         return self.submitted_n[scheduler] - len(self.latencies[scheduler]) - self.gone_unbound[scheduler]

@@ -131,7 +131,7 @@ async def test_two_workers_place_2000_pods_on_their_shard_and_explain_the_rest(
     # (a pod handed out twice counts twice). These pods were listed, not brought by the feed: no feed
     # stage (tests/agent_scheduler/test_loop.py has one).
     stages = loop.stats().stages
-    for stage in ("queue", "hop", "decide", "commit", "bind"):
+    for stage in ("queue", "handoff", "decide", "commit", "bind", "reply"):
         assert sample("caldera_agent_stage_seconds_count", {"stage": stage}) == stages[stage].pods >= 2000, stage
     assert (sample("caldera_agent_stage_seconds_sum", {"stage": "bind"}) or 0) > 0
     assert 1000 <= stages["observed"].pods <= 2000  # bound pods seen back on the feed before the loop stopped

@@ -8,6 +8,7 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import msgspec
 
@@ -387,3 +388,43 @@ async def test_the_rest_of_a_burst_goes_out_while_its_first_calls_are_binding(st
                     await asyncio.sleep(0.02)
         finally:
             target.release.set()
+
+
+class _LateInbox:
+    """A worker reached through an inbox that takes ``delay`` seconds to deliver each call (as a busy
+    worker's inbox does): the real worker, started late."""
+
+    def __init__(self, worker: Worker, delay: float) -> None:
+        self.worker, self.delay, self.name, self.alive = worker, delay, "w0", True
+
+    async def restart(self) -> None:
+        pass
+
+    async def schedule(self, pods: list[Any], *args: Any) -> BatchResult:
+        await asyncio.sleep(self.delay)
+        return await self.worker.schedule(pods, *args)
+
+
+async def test_the_wait_before_a_worker_starts_on_a_call_is_the_handoff_stage_not_the_reply(store: Store) -> None:
+    """The call's round trip beyond the worker's own time is split where the worker says it started:
+    an inbox 0.15 s late is in ``handoff``, and ``reply`` (the answer's way back) stays short."""
+    await store.upsert_nodes([node("n1", cpu="64")])
+    worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), SimBindTarget(store), WorkerConfig())
+    await worker.start()
+    loop = AgentLoop(store, [_LateInbox(worker, 0.15)], LoopConfig())  # type: ignore[list-item]
+    await store.upsert_pods([make_pod(f"p{i}", requests={"cpu": "1"}, scheduler="agent-scheduler") for i in range(20)])
+    stop = asyncio.Event()
+    runner = asyncio.create_task(loop.run(stop))
+    try:
+        async with asyncio.timeout(20):
+            while len(loop.bound) < 20:
+                await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await runner
+        await worker.stop()
+    stages = loop.stats().stages
+    handoff, reply = stages["handoff"], stages["reply"]
+    assert handoff.pods == reply.pods >= 20
+    assert handoff.seconds / handoff.pods >= 0.15
+    assert reply.seconds / reply.pods < 0.05

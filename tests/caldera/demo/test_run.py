@@ -115,7 +115,7 @@ def test_demo_runs_a_workload_file_and_reports(tmp_path: Path) -> None:
     # Where the agent pods' time went, stage by stage (the feed's from the store's write): in the
     # report, in the summary, and over time in the chart's samples.
     stages = report["agent_stages"]
-    assert list(stages) == ["feed", "queue", "hop", "decide", "commit", "bind", "observed"]
+    assert list(stages) == ["write", "feed", "queue", "handoff", "decide", "commit", "bind", "reply", "observed"]
     assert all(s["pods"] >= agent["pods_bound"] * 0.9 and s["p99_ms"] >= s["p50_ms"] >= 0 for s in stages.values())
     assert "agent pods' time by stage, p50 ms" in out and "bind" in out, out
     assert any(s["agent_stage_p50_ms"].get("bind") for s in report["samples"])

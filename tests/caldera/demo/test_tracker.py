@@ -202,3 +202,28 @@ async def test_a_pod_bound_between_the_read_of_its_creation_and_the_fetch_counts
     t.seen(await reader.fetch(feed.position, feed.epoch, bound))
     [latency_ms] = t.latencies["agent-scheduler"]
     assert latency_ms >= 300
+
+
+async def test_the_write_stage_is_from_the_submission_to_the_stores_write_that_created_the_pod(store: Store) -> None:
+    """The demo's write of a round comes before the agent scheduler's first stage (its feed starts at
+    the write): submitted 0.2 s before the write, each pod counts 0.2 s or more; a pod first seen in a
+    listing (its creation's time unknown) is not counted; ``written_lately`` counts each pod once."""
+    reader = Informer(store, [Kind.POD])
+    early = make_pod("early", scheduler="agent-scheduler", requests={"cpu": "1"})
+    t = Tracker(["agent-scheduler", "volcano"])
+    t.submitted([early])
+    await store.upsert_pods([early])
+    listing = await reader.listing()
+    t.seen(listing)
+    pods = [make_pod(f"p{i}", scheduler="agent-scheduler", requests={"cpu": "1"}) for i in range(2)]
+    t.submitted(pods)
+    time.sleep(0.2)
+    await store.upsert_pods(pods)
+    feed = FeedReader(store, listing.version, listing.epoch)
+    t.seen(await reader.fetch(feed.position, feed.epoch, await feed.read(block_ms=100), feed.carried))
+    write = t.written("agent-scheduler")
+    assert write.pods == 2 and write.seconds >= 0.4 and t.written("volcano").pods == 0
+    assert t.written_lately("agent-scheduler") == write
+    lately = t.written_lately("agent-scheduler")
+    assert lately is not None and lately.pods == 0
+    await feed.close()
