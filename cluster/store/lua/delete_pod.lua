@@ -6,7 +6,7 @@ for a = 3, #ARGV do
   local key = pod_key(uid)
   local pod = redis.call('HMGET', key, 'node', 'acct', 'req', 'sched', 'cards')
   if pod[3] then
-    set_accounted(uid, pod[2], held(pod[3], pod[5]), '', '')
+    set_accounted(uid, pod[2], held(pod[3], pod[5]), '', '', true)  -- the pod's hash goes below
     if pod[1] ~= '' then redis.call('SREM', P .. 'bynode:' .. pod[1], uid) end
     redis.call('ZREM', P .. 'pending:' .. pod[4], uid)
     redis.call('HDEL', P .. 'reasons:' .. pod[4], uid)

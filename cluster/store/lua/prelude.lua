@@ -210,11 +210,12 @@ local function account(node, req, sign)
 end
 
 -- Set a pod's accounted node to `target` ('' for none), moving its request between nodes.
-local function set_accounted(uid, old_acct, old_req, target, new_req)
+-- `written`: the caller sets the pod's 'acct' itself (in its own HSET of the pod, or by deleting it).
+local function set_accounted(uid, old_acct, old_req, target, new_req, written)
   if old_acct == target and old_req == new_req then return end
   if old_acct ~= '' and redis.call('EXISTS', node_key(old_acct)) == 1 then
     account(old_acct, old_req, -1)
   end
   if target ~= '' then account(target, new_req, 1) end
-  redis.call('HSET', pod_key(uid), 'acct', target)
+  if not written then redis.call('HSET', pod_key(uid), 'acct', target) end
 end

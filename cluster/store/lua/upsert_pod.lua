@@ -24,13 +24,13 @@ local function upsert(a)
   elseif cards == '' and eff == old_node then
     cards = old_cards
   end
-  redis.call('HSET', key, 'ns', ns, 'name', name, 'sched', sched, 'group', group, 'prio', prio,
-    'req', req, 'node', eff, 'phase', phase, 'spec', spec, 'cards', cards, 'version', version())
-  changed('pod', uid)
-  if old_acct == '' and not old[3] then redis.call('HSET', key, 'acct', '') end
   local target = ''
   if eff ~= '' and not terminal(phase) and redis.call('EXISTS', node_key(eff)) == 1 then target = eff end
-  set_accounted(uid, old_acct, held(old_req, old_cards), target, held(req, cards))
+  -- 'acct' with the rest: set_accounted moves the request between nodes and leaves the field to this write
+  redis.call('HSET', key, 'ns', ns, 'name', name, 'sched', sched, 'group', group, 'prio', prio,
+    'req', req, 'node', eff, 'phase', phase, 'spec', spec, 'cards', cards, 'version', version(), 'acct', target)
+  changed('pod', uid)
+  set_accounted(uid, old_acct, held(old_req, old_cards), target, held(req, cards), true)
   -- the hash as it is now ('acct' is the target, set or already so)
   carry(uid, {'ns', ns, 'name', name, 'sched', sched, 'group', group, 'prio', prio, 'req', req, 'node', eff,
     'phase', phase, 'cards', cards, 'version', tostring(version()), 'acct', target}, spec)
