@@ -221,18 +221,14 @@ class Worker:
         for (placements, held), results in zip(sent, answers):
             for p, r, h in zip(placements, results, held):
                 self._sort_answer(by_uid[p.uid], p, r, h, attempt, call, again, fresh)
-        # Last, as they already count this call's placements and undo nothing; each node's newest only:
-        # every refresh holds the node's placements not counted yet over its figures again, so a node
-        # that took 30 of a call's pods, refreshed from each of their answers in turn, was 465 takes.
-        newest: dict[str, Committed | Conflict] = {}
-        for f in fresh:
-            if f.allocatable is not None and f.allocated is not None:
-                held_figures = newest.get(f.node)
-                if held_figures is None or f.version >= held_figures.version:
-                    newest[f.node] = f
+        # Last, as they already count this call's placements and undo nothing; each node's newest only
+        # (the calls ran in the order sent, so a node's last answer is its newest): every refresh holds
+        # the node's placements not counted yet over its figures again, so a node that took 30 of a
+        # call's pods, refreshed from each of their answers in turn, was 465 takes.
+        newest = {f.node: f for f in fresh if f.allocatable is not None}
         for f in newest.values():
-            assert f.allocatable is not None and f.allocated is not None
-            self.assumed.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable)
+            if f.allocatable is not None and f.allocated is not None:
+                self.assumed.set_figures(f.node, f.allocatable, f.allocated, f.version, f.unschedulable)
         if placed is not None:  # a task to retry is not on the node it was decided for
             for t in again:
                 placed.remove(t.uid)
