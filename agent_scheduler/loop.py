@@ -28,6 +28,7 @@ from agent_scheduler.metrics import AgentMetrics
 from agent_scheduler.outcome import BatchResult, Outcome, OutcomeKind
 from agent_scheduler.pod_context import PlacedRef, PodContext
 from agent_scheduler.queue import QueuePart, SchedulingQueue
+from agent_scheduler.shares import Shares
 from agent_scheduler.stages import StageFigures, Stages
 from binder.metrics import BinderMetrics
 from cluster.model.core import Namespace
@@ -44,17 +45,6 @@ log = logging.getLogger("caldera.agent")
 
 RESTART_TRIES = (1.0, 2.0, 4.0)
 """Pauses before each try to restart a dead worker; after the last, it is left out."""
-ROOM_STALE_S = 0.5
-"""A worker's figure of its partition's room is trusted this long (pods end and free room,
-other workers take some): a worker whose partition was full takes a look (:data:`ROOM_PROBE`)
-again after it."""
-
-
-ROOM_PROBE = 16
-"""What a worker whose figure said full, and is older than :data:`ROOM_STALE_S`, takes while another
-worker has room: enough to learn whether pods ended on its partition, too few to crowd another's."""
-
-
 HAND_OVERS = 2
 """Times in a row a pod may be handed from one worker to another (:attr:`WorkerConfig.hand_over`)
 before the next places it wherever it fits. One was not enough in a full shard: the worker handed
@@ -109,7 +99,7 @@ class LoopConfig(msgspec.Struct, frozen=True, kw_only=True):
     # (:data:`INFLIGHT_STORE`, :data:`INFLIGHT_KUBE`).
     inflight: int = 3
     # Share a burst by the room each worker's partition has left (--room-shares): fewer true
-    # conflicts in a full shard (see _share).
+    # conflicts in a full shard (agent_scheduler.shares).
     room_shares: bool = True
 
 
@@ -163,12 +153,10 @@ class AgentLoop:
             "handed_over": 0,
         }
         self._work = asyncio.Event()
-        self._handed = 0  # batches with a worker now
         self._ruled_out = False  # a batch with pods that have inter-pod rules is with a worker
-        # worker -> (pods like its last batch's its partition still has room for, less those
-        # handed to it since; when its answer said so)
-        self._room: dict[str, tuple[int, float]] = {}
-        self._out: dict[str, int] = {}  # worker -> pods in its batches out now
+        self.shares = Shares(
+            batch_size=config.batch_size, inflight=config.inflight, room_shares=config.room_shares, clock=clock
+        )
         # uid -> times handed over from one worker to another; from HAND_OVERS on, placed where it fits
         self._handovers: dict[str, int] = {}
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
@@ -250,58 +238,6 @@ class AgentLoop:
                 await self.store.set_reasons(self.config.scheduler, gated)
             self.listed.set()
 
-    def _share(self, worker: str) -> int:
-        """How many pods ``worker``'s next batch takes now: the waiting pods split evenly over the
-        batches that could be handed out (``inflight`` per live worker, less those in flight) — but
-        over no more batches than there are live workers — at most ``batch_size``. A burst goes to
-        every worker at once rather than in whole batches to the first few, whose partitions would
-        overflow into the others' (and collide there). One batch per worker, not one per free slot:
-        a burst reaches the loop in pieces (the store takes it 25 pods to a write), and its first
-        piece split over every free slot left the rest waiting for one (a call holds its slot until
-        its pods are bound); in one batch, the rest goes out in the slot left free as soon as it is
-        read. Measured in the default demo (six alternated pairs, one worker): the agent pods'
-        queue stage p50 6.1–9.3 → 1.5–3.7 ms, submit → bound p50 mean 40.0 → 34.9 ms (better in five
-        of the six), the first pod of a round ~1.5 ms later.
-
-        With ``room_shares`` a worker also takes at most the room its partition of the nodes has
-        left (as its last answer said, less its other batches still out and what it was handed
-        since), and a worker whose partition is full takes nothing while another's has room (it
-        would place in theirs, and collide there) — once its figure is older than
-        :data:`ROOM_STALE_S` (pods end and free room) at most :data:`ROOM_PROBE` pods, and its even
-        share again when every partition is full and no answer is on its way. An old figure with
-        room still caps the share (at the figure, or a look of :data:`ROOM_PROBE` pods when
-        smaller). Measured (``caldera bench agent --fill 0.9 --take 0.8``, four runs each, off /
-        on): true conflicts at 8 workers 1–10% → 0.07–0.2% at the same pods/s; at 2 workers 0–0.9%
-        either way, and 0 in every run since the figures count the batches out and the loop waits
-        for answers when all say full (the demo at 2 workers: 10–12% → 6–8%, latency as before); the
-        rare run at 8 workers that still spilled a whole batch was answers heard out of order (see
-        :meth:`Worker.schedule`'s room, taken last). A worker alone
-        (the others failed, or ``--workers 1``) takes its even share: it collides with no one,
-        and holding pods back would only delay them."""
-        now = self.clock()
-        live = [w.name for w in self.workers if w.name not in self.failed_workers]
-        by_room = self.config.room_shares and len(live) > 1  # a worker alone collides with no one
-        roomy = [name for name in live if self._has_room(name, now)] if by_room else live
-        if worker not in roomy and roomy:
-            return 0
-        if by_room and not roomy and any(self._out.values()):
-            return 0  # every figure says full, but answers are on their way with fresher ones
-        takers = len(roomy or live)
-        free = min(takers, takers * self.config.inflight - self._handed)
-        share = max(1, min(self.config.batch_size, -(-self.queue.ready() // max(1, free))))
-        room = self._room.get(worker) if by_room else None
-        if room is not None and room[0] > 0:
-            # An old figure still caps: pods may have ended there since, so a look beyond it, but not
-            # the even share (at 8 workers in a full-shard burst a worker's answers come ~1 s apart)
-            share = min(share, room[0] if now - room[1] <= ROOM_STALE_S else max(room[0], ROOM_PROBE))
-        elif room is not None and len(roomy) > 1:
-            share = min(share, ROOM_PROBE)  # full when last heard of, others have room: a look, not a share
-        return share
-
-    def _has_room(self, worker: str, now: float) -> bool:
-        room = self._room.get(worker)
-        return room is None or room[0] > 0 or now - room[1] > ROOM_STALE_S
-
     async def drive(self, worker: WorkerHandle, stop: asyncio.Event) -> None:
         """Keep one worker busy until ``stop`` or until it fails."""
         while not stop.is_set() and worker.name not in self.failed_workers:
@@ -312,13 +248,13 @@ class AgentLoop:
                 wait = 0.2 if due is None else max(min(due - self.clock(), 0.2), 0.001)
                 await pause(self._work, wait)
                 continue
-            self._handed += 1
+            self.shares.handed += 1
             self._ruled_out |= ruled
             try:
                 if not await self._hand(worker, batch):
                     return
             finally:
-                self._handed -= 1
+                self.shares.handed -= 1
                 if ruled:
                     self._ruled_out = False
                     self._work.set()
@@ -332,21 +268,19 @@ class AgentLoop:
         # Pods another worker handed over to this one first, whatever its room figure says (that
         # worker saw room for them on this one's partition), then the share, less what they take.
         batch = self.queue.pop_for(worker, self.config.batch_size)
-        share = min(self._share(worker), self.config.batch_size) - len(batch)
+        live = [w.name for w in self.workers if w.name not in self.failed_workers]
+        share = self.shares.share(worker, live, self.queue.ready()) - len(batch)
         if share > 0:
             batch += self.queue.pop(share)
         if not batch:
             return [], False
-        room = self._room.get(worker)
-        if room is not None:  # what this batch takes of it, until its answer says
-            self._room[worker] = (room[0] - len(batch), room[1])
         ruled = [uid for uid in batch if bears_rules(self.records[uid].pod)]
         if ruled and self._ruled_out:
             for uid in ruled:  # in their order: first in the queue again
                 self.queue.retry_now(uid)
             waiting = set(ruled)
             batch, ruled = [uid for uid in batch if uid not in waiting], []
-        self._out[worker] = self._out.get(worker, 0) + len(batch)  # until its answer (or failure)
+        self.shares.took(worker, len(batch))
         return batch, bool(ruled)
 
     async def _hand(self, worker: WorkerHandle, batch: list[str]) -> bool:
@@ -360,7 +294,7 @@ class AgentLoop:
             keep = [uid for uid in batch if self._handovers.get(uid, 0) >= HAND_OVERS]
             result = await worker.schedule(pods, context, namespaces, keep)
         except Exception as e:  # the actor died or hung, or the store went away: hand the batch on
-            self._out[worker.name] -= len(batch)
+            self.shares.failed(worker.name, len(batch))
             log.warning("worker %s failed (%s); its %d pods go back to the queue", worker.name, e, len(batch))
             for uid in batch:
                 self.queue.retry_now(uid)
@@ -444,9 +378,9 @@ class AgentLoop:
 
     async def _absorb(self, worker: str, result: BatchResult, handed: int = 0) -> None:
         """The outcomes of a batch of ``handed`` pods."""
-        self._out[worker] = self._out.get(worker, 0) - handed
-        reasons: dict[str, str] = {}
         now = self.clock()
+        self.shares.answered(worker, handed, result.room, now)
+        reasons: dict[str, str] = {}
         for o in result.outcomes:
             handovers = self._handovers.pop(o.uid, 0)  # kept for a pod handed over again only
             if o.kind is OutcomeKind.HANDED_OVER:
@@ -468,8 +402,6 @@ class AgentLoop:
                 self._forget(o.uid)
         for key in ("committed", "conflicts", "resolved", "rejected"):
             self.totals[key] += getattr(result, key)
-        if result.room is not None:  # less the worker's other batches out: the figure may not count them yet
-            self._room[worker] = (result.room - self._out[worker], now)
         if reasons:
             await self.store.set_reasons(self.config.scheduler, reasons)
         if self.metrics is not None:

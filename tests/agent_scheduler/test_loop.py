@@ -13,8 +13,9 @@ from typing import Any
 import msgspec
 
 from agent_scheduler.core import CoreConfig, partition_room
-from agent_scheduler.loop import ROOM_PROBE, ROOM_STALE_S, AgentLoop, LoopConfig
+from agent_scheduler.loop import AgentLoop, LoopConfig
 from agent_scheduler.outcome import BatchResult, OutcomeKind
+from agent_scheduler.shares import ROOM_PROBE, ROOM_STALE_S
 from agent_scheduler.worker import Worker, WorkerConfig
 from binder.commit import Binder
 from binder.results import Committed, Placement
@@ -311,7 +312,7 @@ async def test_a_burst_read_in_pieces_leaves_a_slot_for_its_rest(store: Store) -
         loop._enqueue(records[p.metadata.uid])
     first, _ = loop._take("w0")
     assert len(first) == 25
-    loop._handed += 1  # as drive() counts it, until its answer
+    loop.shares.handed += 1  # as drive() counts it, until its answer
     for p in pods[25:]:
         loop._enqueue(records[p.metadata.uid])
     rest, _ = loop._take("w0")
