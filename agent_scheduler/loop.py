@@ -34,7 +34,7 @@ from binder.metrics import BinderMetrics
 from cluster.model.core import Namespace
 from cluster.nodeview.pod_affinity import bears_rules
 from cluster.runtime.heartbeat import Stats
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.keys import Kind
 from cluster.store.pause import pause
 from cluster.store.records import TERMINAL_PHASES, PodRecord, Update

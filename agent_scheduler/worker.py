@@ -35,7 +35,7 @@ from cluster.nodeview.assume import Assumed, Token
 from cluster.nodeview.plugins import partition_steps
 from cluster.nodeview.pod_affinity import PlacedPods, bears_rules
 from cluster.nodeview.table import NodeTable
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.keys import Kind
 from cluster.store.records import PodRecord
 from cluster.store.store import Store

@@ -38,7 +38,7 @@ from cluster.runtime.logs import logger
 from cluster.runtime.process import Build, Deps, Elect, ProcessConfig, add_common_flags, launch
 from cluster.sim.cluster import SimBindTarget, SimEvictor
 from cluster.store.client import STORE_DOWN, Outage
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.pause import pause
 from cluster.store.store import Store
 

@@ -28,7 +28,7 @@ from cluster.model.volcano import NodeShard
 from cluster.nodeview.table import NodeTable
 from cluster.runtime.heartbeat import Stats
 from cluster.store.client import STORE_DOWN, Outage
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.keys import Kind
 from cluster.store.pause import within
 from cluster.store.store import Own, Put, Store, Write

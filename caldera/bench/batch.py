@@ -49,7 +49,7 @@ from cluster.sim.cluster import SimBindTarget, SimEvictor
 from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.store.audit import audit
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.keys import Keys, Kind
 from cluster.store.store import Delete, Put, Store
 

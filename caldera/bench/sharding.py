@@ -19,7 +19,7 @@ from caldera._store import client
 from caldera.bench.runner import positive_int, run_bench
 from caldera.flag_config import checked, from_flags, number, redis_url
 from cluster.sim.pools import NodePool, pool_nodes
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.keys import Keys, Kind
 from cluster.store.store import Store
 from sharding.config import DEFAULT_SCHEDULER_CONFIGS, parse_scheduler_configs

@@ -55,7 +55,7 @@ from cluster.nodeview.table import NodeTable
 from cluster.runtime.flags import add_sharding_mode
 from cluster.runtime.redis_server import RedisServer
 from cluster.sim.cluster import SimBindTarget, SimEvictor
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.keys import Keys
 from cluster.store.records import PodRecord
 from cluster.store.store import Put, Store

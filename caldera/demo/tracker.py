@@ -37,7 +37,7 @@ import numpy as np
 
 from agent_scheduler.stages import StageFigures, Stages
 from cluster.model.core import Pod
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.keys import Kind
 from cluster.store.records import Update
 from cluster.store.store import Store

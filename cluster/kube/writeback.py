@@ -38,7 +38,7 @@ from cluster.model.topology import HyperNode
 from cluster.model.unhonoured import notice, unhonoured
 from cluster.model.volcano import PodGroup, Queue
 from cluster.store.client import STORE_DOWN, Outage
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.keys import Kind
 from cluster.store.pause import pause
 from cluster.store.store import Store

@@ -17,7 +17,7 @@ import msgspec
 
 from cluster.model.binding import Binding, Eviction, Failure, GateLift
 from cluster.sim.pods import pod_duration
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.keys import Kind
 from cluster.store.pause import pause
 from cluster.store.records import Update

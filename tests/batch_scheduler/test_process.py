@@ -26,7 +26,7 @@ from cluster.sim.cluster import SimBindTarget, SimCluster, SimEvictor
 from cluster.sim.pods import make_pod, make_podgroup
 from cluster.sim.pools import NodePool, pool_nodes
 from cluster.store.audit import audit
-from cluster.store.feed import Informer
+from cluster.store.informer import Informer
 from cluster.store.store import Put, Store
 from tests.batch_scheduler.inputs import load
 

@@ -15,7 +15,8 @@ from caldera.demo.workload import AGENT, VOLCANO, Workload, WorkloadDriver
 from cluster.model.volcano import PodGroup
 from cluster.sim.cluster import SimCluster
 from cluster.sim.pods import make_pod
-from cluster.store.feed import FeedReader, Informer
+from cluster.store.feed import FeedReader
+from cluster.store.informer import Informer
 from cluster.store.keys import Kind
 from cluster.store.store import Store
 from tests.builders import node

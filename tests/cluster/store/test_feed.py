@@ -13,7 +13,8 @@ from binder.results import Committed, Placement
 from cluster.nodeview.table import NodeTable
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.client import STORE_DOWN, connect
-from cluster.store.feed import FeedReader, FeedTrimmed, Informer, StoreReset
+from cluster.store.feed import FeedReader, FeedTrimmed, StoreReset
+from cluster.store.informer import Informer
 from cluster.store.keys import Keys, Kind
 from cluster.store.records import Update
 from cluster.store.store import Own, Store
