@@ -29,37 +29,39 @@ fits.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from caldera._store import client
-from caldera.bench.chaos.system import KUBECONFIG, NoApiServer, kubeapi
+from caldera.bench.api_parts import (
+    AGENT,
+    START_S,
+    api_server,
+    caldera_processes,
+    common_flags,
+    end,
+    wait_for,
+)
+from caldera.bench.chaos.system import NoApiServer
 from caldera.bench.runner import MAX_NODES, MAX_PODS, MAX_WORKERS, positive_int
-from caldera.demo.supervisor import Supervisor
 from caldera.demo.tracker import percentile
 from cluster.kube.bulk import Watcher, create_nodes, create_pods, pooled_client
 from cluster.model.text import one_line
-from cluster.model.volcano import NodeShard
-from cluster.runtime.redis_server import RedisServer
-from cluster.store.keys import Keys, Kind
+from cluster.store.keys import Kind
 
-AGENT, CEILING, NOBODY = "agent-scheduler", "api-ceiling", "nobody"
+CEILING, NOBODY = "api-ceiling", "nobody"
 SHAPES = ((1000, 10_000), (5000, 10_000))
 QUICK = ((200, 1000),)
 RATE, STEADY_S = 100.0, 10.0
-START_S = 180.0  # a process must serve within this long (the agent's first start waits for Ray)
 
 
 class Run(msgspec.Struct, frozen=True, kw_only=True):
@@ -101,53 +103,6 @@ class ApiConfig(msgspec.Struct, frozen=True, kw_only=True):
     extra: tuple[str, ...]  # more flags for caldera agent-scheduler
 
 
-# -- the parts ---------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def api_server(logs: Path) -> Iterator[str]:
-    """The in-repo API server as a process (``python -m tests.kubeapi``); its URL."""
-    kubeapi()  # fails with NoApiServer outside a checkout with the test extras
-    root = Path(__file__).resolve().parents[2]
-    log = (logs / "kubeapi.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.kubeapi", "--port", "0"],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        start_new_session=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().decode().strip()
-        if not line.startswith("serving "):
-            raise RuntimeError(f"the API server did not start (see {logs / 'kubeapi.log'})")
-        yield line.split(" ", 1)[1]
-    finally:
-        _end(proc)
-        log.close()
-
-
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, and SIGKILL if it has not exited 15 s later."""
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def wait_for(what: str, done: Callable[[], bool], timeout: float, every: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            print(f"bench api: {what}: not within {timeout:.0f}s", file=sys.stderr, flush=True)
-            return False
-        time.sleep(every)
-    return True
-
-
 class Side(msgspec.Struct, frozen=True):
     """One binder's figures: pods/s through a backlog, latency at a steady rate."""
 
@@ -185,12 +140,6 @@ def measure_side(
     )
 
 
-def _kubeconfig(folder: Path, url: str) -> Path:
-    path = folder / "kubeconfig"
-    path.write_text(KUBECONFIG % url)
-    return path
-
-
 # -- the three runs of a shape ---------------------------------------------------------------
 
 
@@ -213,72 +162,7 @@ def run_ceiling(folder: Path, nodes: int, pods: int, config: ApiConfig) -> Side:
             return measure_side(api, watcher, CEILING, config, pods, start)
         finally:
             for binder in binders:
-                _end(binder)
-
-
-def _common(kubeconfig: Path, store: Stored) -> list[str]:
-    """The flags every caldera process of the bench takes."""
-    return [
-        "--kubeconfig",
-        str(kubeconfig),
-        "--redis-url",
-        store.url,
-        "--cluster",
-        store.keys.cluster,
-        "--metrics-port",
-        "0",
-        "--log-format",
-        "json",
-    ]
-
-
-@contextlib.contextmanager
-def caldera_processes(
-    folder: Path, url: str, config: ApiConfig, *, sharding: bool = True
-) -> Iterator[tuple[Supervisor, Stored]]:
-    """A redis-server and, on the API server at ``url``, ``caldera mirror`` and (with ``sharding``) ``caldera
-    sharding`` handing every node to the agent scheduler's shard."""
-    kubeconfig = _kubeconfig(folder, url)
-    with RedisServer() as redis:
-        store = Stored(redis.url, Keys("bench-api"))
-        supervisor = Supervisor(folder / "logs", env={**os.environ, "RAY_AUTH_MODE": "disabled"})
-        common = _common(kubeconfig, store)
-        caldera = [sys.executable, "-m", "caldera"]
-        try:
-            supervisor.start("mirror", [*caldera, "mirror", *common], ready="following the cluster")
-            if sharding:
-                shard = f"{AGENT}:agent:0.0:1.0:true:1:{MAX_NODES}"
-                argv = [*caldera, "sharding", *common, "--scheduler-configs", shard, "--shard-sync-period", "5s"]
-                supervisor.start("sharding", argv, ready="serving")
-            for name in supervisor.names():
-                supervisor.wait_ready(name, START_S)
-            yield supervisor, store
-        finally:
-            supervisor.stop_all()
-
-
-class Stored:
-    """What the bench reads of the store while it waits (each read on a connection of its own: the
-    bench's threads have no event loop)."""
-
-    def __init__(self, url: str, keys: Keys) -> None:
-        self.url, self.keys = url, keys
-
-    def _read(self, command: Callable[[Any], Awaitable[Any]]) -> Any:
-        async def go() -> Any:
-            async with client(self.url) as c:
-                return await command(c)
-
-        return asyncio.run(go())
-
-    def count(self, kind: Kind) -> int:
-        return int(self._read(lambda c: c.scard(self.keys.index(kind))))
-
-    def shard_size(self) -> int:
-        spec = self._read(lambda c: c.hget(self.keys.object(Kind.NODESHARD, AGENT), "spec"))
-        if not isinstance(spec, bytes):
-            return 0
-        return len(msgspec.msgpack.decode(spec, type=NodeShard).spec.nodes_desired)
+                end(binder)
 
 
 def run_caldera(folder: Path, nodes: int, pods: int, config: ApiConfig) -> Side:
@@ -288,14 +172,14 @@ def run_caldera(folder: Path, nodes: int, pods: int, config: ApiConfig) -> Side:
     with api_server(folder) as url:
         api = pooled_client(url, config.create_threads + 2)
         create_nodes(api, nodes, config.create_threads)
-        with caldera_processes(folder, url, config) as (supervisor, store), Watcher(api) as watcher:
+        with caldera_processes(folder, url) as (supervisor, store), Watcher(api) as watcher:
             if not wait_for("every node in the agent's shard", lambda: store.shard_size() >= nodes, START_S, 0.5):
                 raise RuntimeError(f"the agent's shard did not get the {nodes} nodes (see {folder / 'logs'})")
             kubeconfig = folder / "kubeconfig"
 
             def start() -> None:
                 wait_for("the backlog in the store", lambda: store.count(Kind.POD) >= pods, config.timeout)
-                argv = [sys.executable, "-m", "caldera", "agent-scheduler", *_common(kubeconfig, store)]
+                argv = [sys.executable, "-m", "caldera", "agent-scheduler", *common_flags(kubeconfig, store)]
                 argv += ["--workers", str(config.workers), *config.extra]
                 supervisor.start(AGENT, argv, ready="workers ready")
                 supervisor.wait_ready(AGENT, START_S)
@@ -308,7 +192,7 @@ def run_watch(folder: Path, nodes: int, pods: int, config: ApiConfig) -> float:
     with api_server(folder) as url:
         api = pooled_client(url, config.create_threads + 2)
         create_nodes(api, nodes, config.create_threads)
-        with caldera_processes(folder, url, config, sharding=False) as (supervisor, store):
+        with caldera_processes(folder, url, sharding=False) as (supervisor, store):
             if not wait_for("the mirror's nodes", lambda: store.count(Kind.NODE) >= nodes, START_S):
                 raise RuntimeError(f"the mirror did not store the {nodes} nodes (see {folder / 'logs'})")
             supervisor.kill("mirror", signal.SIGSTOP)
