@@ -39,7 +39,7 @@ class Shares:
         over no more batches than there are live workers — at most ``batch_size``. A burst goes to
         every worker at once rather than in whole batches to the first few, whose partitions would
         overflow into the others' (and collide there). One batch per worker, not one per free slot:
-        a burst reaches the loop in pieces (the store takes it 25 pods to a write), and its first
+        a burst reaches the loop in pieces (the store takes it a few pods to a write), and its first
         piece split over every free slot left the rest waiting for one (a call holds its slot until
         its pods are bound); in one batch, the rest goes out in the slot left free as soon as it is
         read. Measured in the default demo (six alternated pairs, one worker): the agent pods'

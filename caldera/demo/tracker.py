@@ -21,7 +21,8 @@ two halves of a p50 told apart.
 It also counts, per scheduler, each pod's ``write``: from the submission to the store's write that
 created it (the feed entry's time) — the first step of its way, before the agent scheduler's stages
 (:mod:`agent_scheduler.stages`, whose ``feed`` starts at that write). A round of a few hundred pods
-is written 25 to a call, so its median pod waits behind the calls before its own.
+is written :data:`~cluster.store.store.PODS_PER_CALL` to a call, so its median pod waits behind the calls
+before its own.
 """
 
 from __future__ import annotations

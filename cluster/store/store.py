@@ -31,11 +31,18 @@ from cluster.store.records import (
 from cluster.store.scripts import Arg, Script, SentAhead, call_packed, run_loaded
 
 DEFAULT_FEED_MAXLEN = 200_000
-PODS_PER_CALL = 25
+PODS_PER_CALL = 10
 """Pods one write script takes at most (:meth:`Store.upsert_pods`, :meth:`Store.delete_pods`). Redis runs a
 call whole, and a reader sees none of its pods before its end. Measured in the demo against one pod to a
 call (three alternated runs each): at 100 the first pod of a round was bound 9 ms later (p50 15–18 → 23–26
-ms); at 25 as soon (15–17 ms); the per-pod p50 alike, the p99 lower in five of the six pairs."""
+ms); at 25 as soon (15–17 ms); the per-pod p50 alike, the p99 lower in five of the six pairs. Then 10
+against 25, thirteen alternated pairs (ten demos, three ``bench mixed``): the first pod of a round
+earlier in every pair, by 0.4–4.2 ms (p50 13.3 → 11.2 ms on average) — a round's readers start on its
+first write sooner, and Redis takes the other clients' commands between shorter scripts —, the median
+pod where it was (p50 33.6 → 33.5 ms on average: better in eight pairs, worse in four, even in one), the p99 as
+scattered either way (104.8 → 96.7 ms on average). 234 pods upserted on a quiet Redis 8.2 / 6.1 → 5.7
+/ 5.3 ms, 2,000 pods 45.5 / 49.5 → 42.7 / 43.8 ms. At 5, no better than 10 (three demo pairs: p50
+29.6 / 28.8 / 29.9 → 32.7 / 27.9 / 35.0 ms)."""
 
 ObjectT = TypeVar("ObjectT", PodGroup, Queue, PriorityClass, NodeShard, HyperNode, Namespace)
 

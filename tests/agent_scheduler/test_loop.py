@@ -299,7 +299,7 @@ async def test_a_worker_whose_partition_is_full_waits_while_another_has_room(sto
 
 
 async def test_a_burst_read_in_pieces_leaves_a_slot_for_its_rest(store: Store) -> None:
-    """The store takes a burst 25 pods to a write, and the loop reads its first piece before the rest:
+    """The store takes a burst a few pods to a write, and the loop reads its first piece before the rest:
     that piece goes out in one batch, not split over every free slot (which left the rest of the
     burst waiting until a call was over, its pods bound); the rest goes out at once in the other."""
     worker = Worker(store, Binder(store.client, store.keys, "agent-scheduler"), SimBindTarget(store), WorkerConfig())

@@ -17,7 +17,7 @@ from cluster.store.feed import FeedReader, FeedTrimmed, StoreReset
 from cluster.store.informer import Informer
 from cluster.store.keys import Keys, Kind
 from cluster.store.records import Update
-from cluster.store.store import Own, Store
+from cluster.store.store import PODS_PER_CALL, Own, Store
 from tests.builders import node, pod
 
 
@@ -479,7 +479,7 @@ async def test_a_reader_woken_from_its_wait_takes_what_the_write_carried_and_fet
     informer = Informer(store, [Kind.POD, Kind.NODE], block_ms=5000)
     updates = informer.updates()
     assert (await anext(updates)).full
-    burst = [pod(f"p{i}", cpu="1") for i in range(20)]  # one write
+    burst = [pod(f"p{i}", cpu="1") for i in range(PODS_PER_CALL)]  # one write
     uids = [p.uid for p in burst]
 
     async def woken_by(write: Any) -> Update:
