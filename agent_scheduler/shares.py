@@ -35,8 +35,8 @@ class Shares:
 
     def share(self, worker: str, live: Sequence[str], ready: int) -> int:
         """How many pods ``worker``'s next batch takes now: the ``ready`` pods split evenly over the
-        batches that could be handed out (``inflight`` per live worker of ``live``, less those in flight) — but
-        over no more batches than there are live workers — at most ``batch_size``. A burst goes to
+        batches that could be handed out (``inflight`` per worker of ``live``, less those in flight) —
+        but over no more batches than there are live workers — at most ``batch_size``. A burst goes to
         every worker at once rather than in whole batches to the first few, whose partitions would
         overflow into the others' (and collide there). One batch per worker, not one per free slot:
         a burst reaches the loop in pieces (the store takes it a few pods to a write), and its first
