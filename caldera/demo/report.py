@@ -25,6 +25,17 @@ from caldera.demo.supervisor import Restart
 from caldera.demo.workload import AGENT, VOLCANO
 
 
+class RoundBand(msgspec.Struct, frozen=True, kw_only=True):
+    """The submission rounds of one size band (caldera.demo.tracker.ROUND_BANDS): how many, and the p50
+    over them of their first, median and last pod's submit → bound."""
+
+    band: str
+    rounds: int
+    first_p50_ms: float
+    median_p50_ms: float
+    last_p50_ms: float
+
+
 class SchedulerTotals(msgspec.Struct, frozen=True, kw_only=True):
     """One scheduler over the whole run (latency: submitted → bound)."""
 
@@ -42,6 +53,7 @@ class SchedulerTotals(msgspec.Struct, frozen=True, kw_only=True):
     round_size_mean: float = 0.0
     round_first_p50_ms: float = 0.0
     round_first_p99_ms: float = 0.0
+    by_round_size: list[RoundBand] = []
 
 
 class QueueJobs(msgspec.Struct, frozen=True, kw_only=True):

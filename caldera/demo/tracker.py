@@ -16,7 +16,9 @@ Pods are submitted in rounds (every 100 ms, what arrived since; an agent burst i
 pods or more at once), so a pod's latency is the path's plus its wait behind the pods of its
 own round. The tracker also keeps, per round and scheduler, the latency of the first of its
 pods to be bound — the path with nothing of its round ahead of it — and the round's size: the
-two halves of a p50 told apart.
+two halves of a p50 told apart. By the size of the round (:data:`ROUND_BANDS`), the p50 over the
+rounds of their first, median and last pod bound: a pod waits ~140–190 µs behind each pod of its
+round ahead of it in the default demo, so a round of 250 has its median pod where one of 100 has its last.
 
 It also counts, per scheduler, each pod's ``write``: from the submission to the store's write that
 created it (the feed entry's time) — the first step of its way, before the agent scheduler's stages
@@ -32,6 +34,7 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -66,6 +69,32 @@ class Job:
         return self.gone >= self.size
 
 
+ROUND_BANDS = (100, 200, 300)
+"""The round sizes the figures by round size are told apart at: below 100 pods, 100–199, 200–299, 300
+or more (the default workload's agent bursts are 100–300 pods, two in one 100-ms round at times)."""
+
+
+def band_of(size: int) -> str:
+    """The band of :data:`ROUND_BANDS` a round of ``size`` pods falls in, as the report names it."""
+    low = 1
+    for high in ROUND_BANDS:
+        if size < high:
+            return f"{low}–{high - 1}"
+        low = high
+    return f"{low}+"
+
+
+class _Round:
+    """A submission round not settled yet: its scheduler, its size, its pods not yet bound or gone, and
+    the latencies (ms) of those bound, in the order bound."""
+
+    __slots__ = ("scheduler", "size", "left", "ms")
+
+    def __init__(self, scheduler: str) -> None:
+        self.scheduler, self.size, self.left = scheduler, 0, 0
+        self.ms: list[float] = []
+
+
 def percentile(values: Iterable[float], q: float) -> float:
     a = np.fromiter(values, dtype=float)
     return round(float(np.percentile(a, q)), 1) if a.size else 0.0
@@ -79,11 +108,13 @@ class Tracker:
         self.clock = clock
         self.window_s = window_s
         self.created: dict[str, tuple[str, float, int]] = {}  # uid -> scheduler, submitted, round
-        # Per submission round (and scheduler): its pods not yet bound or gone, whether one was bound.
-        self._rounds: dict[int, list[int]] = {}
+        # Per submission round (and scheduler), until each of its pods is bound or gone.
+        self._rounds: dict[int, _Round] = {}
         self._round_no = 0
         self.round_firsts: dict[str, array[float]] = {s: array("d") for s in self.schedulers}  # ms, per round
         self.round_sizes: dict[str, array[float]] = {s: array("d") for s in self.schedulers}
+        # Per settled round with a pod bound: its band of ROUND_BANDS, and its first, median and last pod's ms.
+        self.settled_rounds: dict[str, list[tuple[str, float, float, float]]] = {s: [] for s in self.schedulers}
         self.bound_at: dict[str, float] = {}
         # the write stage: per scheduler; uid -> when submitted (time.time()), until its creation is read
         self.writes = {s: Stages(("write",)) for s in self.schedulers}
@@ -110,23 +141,31 @@ class Tracker:
             if name not in rounds:
                 self._round_no += 1
                 rounds[name] = self._round_no
-                self._rounds[self._round_no] = [0, 0]
-            self._rounds[rounds[name]][0] += 1
+                self._rounds[self._round_no] = _Round(name)
+            entry = self._rounds[rounds[name]]
+            entry.size += 1
+            entry.left += 1
             self.created[p.uid] = (name, now, rounds[name])
             self._unwritten[p.uid] = wall
             self.submitted_n[name] += 1
         for name, r in rounds.items():
-            self.round_sizes[name].append(self._rounds[r][0])
+            self.round_sizes[name].append(self._rounds[r].size)
 
-    def _settled(self, r: int, bound: bool) -> bool:
-        """One pod of round ``r`` bound or gone; whether it is the round's first bound."""
+    def _settled(self, r: int, ms: float | None) -> bool:
+        """One pod of round ``r`` bound ``ms`` after its submission, or gone (None); whether it is the
+        round's first bound. The round's figures are kept once its last pod is bound or gone."""
         entry = self._rounds[r]
-        first = bound and not entry[1]
-        if bound:
-            entry[1] = 1
-        entry[0] -= 1
-        if not entry[0]:
+        first = ms is not None and not entry.ms
+        if ms is not None:
+            entry.ms.append(ms)
+        entry.left -= 1
+        if not entry.left:
             del self._rounds[r]
+            if entry.ms:
+                done = sorted(entry.ms)
+                self.settled_rounds[entry.scheduler].append(
+                    (band_of(entry.size), done[0], float(np.median(done)), done[-1])
+                )
         return first
 
     def job(self, name: str, queue: str, uids: list[str], need: int) -> None:
@@ -143,7 +182,7 @@ class Tracker:
         self.bound_at[uid] = now
         ms = (now - t0) * 1000
         self.latencies[scheduler].append(ms)
-        if self._settled(r, True):
+        if self._settled(r, ms):
             self.round_firsts[scheduler].append(ms)
         self.recent.append((now, scheduler, ms))
         job = self.job_of.get(uid)
@@ -163,7 +202,7 @@ class Tracker:
             self.completed += 1
         else:
             self.gone_unbound[entry[0]] += 1
-            self._settled(entry[2], False)
+            self._settled(entry[2], None)
         job = self.job_of.pop(uid, None)
         if job is not None:
             job.gone += 1
@@ -226,7 +265,7 @@ class Tracker:
             )
         return out
 
-    def totals(self, elapsed: float) -> dict[str, dict[str, float]]:
+    def totals(self, elapsed: float) -> dict[str, dict[str, Any]]:
         """Per scheduler over the whole run."""
         out = {}
         for s in self.schedulers:
@@ -242,7 +281,27 @@ class Tracker:
                 "round_size_mean": round(float(np.mean(self.round_sizes[s])), 1) if self.round_sizes[s] else 0.0,
                 "round_first_p50_ms": percentile(self.round_firsts[s], 50),
                 "round_first_p99_ms": percentile(self.round_firsts[s], 99),
+                "by_round_size": self.by_round_size(s),
             }
+        return out
+
+    def by_round_size(self, scheduler: str) -> list[dict[str, object]]:
+        """Per band of :data:`ROUND_BANDS` that has a settled round: its rounds, and the p50 over them of
+        their first, median and last pod bound (ms)."""
+        out: list[dict[str, object]] = []
+        rounds = self.settled_rounds[scheduler]
+        for band in dict.fromkeys(band_of(n) for n in (1, *ROUND_BANDS)):
+            these = [r for r in rounds if r[0] == band]
+            if these:
+                out.append(
+                    {
+                        "band": band,
+                        "rounds": len(these),
+                        "first_p50_ms": percentile((r[1] for r in these), 50),
+                        "median_p50_ms": percentile((r[2] for r in these), 50),
+                        "last_p50_ms": percentile((r[3] for r in these), 50),
+                    }
+                )
         return out
 
     def written(self, scheduler: str) -> StageFigures:

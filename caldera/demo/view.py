@@ -205,6 +205,14 @@ def summary(report: Report) -> Table:
                 f"{name}: first pod of a submission round, p50 / p99 ms",
                 f"{s.round_first_p50_ms:,.0f} / {s.round_first_p99_ms:,.0f} ({s.rounds:,} rounds, {s.round_size_mean:,.0f} pods each)",
             )
+        if len(s.by_round_size) > 1:
+            table.add_row(
+                f"{name}: by round size (rounds): first / median / last pod, p50 ms",
+                " · ".join(
+                    f"{b.band} ({b.rounds:,}): {b.first_p50_ms:,.0f} / {b.median_p50_ms:,.0f} / {b.last_p50_ms:,.0f}"
+                    for b in s.by_round_size
+                ),
+            )
         c = report.conflicts.of(name)
         table.add_row(f"{name}: conflicts resolved / true", f"{c.resolved:,} / {c.true:,}")
         if c.handed_over:

@@ -10,8 +10,10 @@ import pytest
 
 from binder.commit import Binder
 from binder.results import Placement
-from caldera.demo.tracker import Tracker
+from caldera.demo.report import SchedulerTotals
+from caldera.demo.tracker import Tracker, band_of
 from caldera.demo.workload import AGENT, VOLCANO, Workload, WorkloadDriver
+from cluster.model.core import Pod
 from cluster.model.volcano import PodGroup
 from cluster.sim.cluster import SimCluster
 from cluster.sim.pods import make_pod
@@ -70,6 +72,40 @@ def test_each_submission_round_tells_its_first_pod_bound_from_the_wait_behind_it
     assert agent["round_first_p50_ms"] == 507.5
     assert (volcano["rounds"], volcano["round_size_mean"], volcano["round_first_p50_ms"]) == (1, 2.0, 200.0)
     assert not t._rounds  # every round settled: nothing kept
+
+
+def test_rounds_are_told_apart_by_size_each_by_its_first_median_and_last_pod() -> None:
+    """Per band of round sizes, the p50 over its rounds of their first, median and last pod bound: two small
+    rounds (10/20/30 ms and 100…140 ms), one of 151 pods (one gone unbound, the others 10…159 ms); a round
+    whose pods all went unbound has no figures. The report reads them as the demo writes them."""
+    now = [0.0]
+    t = Tracker(["agent-scheduler", "volcano"], clock=lambda: now[0])
+
+    def round_of(prefix: str, n: int) -> list[Pod]:
+        pods = [make_pod(f"{prefix}{i}", scheduler="agent-scheduler", requests={"cpu": "1"}) for i in range(n)]
+        t.submitted(pods)
+        return pods
+
+    small, big, lost, other = round_of("a", 3), round_of("b", 151), round_of("c", 2), round_of("d", 5)
+    for i, p in enumerate(small):
+        t.bound(p.uid, 0.010 * (i + 1))
+    t.gone(big[-1].uid)
+    for i, p in enumerate(big[:-1]):
+        t.bound(p.uid, 0.010 + 0.001 * i)
+    for p in lost:
+        t.gone(p.uid)
+    for i, p in enumerate(other):
+        t.bound(p.uid, 0.100 + 0.010 * i)
+    bands = t.totals(elapsed=1.0)["agent-scheduler"]["by_round_size"]
+    assert bands == [
+        {"band": "1–99", "rounds": 2, "first_p50_ms": 55.0, "median_p50_ms": 70.0, "last_p50_ms": 85.0},
+        {"band": "100–199", "rounds": 1, "first_p50_ms": 10.0, "median_p50_ms": 84.5, "last_p50_ms": 159.0},
+    ]
+    assert [band_of(n) for n in (1, 99, 100, 299, 300, 600)] == ["1–99", "1–99", "100–199", "200–299", "300+", "300+"]
+    report = msgspec.convert(t.totals(elapsed=1.0), dict[str, SchedulerTotals])
+    assert [b.median_p50_ms for b in report["agent-scheduler"].by_round_size] == [70.0, 84.5]
+    assert report["volcano"].by_round_size == []
+    assert not t._rounds
 
 
 def test_a_gang_starts_when_min_available_pods_are_bound_and_waits_otherwise() -> None:
