@@ -5,10 +5,10 @@ request, one set of tolerations, one node selector and affinity. :meth:`Profile.
 and scores every node for each of them, yet between two of them only the node the first one
 took has changed. :class:`Alike` keeps, per kind of pod, the nodes of the best shard rank that
 the filters allow and their values, and a pool of the best of them (every node outside it worth
-no more than its floor); after each take it judges that one row again (with Python floats: the
-same operations, the same doubles), so the next pod of the kind costs a draw from the pool, not a
-pass of every plugin over every column. When ties reach past the pool — a fresh pool of empty
-nodes, all alike — the draw is over every feasible node, as the full way's.
+no more than its floor); before a kind's next draw it judges again the rows taken since its last
+(with Python floats: the same operations, the same doubles), so the next pod of the kind costs a
+draw from the pool, not a pass of every plugin over every column. When ties reach past the pool — a
+fresh pool of empty nodes, all alike — the draw is over every feasible node, as the full way's.
 
 It chooses exactly what :meth:`Profile.place` would — the same node for the same state of the
 generator, the same verdict when nothing fits — for the profiles whose judgement of a node
@@ -69,6 +69,7 @@ class _Kind:
     left: int  # how many are live
     pool: dict[int, float] = field(default_factory=dict)  # live rows among the best, their values
     floor: float = float("inf")  # no live row outside the pool is worth more
+    seen: int = 0  # the takes judged (a position in Alike's log of them)
 
 
 class Alike:
@@ -80,23 +81,41 @@ class Alike:
         self.profile = profile
         self.k = cast(TopK, profile.select).k
         self._kinds: dict[Hashable, _Kind] = {}
+        self._taken: list[int] = []  # the rows taken, in order: each kind judges them when next drawn
 
     def place(self, table: NodeTable, pod: Pod, request: Resources, rng: random.Random) -> int | Filtered:
         """What ``profile.place`` answers, for a pod asking for no GPU card and judged by no inter-pod rule."""
         key = kind_of(pod, request)
         kind = self._kinds.get(key)
+        if kind is not None and not self._catch_up(table, kind):
+            del self._kinds[key]
+            kind = None
         if kind is None:
             found = self._judge_all(table, Placing(pod, request))
             if isinstance(found, Filtered):
                 return found
+            found.seen = len(self._taken)
             kind = self._kinds[key] = found
         return self._draw(kind, rng)
 
     def taken(self, table: NodeTable, row: int) -> None:
-        """``row`` took a request: every kind judges it again. A node out of a kind stays out (a take only
-        lessens room); one in it is re-fitted and scored. A kind with no room left in its best rank is
-        forgotten: its next pod goes the full way, to the next rank or to the filters' verdict."""
-        for key, kind in list(self._kinds.items()):
+        """``row`` took a request. Each kind judges it again before its next draw (:meth:`_catch_up`),
+        not now: a row is judged once however many takes it had in between, and a kind not drawn again
+        never judges it. 234 pods of three kinds on 100 nodes: 2.4 rows judged a pod when each take
+        was judged at once, 1.5 this way; decide() 20.6 → 16.8 µs a pod."""
+        self._taken.append(row)
+
+    def _catch_up(self, table: NodeTable, kind: _Kind) -> bool:
+        """Judge the rows taken since ``kind`` last did, each once, as the table has them now (what
+        judging each take at once would leave: a row's value reads its own row alone, and a take
+        only lessens room). A node out of the kind stays out; one in it is re-fitted and scored.
+        False: the kind has no room left in its best rank, and its pod goes the full way, to the
+        next rank or to the filters' verdict."""
+        if kind.seen == len(self._taken):
+            return True
+        rows = dict.fromkeys(self._taken[kind.seen :])
+        kind.seen = len(self._taken)
+        for row in rows:
             if not kind.live[row]:
                 continue
             if fits_once_freed(table, kind.placing.request, row, _NOTHING_FREED):
@@ -108,8 +127,7 @@ class Alike:
             kind.live[row] = False
             kind.pool.pop(row, None)
             kind.left -= 1
-            if not kind.left:
-                del self._kinds[key]
+        return kind.left > 0
 
     def _value(self, table: NodeTable, placing: Placing, row: int) -> float:
         """:meth:`Profile.values` of one row, in the same order: the same double."""
