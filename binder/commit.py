@@ -37,12 +37,20 @@ def _figures(raw: list[object]) -> tuple[Resources, Resources]:
     return Resources(alloc), Resources(used)
 
 
-def decode_result(node: str, raw: list[object]) -> Result:
+Figures = dict[str, tuple[Resources, Resources]]
+"""A node's figures decoded once for a call's answers: the script gives every answer on one node the
+same (the node as the call leaves it)."""
+
+
+def decode_result(node: str, raw: list[object], figures: Figures | None = None) -> Result:
+    """One placement's answer; ``figures``: the node figures decoded so far for the same call."""
+    if figures is None:
+        figures = {}
     code = int(raw[0])  # type: ignore[call-overload]
     if code == 1:
         version, resolved, idempotent = int(raw[1]), raw[2] == 1, raw[3] == 1  # type: ignore[call-overload]
         if len(raw) > 4:
-            allocatable, allocated = _figures(raw[5:])
+            allocatable, allocated = figures.get(node) or figures.setdefault(node, _figures(raw[5:]))
             return Committed(
                 node=node,
                 version=version,
@@ -54,7 +62,7 @@ def decode_result(node: str, raw: list[object]) -> Result:
             )
         return Committed(node=node, version=version, resolved=resolved, idempotent=idempotent)
     if code == 2:
-        allocatable, allocated = _figures(raw[3:])
+        allocatable, allocated = figures.get(node) or figures.setdefault(node, _figures(raw[3:]))
         return Conflict(
             node=node,
             version=int(raw[1]),  # type: ignore[call-overload]
@@ -201,7 +209,8 @@ class Binder:
         raws: Sequence[list[list[object]]],
     ) -> list[list[Result]]:
         for (_, _, indices, todo), raw in zip(calls, raws):
-            decoded = iter([decode_result(p.node, r) for p, r in zip(todo, raw)])
+            figures: Figures = {}
+            decoded = iter([decode_result(p.node, r, figures) for p, r in zip(todo, raw)])
             for index in indices:
                 out[index] = [r if r is not None else next(decoded) for r in out[index]]
         if self.metrics is not None:
