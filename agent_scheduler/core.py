@@ -188,7 +188,7 @@ def decisions(
         if cards:
             columns.take(name, cards)
         if alike is not None:
-            alike.taken(columns, row)
+            alike.taken(row)
         if placed is not None:
             placed.add(task.uid, task.pod, row)
         yield Choice(uid=task.uid, node=name, version=int(columns.version[row]), cards=cards)

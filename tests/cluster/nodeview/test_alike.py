@@ -91,7 +91,7 @@ def _placed(table: NodeTable, pods: list[Pod], config: CoreConfig, seed: int, *,
             continue
         table.take(table.names[row], p.request())
         if isinstance(placer, Alike):
-            placer.taken(table, row)
+            placer.taken(row)
         out.append(row)
     return out
 
