@@ -26,31 +26,34 @@ from cluster.store.store import DEFAULT_FEED_MAXLEN
 GANG_PLACEMENTS_PER_CALL = 256  # see Binder.commit_gangs
 
 
-def _figures(raw: list[object]) -> tuple[Resources, Resources]:
-    """Allocatable and allocated from the script's (name, allocatable, allocated) triples."""
+Figures = dict[str, tuple[Resources, Resources]]
+"""Nodes' figures decoded for one call's answers: the script gives every answer on one node the same
+(the node as the call leaves it), so each node's are decoded once."""
+
+
+def _figures(figures: Figures, node: str, raw: list[object]) -> tuple[Resources, Resources]:
+    """Allocatable and allocated from the script's (name, allocatable, allocated) triples, or as
+    decoded for ``node`` already."""
+    known = figures.get(node)
+    if known is not None:
+        return known
     alloc: dict[str, int] = {}
     used: dict[str, int] = {}
     for i in range(0, len(raw), 3):
         name = raw[i].decode()  # type: ignore[attr-defined]
         alloc[name] = int(raw[i + 1])  # type: ignore[call-overload]
         used[name] = int(raw[i + 2])  # type: ignore[call-overload]
-    return Resources(alloc), Resources(used)
+    figures[node] = Resources(alloc), Resources(used)
+    return figures[node]
 
 
-Figures = dict[str, tuple[Resources, Resources]]
-"""A node's figures decoded once for a call's answers: the script gives every answer on one node the
-same (the node as the call leaves it)."""
-
-
-def decode_result(node: str, raw: list[object], figures: Figures | None = None) -> Result:
-    """One placement's answer; ``figures``: the node figures decoded so far for the same call."""
-    if figures is None:
-        figures = {}
+def decode_result(node: str, raw: list[object], figures: Figures) -> Result:
+    """One placement's answer; ``figures``: the nodes' figures decoded so far for the same call."""
     code = int(raw[0])  # type: ignore[call-overload]
     if code == 1:
         version, resolved, idempotent = int(raw[1]), raw[2] == 1, raw[3] == 1  # type: ignore[call-overload]
         if len(raw) > 4:
-            allocatable, allocated = figures.get(node) or figures.setdefault(node, _figures(raw[5:]))
+            allocatable, allocated = _figures(figures, node, raw[5:])
             return Committed(
                 node=node,
                 version=version,
@@ -62,7 +65,7 @@ def decode_result(node: str, raw: list[object], figures: Figures | None = None) 
             )
         return Committed(node=node, version=version, resolved=resolved, idempotent=idempotent)
     if code == 2:
-        allocatable, allocated = figures.get(node) or figures.setdefault(node, _figures(raw[3:]))
+        allocatable, allocated = _figures(figures, node, raw[3:])
         return Conflict(
             node=node,
             version=int(raw[1]),  # type: ignore[call-overload]
