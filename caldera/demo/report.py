@@ -19,7 +19,7 @@ from pathlib import Path
 import msgspec
 
 from agent_scheduler.stages import STAGES, StageFigures
-from caldera.demo.resources import AuditSample, Growth, Usage
+from caldera.demo.resources import AuditSample, CpuUse, Growth, Usage
 from caldera.demo.resources import chart as resources_chart
 from caldera.demo.supervisor import Restart
 from caldera.demo.workload import AGENT, VOLCANO
@@ -123,6 +123,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     audits_unfinished: int = 0  # audits during the run that did not finish (the store too slow to answer)
     growth: list[Growth] = []  # per process, RSS and open files after the warm-up (caldera.demo.resources)
     warmup_share: float = 0.2  # the share of the run before growth is measured
+    cpu: list[CpuUse] = []  # per process, the CPU it used from its first sample to its last (caldera.demo.resources)
     failed: list[str] = []  # the demo's own tasks (the simulator, the load, ...) that died, and why
     # where the agent pods' time went, stage by stage: the demo's write, then agent_scheduler.stages
     agent_stages: dict[str, StageTotal] = {}

@@ -1,4 +1,4 @@
-"""What the system's processes hold over a run: RSS and open files of each, and the audit, sampled.
+"""What the system's processes hold and use over a run: RSS, open files and CPU of each, and the audit, sampled.
 
 Every ``--sample-every`` the demo samples, with psutil, every process of the system: the
 redis-server (found by the pid its ``INFO`` gives, when it runs on this machine), the
@@ -7,7 +7,10 @@ started — Ray's ``gcs_server`` and ``raylet``, its Python helpers by script, i
 actors by actor class (``ray::WorkerActor``; several of one name are ``#1``, ``#2``… by
 age) — and the demo itself; and it runs the audit (``caldera audit``'s check) on the store,
 recording its verdict. Both go into ``demo-report.json`` (``resources``, ``audits``); the
-RSS and open files per process are drawn into ``demo-resources.png``.
+RSS, open files and CPU per process are drawn into ``demo-resources.png``, and each process's CPU
+from its first sample to its last (:func:`cpu_use`) is the report's ``cpu``: where a run's CPU went,
+process by process — on a machine of few cores the schedulers share it with Redis and the demo's own
+stand-ins for the cluster, and the agent path's latency follows the CPU a burst takes across them all.
 
 Growth, per process, is measured after a warm-up: the first 20% of the run (to its last
 sample), or, for a workload whose load rises (its ``ramp``), until the load stops rising
@@ -47,6 +50,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     process: str
     rss_mb: float
     fds: int
+    cpu_s: float = 0.0  # the CPU (user and system) the process has used since it started, in seconds
 
 
 class AuditSample(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,6 +58,14 @@ class AuditSample(msgspec.Struct, frozen=True, kw_only=True):
     ok: bool | None  # None: the audit did not finish (``error`` says why)
     violations: list[str]  # the first 20 lines, when not ok
     error: str = ""
+
+
+class CpuUse(msgspec.Struct, frozen=True, kw_only=True):
+    """One process's CPU from its first sample to its last: seconds of CPU, and their mean in cores."""
+
+    process: str
+    cpu_s: float
+    cores: float
 
 
 class Growth(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,8 +139,15 @@ def measure(processes: Mapping[str, psutil.Process], t: float) -> list[Usage]:
     for name, p in processes.items():
         try:
             with p.oneshot():
+                cpu = p.cpu_times()
                 out.append(
-                    Usage(t_s=round(t, 1), process=name, rss_mb=round(p.memory_info().rss / MIB, 1), fds=p.num_fds())
+                    Usage(
+                        t_s=round(t, 1),
+                        process=name,
+                        rss_mb=round(p.memory_info().rss / MIB, 1),
+                        fds=p.num_fds(),
+                        cpu_s=round(cpu.user + cpu.system, 3),
+                    )
                 )
         except psutil.Error:  # gone between listing and reading
             continue
@@ -197,30 +216,53 @@ def growth(usage: list[Usage], warmup: float = WARMUP_SHARE) -> list[Growth]:
     return out
 
 
+def cpu_use(usage: list[Usage]) -> list[CpuUse]:
+    """Per process sampled more than once, the CPU it used from its first sample to its last, most first.
+    A count lower than the sample before is a new process under the name (restarted): what it used
+    since it started counts whole. The CPU a process used before its first sample (its start) is not
+    counted."""
+    series: dict[str, list[Usage]] = {}
+    for u in sorted(usage, key=lambda u: u.t_s):
+        series.setdefault(u.process, []).append(u)
+    out = []
+    for name, s in series.items():
+        span = s[-1].t_s - s[0].t_s
+        if len(s) < 2 or span <= 0:
+            continue
+        used = sum(b.cpu_s - a.cpu_s if b.cpu_s >= a.cpu_s else b.cpu_s for a, b in zip(s, s[1:]))
+        out.append(CpuUse(process=name, cpu_s=round(used, 2), cores=round(used / span, 3)))
+    return sorted(out, key=lambda c: -c.cpu_s)
+
+
 def pct(before: float, after: float) -> float:
     return round(100 * (after - before) / before, 1) if before else 0.0
 
 
 def chart(path: Path, usage: list[Usage]) -> None:
-    """RSS and open files per process over time: two panels, one line per process, named in a legend."""
+    """RSS, open files and CPU (cores, from one sample to the next) per process over time: three panels,
+    one line per process, named in a legend."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
-    fig, (rss, fds) = plt.subplots(2, 1, figsize=(12, 9), sharex=True)
+    fig, (rss, fds, cpu) = plt.subplots(3, 1, figsize=(12, 13), sharex=True)
     names = sorted({u.process for u in usage})
     colours = plt.get_cmap("tab20")
     for i, name in enumerate(names):
-        mine = [u for u in usage if u.process == name]
+        mine = sorted((u for u in usage if u.process == name), key=lambda u: u.t_s)
         style = {"color": colours(i % 20), "linestyle": "-" if i < 20 else "--", "marker": "."}
         rss.plot([u.t_s for u in mine], [u.rss_mb for u in mine], label=name, **style)
         fds.plot([u.t_s for u in mine], [u.fds for u in mine], label=name, **style)
+        steps = [(b.t_s, (b.cpu_s - a.cpu_s) / (b.t_s - a.t_s)) for a, b in zip(mine, mine[1:]) if b.t_s > a.t_s]
+        cpu.plot([t for t, _ in steps], [max(0.0, c) for _, c in steps], **style)
     rss.set_ylabel("RSS, MiB")
     rss.set_title("resident memory per process")
     fds.set_ylabel("open file descriptors")
     fds.set_title("open files per process")
-    fds.set_xlabel("seconds")
+    cpu.set_ylabel("cores")
+    cpu.set_title("CPU per process, since the sample before")
+    cpu.set_xlabel("seconds")
     rss.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=90)

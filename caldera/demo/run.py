@@ -44,10 +44,10 @@ from caldera.demo.report import (
     StageTotal,
     write,
 )
-from caldera.demo.resources import AuditSample, Sampler, Usage, growth
+from caldera.demo.resources import AuditSample, Sampler, Usage, cpu_use, growth
 from caldera.demo.supervisor import Supervisor
 from caldera.demo.tracker import Tracker
-from caldera.demo.view import Frame, View, growth_table, summary, told
+from caldera.demo.view import Frame, View, cpu_table, growth_table, summary, told
 from caldera.demo.workload import AGENT, VOLCANO
 from caldera.flag_config import checked
 from cluster.model.devices import CARD_PREFIX, is_card_resource
@@ -332,6 +332,7 @@ async def _run_system(url: str, make_driver: Any, options: Options, view: View, 
         failed=failures(tasks),
         growth=growth(sampler.usage, driver.steady_after),
         warmup_share=driver.steady_after,
+        cpu=cpu_use(sampler.usage),
         agent_stages={
             name: StageTotal.of(f) for name, f in {"write": tracker.written(AGENT), **monitor.stages()}.items()
         },
@@ -417,6 +418,8 @@ async def demo(url: str, driver: Any, options: Options, console: Console) -> int
     console.print(summary(report))
     if report.growth:
         console.print(growth_table(report))
+    if report.cpu:
+        console.print(cpu_table(report))
     for problem in (report.audit if report.audit != "ok" else [])[:20]:
         console.print(problem, highlight=False)
     paths = await asyncio.to_thread(write, options.out, report, outcome.samples, outcome.usage, outcome.audits)

@@ -14,6 +14,7 @@ mixed`` does, with a view that shows nothing) does not load it.
 
 from __future__ import annotations
 
+import os
 import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -261,4 +262,19 @@ def growth_table(report: Report) -> Table:
             f"{g.fds[0]:,.0f} → {g.fds[1]:,.0f}",
             f"{g.fds_pct:+.1f}%",
         )
+    return table
+
+
+def cpu_table(report: Report) -> Table:
+    """Each process's CPU over the samples, most first, with the machine's cores for scale (caldera.demo.resources)."""
+    from rich.table import Table
+
+    total = sum(c.cpu_s for c in report.cpu)
+    table = Table(title=f"caldera demo: CPU by process ({os.cpu_count() or '?'} cores)")
+    for col in ("process", "CPU s", "mean cores", "share"):
+        table.add_column(col, justify="left" if col == "process" else "right")
+    for c in report.cpu:
+        if c.cpu_s > 0:
+            table.add_row(c.process, f"{c.cpu_s:,.1f}", f"{c.cores:.3f}", f"{c.cpu_s / total:.0%}" if total else "")
+    table.add_row("all", f"{total:,.1f}", f"{sum(c.cores for c in report.cpu):.3f}", "")
     return table

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from caldera.demo.resources import Sampler, Usage, growth
+from caldera.demo.resources import CpuUse, Sampler, Usage, cpu_use, growth
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.store import Store
 
@@ -48,6 +48,7 @@ async def test_every_process_is_sampled_by_name_and_the_audit_recorded(
     [child] = set(named) - {"caldera demo", "redis-server", "sharding"}
     assert child.startswith("python"), named
     assert all(u.rss_mb > 1 and u.fds >= 3 and u.t_s == 1.0 for u in sampler.usage), sampler.usage
+    assert named["caldera demo"].cpu_s > 0.1 and all(u.cpu_s >= 0 for u in sampler.usage)  # this test's own process
     assert [(a.t_s, a.ok, a.violations) for a in sampler.audits] == [(1.0, True, [])]
 
 
@@ -109,3 +110,22 @@ def test_a_rising_load_is_warm_up_until_it_stops_rising() -> None:
     assert early.rss_pct > 5 and steady.rss_pct == 0.0
     driver = WorkloadDriver(load(None), None, Tracker([AGENT, VOLCANO]), seed=1, duration=60)  # type: ignore[arg-type]
     assert driver.steady_after == 0.6
+
+
+def cpu(process: str, counts: list[tuple[float, float]]) -> list[Usage]:
+    return [Usage(t_s=t, process=process, rss_mb=100, fds=10, cpu_s=c) for t, c in counts]
+
+
+def test_cpu_is_what_each_process_used_from_its_first_sample_to_its_last_most_first() -> None:
+    usage = [
+        *cpu("loop", [(0, 5.0), (10, 7.0), (20, 9.0)]),  # 4 s of CPU over 20 s: 0.2 cores
+        *cpu("redis", [(20, 12.0), (0, 2.0), (10, 6.0)]),  # in any order: 10 s over 20 s
+        # started again under its name between the samples: 1.5 s since, counted whole
+        *cpu("worker", [(0, 3.0), (10, 4.0), (20, 1.5)]),
+        *cpu("late", [(20, 30.0)]),  # sampled once: no span to measure over
+    ]
+    assert cpu_use(usage) == [
+        CpuUse(process="redis", cpu_s=10.0, cores=0.5),
+        CpuUse(process="loop", cpu_s=4.0, cores=0.2),
+        CpuUse(process="worker", cpu_s=2.5, cores=0.125),
+    ]

@@ -139,6 +139,11 @@ def test_demo_runs_a_workload_file_and_reports(tmp_path: Path) -> None:
     resources = (tmp_path / "demo-resources.png").read_bytes()
     assert resources[:8] == b"\x89PNG\r\n\x1a\n" and len(resources) > 20_000
     assert "resources after the warm-up" in out, out
+    # where the run's CPU went, process by process: in the report and the summary
+    used = {c["process"]: c for c in report["cpu"]}
+    assert {"caldera demo", "redis-server", "agent-scheduler", "ray::WorkerActor #1"} <= set(used), used
+    assert all(used[p]["cores"] > 0 and used[p]["cpu_s"] > 0 for p in ("redis-server", "agent-scheduler")), used
+    assert all(r["cpu_s"] >= 0 for r in report["resources"]) and "CPU by process" in out, out
 
 
 NODES_CSV = """sn,cpu_milli,memory_mib,gpu,model
