@@ -216,11 +216,16 @@ def growth(usage: list[Usage], warmup: float = WARMUP_SHARE) -> list[Growth]:
     return out
 
 
+def used_between(a: Usage, b: Usage) -> float:
+    """The CPU one process used from sample ``a`` to sample ``b``: a count lower than before is a new
+    process under the name (restarted), and what it used since it started counts whole."""
+    return b.cpu_s - a.cpu_s if b.cpu_s >= a.cpu_s else b.cpu_s
+
+
 def cpu_use(usage: list[Usage]) -> list[CpuUse]:
-    """Per process sampled more than once, the CPU it used from its first sample to its last, most first.
-    A count lower than the sample before is a new process under the name (restarted): what it used
-    since it started counts whole. The CPU a process used before its first sample (its start) is not
-    counted."""
+    """Per process sampled more than once, the CPU it used from its first sample to its last
+    (:func:`used_between` each two), most first. The CPU a process used before its first sample (its
+    start) is not counted."""
     series: dict[str, list[Usage]] = {}
     for u in sorted(usage, key=lambda u: u.t_s):
         series.setdefault(u.process, []).append(u)
@@ -229,7 +234,7 @@ def cpu_use(usage: list[Usage]) -> list[CpuUse]:
         span = s[-1].t_s - s[0].t_s
         if len(s) < 2 or span <= 0:
             continue
-        used = sum(b.cpu_s - a.cpu_s if b.cpu_s >= a.cpu_s else b.cpu_s for a, b in zip(s, s[1:]))
+        used = sum(used_between(a, b) for a, b in zip(s, s[1:]))
         out.append(CpuUse(process=name, cpu_s=round(used, 2), cores=round(used / span, 3)))
     return sorted(out, key=lambda c: -c.cpu_s)
 
@@ -254,8 +259,8 @@ def chart(path: Path, usage: list[Usage]) -> None:
         style = {"color": colours(i % 20), "linestyle": "-" if i < 20 else "--", "marker": "."}
         rss.plot([u.t_s for u in mine], [u.rss_mb for u in mine], label=name, **style)
         fds.plot([u.t_s for u in mine], [u.fds for u in mine], label=name, **style)
-        steps = [(b.t_s, (b.cpu_s - a.cpu_s) / (b.t_s - a.t_s)) for a, b in zip(mine, mine[1:]) if b.t_s > a.t_s]
-        cpu.plot([t for t, _ in steps], [max(0.0, c) for _, c in steps], **style)
+        steps = [(b.t_s, used_between(a, b) / (b.t_s - a.t_s)) for a, b in zip(mine, mine[1:]) if b.t_s > a.t_s]
+        cpu.plot([t for t, _ in steps], [c for _, c in steps], **style)
     rss.set_ylabel("RSS, MiB")
     rss.set_title("resident memory per process")
     fds.set_ylabel("open file descriptors")
