@@ -132,6 +132,7 @@ class Informer:
                     update.epoch,
                     records=Kind.POD in self.kinds,
                     nodes=Kind.NODE in self.kinds,
+                    wake_on_nodes=self.kinds == {Kind.NODE},  # writes of pods alone wake it no more
                     reads=reads,
                 )
                 try:

@@ -98,7 +98,9 @@ end
 -- in the `recent_nodes` stream under the entry's id: per node, the version it had before this script and
 -- the used amounts it has now of each resource accounted, which a reader applies to the node it holds at
 -- that version, rather than fetch the node (and decode its spec) again. false: a node this script wrote
--- otherwise too (its spec, its owner, or deleted it: node_rewritten()), which readers fetch.
+-- otherwise too (its spec, its owner, or deleted it: node_rewritten()), which readers fetch. Every
+-- script that changed a node adds its entry, an empty map when it carries none, so that a reader of
+-- nodes alone waits on this stream and is not woken by writes of pods alone (feed.py's wake_on_nodes).
 local NODE_CARRY = {}
 local NODE_ORDER = {}
 local function node_rewritten(node)
@@ -137,10 +139,8 @@ local function publish()
       redis.call('XADD', P .. 'recent', 'MAXLEN', '~', RECENT_LEN, RV .. '-0', 'r', carried_records())
     end
     if #NODE_ORDER > 0 then
-      local n, nodes = carried_nodes()
-      if n > 0 then
-        redis.call('XADD', P .. 'recent_nodes', 'MAXLEN', '~', RECENT_LEN, RV .. '-0', 'n', nodes)
-      end
+      local _, nodes = carried_nodes()
+      redis.call('XADD', P .. 'recent_nodes', 'MAXLEN', '~', RECENT_LEN, RV .. '-0', 'n', nodes)
     end
   end
   return RV or 0

@@ -499,3 +499,46 @@ async def test_a_reader_woken_from_its_wait_takes_what_the_write_carried_and_fet
     update = await woken_by(Binder(store.client, store.keys, "default-scheduler").commit(placements))
     assert update.pods == await store.get_pods(uids) and update.nodes == await store.get_nodes(["n1"])
     informer.stop()
+
+
+async def test_a_reader_of_nodes_alone_sleeps_through_writes_of_pods_alone(store: Store) -> None:
+    """A replica of the nodes (each agent worker's, the sharding controller's) waits for a write that
+    changes a node — its spec or owner written, or pods accounted on it —, not for one that changes
+    pods alone (a burst created, a pod started): those come with its next read."""
+    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
+    informer = Informer(store, [Kind.NODE], block_ms=5000)
+    updates = informer.updates()
+    assert (await anext(updates)).full
+    for burst in ("rewritten", "accounted"):
+        waiting = asyncio.ensure_future(anext(updates))
+        await asyncio.sleep(0.2)  # the informer waits in its read
+        taken = informer.taken
+        await store.upsert_pods([pod(f"{burst}{i}", cpu="1") for i in range(3)])
+        await asyncio.sleep(0.5)
+        assert not waiting.done() and informer.taken == taken, burst  # not woken: the feed not read
+        if burst == "rewritten":  # a node's spec written: the write carries no accounting
+            await store.upsert_nodes([node("n2")])
+            changed = ["n2"]
+        else:  # pods committed to a node
+            await _commit(store, [f"uid-{burst}0"], "n1")
+            changed = ["n1"]
+        update = await asyncio.wait_for(waiting, 2)
+        assert update.nodes == await store.get_nodes(changed) and update.version == await store.version(), burst
+    informer.stop()
+
+
+async def test_a_reader_of_nodes_alone_reads_the_pods_written_when_its_wait_ends(store: Store) -> None:
+    """Not woken by writes of pods alone, a reader of nodes still reads past them when its wait ends, so
+    that it keeps up with the feed (which is trimmed behind its readers) through a long quiet spell of
+    its nodes."""
+    await store.upsert_nodes([node("n1")])
+    reader = FeedReader(store, await store.version(), records=False, nodes=True, wake_on_nodes=True)
+    reading = asyncio.ensure_future(reader.read(block_ms=800))
+    await asyncio.sleep(0.2)
+    await store.upsert_pods([pod("a")])
+    await asyncio.sleep(0.3)
+    assert not reading.done()
+    changes = await asyncio.wait_for(reading, 2)
+    assert [(c.kind, c.name) for c in changes] == [(Kind.POD, "uid-a")]
+    assert reader.position == await store.version()
+    await reader.close()
