@@ -28,11 +28,10 @@ wait ends. Alternated with the tree before it in the default demo, ten pairs (se
 three first): agent pods' p50 lower in all ten, 36.0 → 33.1 ms on average (25.6–37.7 against
 30.5–41.0), p99 lower in nine, 100.7 → 92.7 ms on average (at most 100 ms in nine runs against
 five) — the likely reason: a worker's replica no longer reads a burst's creations while the worker
-decides the burst.
-The worker's CPU over a run is about the same (a wake by a node now takes a read more), and an
-idle reader's a little more: 3.5 → 3.7–4.2 ms of CPU a second, waiting 50 ms a read. ``bench agent
---fill 0.9 --take 0.8 --workers 8``, two pairs: no true conflict either way, 3,531 / 4,058 → 4,345 /
-4,263 pods/s.
+decides the burst. The worker's CPU over a run is about the same (a wake by a node now takes a read
+more), and an idle reader's a little more: 3.5 → 3.7–4.2 ms of CPU a second, waiting 50 ms a read.
+``bench agent --fill 0.9 --take 0.8 --workers 8``, two pairs: no true conflict either way, 3,531 /
+4,058 → 4,345 / 4,263 pods/s.
 """
 
 from __future__ import annotations
