@@ -125,7 +125,7 @@ local function carried_nodes()
     end
   end
   parts[1] = map32(n)
-  return n, table.concat(parts)
+  return table.concat(parts)
 end
 
 -- Each entry carries when it was written ('t', microseconds since the epoch, Redis's clock), so
@@ -139,8 +139,7 @@ local function publish()
       redis.call('XADD', P .. 'recent', 'MAXLEN', '~', RECENT_LEN, RV .. '-0', 'r', carried_records())
     end
     if #NODE_ORDER > 0 then
-      local _, nodes = carried_nodes()
-      redis.call('XADD', P .. 'recent_nodes', 'MAXLEN', '~', RECENT_LEN, RV .. '-0', 'n', nodes)
+      redis.call('XADD', P .. 'recent_nodes', 'MAXLEN', '~', RECENT_LEN, RV .. '-0', 'n', carried_nodes())
     end
   end
   return RV or 0
