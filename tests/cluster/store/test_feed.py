@@ -527,6 +527,26 @@ async def test_a_reader_of_nodes_alone_sleeps_through_writes_of_pods_alone(store
     informer.stop()
 
 
+async def test_a_reader_of_nodes_alone_whose_read_brought_pods_alone_waits_for_a_node(store: Store) -> None:
+    """A replica of the nodes whose last read brought pods alone (a burst's creations, read while
+    the worker decided) waits for a node's change before it reads again, rather than take the pods
+    written meanwhile at once and wake its process for nothing; the node's change brings them."""
+    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
+    reader = FeedReader(store, await store.version(), records=False, nodes=True, wake_on_nodes=True)
+    await store.upsert_pods([pod("a", cpu="1")])
+    assert [c.name for c in await asyncio.wait_for(reader.read(block_ms=5000), 2)] == ["uid-a"]
+    await store.upsert_pods([pod("b", cpu="1")])  # written while the reader was busy
+    reading = asyncio.ensure_future(reader.read(block_ms=5000))
+    await asyncio.sleep(0.5)
+    assert not reading.done()
+    await _commit(store, ["uid-a"], "n1")
+    changes = await asyncio.wait_for(reading, 2)
+    assert (changes[0].kind, changes[0].name) == (Kind.POD, "uid-b")  # then the commit's: the pod and its node
+    assert {(c.kind, c.name) for c in changes[1:]} == {(Kind.POD, "uid-a"), (Kind.NODE, "n1")}
+    assert reader.position == await store.version()
+    await reader.close()
+
+
 async def test_a_reader_of_nodes_alone_reads_the_pods_written_when_its_wait_ends(store: Store) -> None:
     """Not woken by writes of pods alone, a reader of nodes still reads past them when its wait ends, so
     that it keeps up with the feed (which is trimmed behind its readers) through a long quiet spell of
