@@ -160,7 +160,9 @@ class AgentLoop:
         # uid -> times handed over from one worker to another; from HAND_OVERS on, placed where it fits
         self._handovers: dict[str, int] = {}
         self._recent: deque[tuple[float, int]] = deque(maxlen=30)  # (clock, pods bound) at each stats() call
-        self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50)
+        # Woken by pods written (created, committed, started), not by their deletions or a namespace's
+        # labels: those come with the next pod written, or within block_ms.
+        self._informer = Informer(store, [Kind.POD, Kind.NAMESPACE], block_ms=50, wake_on_pods=True)
         self.context = PodContext()  # placed pods, for the inter-pod rules of the pods handed out
         self.stages = metrics.stages if metrics is not None else Stages()
         self.listed = asyncio.Event()  # set once the first listing of the pods is taken in

@@ -40,6 +40,14 @@ the burst, in the worker's own thread. Six pairs of the default demo against the
 (three with it second, three first): agent pods' p50 lower in all six, 32.5 → 28.5 ms on average,
 p99 98.4 → 67.8 ms (at most 77 ms in every run); at ``--workers 2``, two pairs: p50 51.6 / 50.4 →
 45.9 / 44.1 ms, p99 272 / 173 → 118 / 123 ms, true conflicts 22 / 25 → 32 / 22 of 12,195 pods.
+
+The agent loop's reader of pods likewise waits on ``recent`` (``wake_on_pods``): the simulated
+kubelets' ends — single-pod deletions, 197 of the demo's 322 feed entries a second — no longer wake
+it one by one between the bursts; it reads them with the next pod written, or when its 50-ms wait
+ends (a pod deleted while pending stays queued that much longer; a worker's commit of it is refused,
+the pod gone). Six pairs of the default demo: the loop's CPU 0.088 → 0.052 cores on average (lower in
+all six), all processes' 0.657 → 0.598; agent pods' p50 32.2 → 32.2 ms and p99 81.1 → 82.2 ms on
+average — the CPU it saves is between the bursts.
 """
 
 from __future__ import annotations
@@ -141,6 +149,9 @@ class FeedReader:
     ``wake_on_nodes``: a reader of nodes alone — a read that finds nothing new waits for a write
     that changed a node (the ``recent_nodes`` stream), not for any write, then takes the feed; a read
     after one that brought no node's change waits so at once.
+    ``wake_on_pods``: likewise for a reader of pods woken by the writes that carry a pod (the
+    ``recent`` stream: created, updated, committed, started), not by deletions nor writes of other
+    kinds, which come with its next read — at the latest when its wait ends.
     ``reads``: the connection its reads go through (:class:`~cluster.store.held.HeldConnection`: an
     informer keeps one across its readers); without one, it holds one of its own until :meth:`close`.
     """
@@ -154,6 +165,7 @@ class FeedReader:
         records: bool = True,
         nodes: bool = False,
         wake_on_nodes: bool = False,
+        wake_on_pods: bool = False,
         reads: HeldConnection | None = None,
     ) -> None:
         self.store = store
@@ -162,11 +174,12 @@ class FeedReader:
         self.records = records
         self.nodes = nodes
         self.wake_on_nodes = wake_on_nodes
+        self.wake_on_pods = wake_on_pods
         self.reads = reads if reads is not None else HeldConnection(store.client)
         self._owns_reads = reads is None
         self.carried: Carried = {}  # the pod records the last read brought
         self.carried_nodes: CarriedNodes = {}  # the nodes' accounting changes the last read brought
-        self._nodes_quiet = False  # the last read brought no node's change (wake_on_nodes: wait first)
+        self._quiet = False  # the last read brought no change that wakes it: the next waits first
 
     async def read(self, *, block_ms: int | None = 500, count: int = 2000) -> list[Change]:
         """The changes after the position (waiting up to ``block_ms`` for some), in order; the
@@ -178,10 +191,11 @@ class FeedReader:
             streams[keys.recent] = start
         if self.nodes:
             streams[keys.recent_nodes] = start
-        if self.wake_on_nodes and block_ms is not None:
-            reply = [] if self._nodes_quiet else await self._xread(streams, count, None)  # what came meanwhile
+        wake = keys.recent_nodes if self.wake_on_nodes else keys.recent if self.wake_on_pods else None
+        if wake is not None and block_ms is not None:
+            reply = [] if self._quiet else await self._xread(streams, count, None)  # what came meanwhile
             if not any(stream == keys.feed.encode() for stream, _ in reply):
-                await self._xread({keys.recent_nodes: start}, 1, block_ms)  # a node's change, or the wait's end
+                await self._xread({wake: start}, 1, block_ms)  # a change that wakes it, or the wait's end
                 reply = await self._xread(streams, count, None)
         else:
             reply = await self._xread(streams, count, block_ms)
@@ -212,7 +226,10 @@ class FeedReader:
         )
         if not reply:
             await self._check_store()
-        self._nodes_quiet = not any(c.kind is Kind.NODE for c in changes)
+        if self.wake_on_nodes:
+            self._quiet = not any(c.kind is Kind.NODE for c in changes)
+        elif self.wake_on_pods:
+            self._quiet = not any(c.kind is Kind.POD and not c.deleted for c in changes)
         return changes
 
     async def _read_left_out(

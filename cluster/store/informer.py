@@ -33,7 +33,11 @@ cost is the records a consumer does not hold itself: 10,000 of the demo's agent 
 
 
 class Informer:
-    """Keeps a consumer current: yields one full :class:`Update`, then deltas, forever."""
+    """Keeps a consumer current: yields one full :class:`Update`, then deltas, forever.
+
+    An informer of nodes alone is woken only by writes that change a node; with ``wake_on_pods``, one
+    of pods only by writes that carry a pod (not its deletion): what else came is read with the next
+    such write or when ``block_ms`` ends (:class:`~cluster.store.feed.FeedReader`)."""
 
     def __init__(
         self,
@@ -44,8 +48,10 @@ class Informer:
         count: int = 2000,
         settle_s: float = 0.0,
         keep_pending: int = PENDING_KEPT,
+        wake_on_pods: bool = False,
     ) -> None:
         self.store = store
+        self.wake_on_pods = wake_on_pods
         self.kinds = frozenset(kinds)
         self.block_ms = block_ms
         self.count = count
@@ -133,6 +139,7 @@ class Informer:
                     records=Kind.POD in self.kinds,
                     nodes=Kind.NODE in self.kinds,
                     wake_on_nodes=self.kinds == {Kind.NODE},  # writes of pods alone wake it no more
+                    wake_on_pods=self.wake_on_pods,
                     reads=reads,
                 )
                 try:

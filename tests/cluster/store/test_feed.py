@@ -547,6 +547,30 @@ async def test_a_reader_of_nodes_alone_whose_read_brought_pods_alone_waits_for_a
     await reader.close()
 
 
+async def test_a_reader_woken_by_pods_sleeps_through_deletions_and_reads_them_when_a_pod_is_written(
+    store: Store,
+) -> None:
+    """The agent loop's reader (``wake_on_pods``) is woken by writes that carry a pod — created, updated,
+    committed, started —, not by deletions (the simulated kubelets' ends, most of a busy feed), which
+    come with its next read; and a read after one that brought deletions alone waits so at once."""
+    await store.upsert_nodes([node("n1", cpu="64", memory="256Gi")])
+    await store.upsert_pods([pod(name, cpu="1") for name in ("a", "b", "c")])
+    informer = Informer(store, [Kind.POD], block_ms=5000, wake_on_pods=True)
+    updates = informer.updates()
+    assert (await anext(updates)).full
+    await store.delete_pods(["uid-a"])  # while the consumer is busy: taken at once, as before
+    assert (await asyncio.wait_for(anext(updates), 2)).pods == {"uid-a": None}
+    waiting = asyncio.ensure_future(anext(updates))
+    await asyncio.sleep(0.2)
+    await store.delete_pods(["uid-b"])
+    await asyncio.sleep(0.5)
+    assert not waiting.done()  # not woken by a deletion
+    await _commit(store, ["uid-c"], "n1")
+    update = await asyncio.wait_for(waiting, 2)
+    assert update.pods == {"uid-b": None, **(await store.get_pods(["uid-c"]))}
+    informer.stop()
+
+
 async def test_a_reader_of_nodes_alone_reads_the_pods_written_when_its_wait_ends(store: Store) -> None:
     """Not woken by writes of pods alone, a reader of nodes still reads past them when its wait ends, so
     that it keeps up with the feed (which is trimmed behind its readers) through a long quiet spell of
