@@ -39,7 +39,9 @@ decided the burst) would otherwise take the pods written meanwhile and wake agai
 the burst, in the worker's own thread. Six pairs of the default demo against the tree before it
 (three with it second, three first): agent pods' p50 lower in all six, 32.5 → 28.5 ms on average,
 p99 98.4 → 67.8 ms (at most 77 ms in every run); at ``--workers 2``, two pairs: p50 51.6 / 50.4 →
-45.9 / 44.1 ms, p99 272 / 173 → 118 / 123 ms, true conflicts 22 / 25 → 32 / 22 of 12,195 pods.
+45.9 / 44.1 ms, p99 272 / 173 → 118 / 123 ms, true conflicts 22 / 25 → 32 / 22 of 12,195 pods. Not
+confirmed later in the same sitting: six pairs of the tree before it against the one after the next
+change too, 30.9 → 31.7 ms p50 on average (the README, *Readers woken less*).
 
 The agent loop's reader of pods likewise waits on ``recent`` (``wake_on_pods``): the simulated
 kubelets' ends — single-pod deletions, 197 of the demo's 322 feed entries a second — no longer wake
