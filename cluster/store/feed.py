@@ -175,8 +175,11 @@ class FeedReader:
         self.epoch = epoch
         self.records = records
         self.nodes = nodes
-        self.wake_on_nodes = wake_on_nodes
-        self.wake_on_pods = wake_on_pods
+        if wake_on_nodes and wake_on_pods:
+            raise ValueError("wake_on_nodes and wake_on_pods: a reader waits on one stream")
+        # The stream a read waits on (None: the feed itself), and the kind of change it wakes for.
+        self._wake = store.keys.recent_nodes if wake_on_nodes else store.keys.recent if wake_on_pods else None
+        self._wakes_for = Kind.NODE if wake_on_nodes else Kind.POD
         self.reads = reads if reads is not None else HeldConnection(store.client)
         self._owns_reads = reads is None
         self.carried: Carried = {}  # the pod records the last read brought
@@ -193,11 +196,10 @@ class FeedReader:
             streams[keys.recent] = start
         if self.nodes:
             streams[keys.recent_nodes] = start
-        wake = keys.recent_nodes if self.wake_on_nodes else keys.recent if self.wake_on_pods else None
-        if wake is not None and block_ms is not None:
+        if self._wake is not None and block_ms is not None:
             reply = [] if self._quiet else await self._xread(streams, count, None)  # what came meanwhile
             if not any(stream == keys.feed.encode() for stream, _ in reply):
-                await self._xread({wake: start}, 1, block_ms)  # a change that wakes it, or the wait's end
+                await self._xread({self._wake: start}, 1, block_ms)  # a change that wakes it, or the wait's end
                 reply = await self._xread(streams, count, None)
         else:
             reply = await self._xread(streams, count, block_ms)
@@ -228,10 +230,9 @@ class FeedReader:
         )
         if not reply:
             await self._check_store()
-        if self.wake_on_nodes:
-            self._quiet = not any(c.kind is Kind.NODE for c in changes)
-        elif self.wake_on_pods:
-            self._quiet = not any(c.kind is Kind.POD and not c.deleted for c in changes)
+        # A node's deletion is written to recent_nodes too, a pod's to recent not.
+        kind = self._wakes_for
+        self._quiet = not any(c.kind is kind and not (c.deleted and kind is Kind.POD) for c in changes)
         return changes
 
     async def _read_left_out(
