@@ -109,14 +109,26 @@ class StoreReset(FeedTrimmed):
     list again."""
 
 
+_KINDS: dict[str, tuple[Kind, bool]] = {
+    **{k.value: (k, False) for k in Kind},
+    **{f"-{k.value}": (k, True) for k in Kind},
+}
+"""A feed line's code (``pod``, ``-pod`` for a deletion, ...) -> its kind and whether it was deleted: a
+dict's lookup, where ``Kind(code)`` took ~0.5 µs a line in every reader of the feed."""
+
+
 def parse_entry(text: bytes, at: float = 0.0, version: int = 0) -> list[Change]:
     changes: list[Change] = []
     if not text:
         return changes  # a new epoch's entry carries no change
     for line in text.decode().split("\n"):
-        kind, _, name = line.partition(":")
-        deleted = kind.startswith("-")
-        changes.append(Change(Kind(kind.lstrip("-")), name, deleted, at, version))
+        code, _, name = line.partition(":")
+        known = _KINDS.get(code)
+        if known is None:
+            raise ValueError(
+                f"feed entry {version}: kind {code!r} (expected one of {', '.join(Kind)}, '-' before a deletion)"
+            )
+        changes.append(Change(known[0], name, known[1], at, version))
     return changes
 
 

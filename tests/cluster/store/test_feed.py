@@ -38,6 +38,15 @@ async def test_every_write_is_one_entry_with_consecutive_versions(store: Store) 
     ]
 
 
+async def test_a_feed_line_of_a_kind_no_reader_knows_is_refused_with_the_kind_named(store: Store) -> None:
+    await store.upsert_nodes([node("n1")])
+    epoch, version = await store.head()
+    await store.client.xadd(store.keys.feed, {"c": "node:n1\n-widget:w1", "e": epoch}, id=f"{version + 1}-0")
+    reader = FeedReader(store, version, epoch)
+    with pytest.raises(ValueError, match=r"feed entry 2: kind '-widget'"):
+        await reader.read(block_ms=None)
+
+
 async def test_a_reader_behind_a_trimmed_feed_is_told(store: Store) -> None:
     await store.upsert_nodes([node(f"n{i}") for i in range(5)])
     await store.client.xtrim(store.keys.feed, maxlen=2, approximate=False)
