@@ -62,6 +62,10 @@ def _part(part: PodAffinity | None, labels: Mapping[str, str]) -> PodAffinity | 
 
 def _has_keys(pod: Pod) -> bool:
     a = pod.spec.affinity
+    if (
+        a is None or (a.pod_affinity is None and a.pod_anti_affinity is None)
+    ) and not pod.spec.topology_spread_constraints:
+        return False  # most pods: asked of every pod the agent loop sees placed, twice
     parts = [p for p in ((a.pod_affinity, a.pod_anti_affinity) if a is not None else ()) if p is not None]
     terms = [
         t
