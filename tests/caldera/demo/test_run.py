@@ -23,7 +23,8 @@ from cluster.runtime.heartbeat import Beat
 from cluster.runtime.redis_server import RedisServer
 from cluster.store.keys import Keys
 from cluster.store.records import PodRecord
-from cluster.store.store import Store
+from cluster.store.store import Own, Store
+from tests.builders import node, pod
 
 SMALL = """
 pools:
@@ -383,3 +384,29 @@ async def test_the_monitor_keeps_a_processs_figures_once_its_heartbeat_is_gone(s
     await store.client.hdel(store.keys.processes, "agent-scheduler/h")  # the process stopped
     await monitor.poll()
     assert monitor.conflicts()[AGENT] == Conflicts(true=1077, resolved=2407)
+
+
+async def test_the_monitor_sees_owners_allocation_and_nodes_gone_as_each_poll_finds_them(store: Store) -> None:
+    """The shard panel: each poll sees the owners and the allocation as the store has them then, read off
+    the feed (a listing of every node each second cost the demo's process more than any one scheduler's
+    share of a burst)."""
+    await store.upsert_nodes([node("n1", cpu="8"), node("n2", cpu="8")])
+    await store.write([Own("n1", "volcano"), Own("n2", "agent-scheduler")])
+    monitor = Monitor(store, store.keys)
+    await monitor.start()
+    try:
+        await monitor.poll()
+        assert {k: v["nodes"] for k, v in monitor.shards.items()} == {"agent-scheduler": 1, "volcano": 1}
+        assert monitor.shards["agent-scheduler"]["cpu"] == 0.0
+        await store.upsert_pods([pod("a", cpu="2", node="n2", phase="Running")])
+        await store.write([Own("n1", "agent-scheduler")])
+        await monitor.poll()
+        assert {k: v["nodes"] for k, v in monitor.shards.items()} == {"agent-scheduler": 2}
+        assert monitor.shards["agent-scheduler"]["cpu"] == pytest.approx(2 / 16)
+        assert monitor.moves == 1
+        await store.delete_pods(["uid-a"])
+        await store.delete_nodes(["n2"])
+        await monitor.poll()
+        assert monitor.shards == {"agent-scheduler": {"nodes": 1, "cpu": 0.0, "gpu": 0.0, "gpus": 0, "fragment": 0.0}}
+    finally:
+        await monitor.stop()
