@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 
 from cluster.store.client import STORE_DOWN, Outage
 from cluster.store.feed import Carried, CarriedNodes, Change, FeedReader, FeedTrimmed, StoreReset
@@ -75,6 +75,12 @@ class Informer:
         self._pending: OrderedDict[str, PodRecord] = OrderedDict()
         # Every node as last yielded (a reader of nodes): a carried accounting change applies to it.
         self._nodes: dict[str, NodeRecord] = {}
+
+    @property
+    def nodes(self) -> Mapping[str, NodeRecord]:
+        """Every node as the updates yielded so far left it (a reader of nodes; read-only): a consumer that
+        wants the nodes as they are keeps no copy of its own."""
+        return self._nodes
 
     def stop(self) -> None:
         """End :meth:`updates` within one ``block_ms``.

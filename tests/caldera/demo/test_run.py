@@ -15,8 +15,8 @@ import psutil
 import pytest
 
 from caldera.demo import workload
+from caldera.demo.monitor import Monitor
 from caldera.demo.report import Conflicts
-from caldera.demo.run import Monitor
 from caldera.demo.workload import AGENT
 from cluster.runtime import heartbeat
 from cluster.runtime.heartbeat import Beat
